@@ -1,0 +1,154 @@
+/**
+ * Reading settings: Effect `Config` helpers shared by both services, and the one-line report a
+ * bad setting produces at start-up.
+ */
+import { readFile } from "node:fs/promises"
+import { Cause, Config, ConfigError, Effect, Either, Option, ParseResult, Redacted } from "effect"
+import { type Address, getAddress, isAddress } from "viem"
+import { type Deployment, decodeDeploymentJson } from "../../schema/deployment.js"
+
+export const address = (name: string): Config.Config<Address> =>
+  Config.string(name).pipe(
+    Config.mapOrFail((s) =>
+      isAddress(s, { strict: true })
+        ? Either.right(getAddress(s))
+        : Either.left(
+            ConfigError.InvalidData([], "expected a 0x address (mixed case needs a valid checksum)")
+          )
+    )
+  )
+
+const integerIn = (name: string, min: number, max: number, defaultValue: number): Config.Config<number> =>
+  Config.integer(name).pipe(
+    Config.validate({
+      message: `expected an integer from ${min} to ${max}`,
+      validation: (n) => n >= min && n <= max
+    }),
+    Config.withDefault(defaultValue)
+  )
+
+/** Basis points: 10_000 is 1x. */
+export const bps = (name: string, defaultValue: number, max = 1_000_000): Config.Config<number> =>
+  integerIn(name, 0, max, defaultValue)
+
+export const positiveInt = (name: string, defaultValue: number, max = Number.MAX_SAFE_INTEGER) =>
+  integerIn(name, 1, max, defaultValue)
+
+export const nonNegativeInt = (name: string, defaultValue: number, max = Number.MAX_SAFE_INTEGER) =>
+  integerIn(name, 0, max, defaultValue)
+
+export const port = (defaultValue: number) => integerIn("PORT", 0, 65_535, defaultValue)
+
+export const url = (name: string): Config.Config<URL> =>
+  Config.string(name).pipe(
+    Config.mapOrFail((s) => {
+      try {
+        const parsed = new URL(s)
+        return parsed.protocol === "http:" ||
+          parsed.protocol === "https:" ||
+          parsed.protocol === "ws:" ||
+          parsed.protocol === "wss:"
+          ? Either.right(parsed)
+          : Either.left(ConfigError.InvalidData([], "expected an http(s) or ws(s) URL"))
+      } catch {
+        return Either.left(ConfigError.InvalidData([], "expected a URL"))
+      }
+    })
+  )
+
+/** An optional secret: unset and empty both mean "not configured". */
+export const optionalSecret = (name: string): Config.Config<Option.Option<Redacted.Redacted>> =>
+  Config.option(Config.string(name)).pipe(
+    Config.map((raw) =>
+      Option.map(
+        Option.filter(raw, (s) => s.length > 0),
+        Redacted.make
+      )
+    )
+  )
+
+/** Optional 32-byte private key in hex. */
+export const privateKey = (name: string): Config.Config<Redacted.Redacted<`0x${string}`>> =>
+  Config.redacted(
+    Config.string(name).pipe(
+      Config.mapOrFail((s) => {
+        const hex = s.startsWith("0x") ? s : `0x${s}`
+        return /^0x[0-9a-fA-F]{64}$/.test(hex)
+          ? Either.right(hex.toLowerCase() as `0x${string}`)
+          : Either.left(ConfigError.InvalidData([], "expected a 32-byte hex private key"))
+      })
+    )
+  ) as Config.Config<Redacted.Redacted<`0x${string}`>>
+
+/** Reads and validates the deployment file; a bad file names the setting and what is wrong. */
+export const loadDeploymentFile = (path: string): Effect.Effect<Deployment, ConfigError.ConfigError> =>
+  Effect.tryPromise({
+    try: () => readFile(path, "utf8"),
+    catch: (e) =>
+      ConfigError.InvalidData(
+        ["DEPLOYMENT_FILE"],
+        `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? e}`
+      )
+  }).pipe(
+    Effect.flatMap((text) =>
+      decodeDeploymentJson(text).pipe(
+        Effect.mapError((e) =>
+          ConfigError.InvalidData(
+            ["DEPLOYMENT_FILE"],
+            `${path} is not a valid deployment file: ${ParseResult.TreeFormatter.formatErrorSync(e).split("\n").join(" ")}`
+          )
+        )
+      )
+    )
+  )
+
+export const optionalDeployment: Effect.Effect<
+  Option.Option<Deployment>,
+  ConfigError.ConfigError
+> = Effect.flatMap(
+  Config.option(Config.nonEmptyString("DEPLOYMENT_FILE")),
+  Option.match({
+    onNone: () => Effect.succeed(Option.none()),
+    onSome: (path) => Effect.map(loadDeploymentFile(path), Option.some)
+  })
+)
+
+/**
+ * An address setting that may be left empty when the deployment file has it. The setting wins
+ * over the file, so an operator can override one address without editing the file.
+ */
+export const addressOr = (
+  name: string,
+  fromDeployment: Option.Option<Address>
+): Effect.Effect<Address, ConfigError.ConfigError> =>
+  Effect.flatMap(Config.option(Config.nonEmptyString(name)), (raw) =>
+    Option.isSome(raw)
+      ? address(name)
+      : Option.match(fromDeployment, {
+          onNone: () =>
+            Effect.fail(ConfigError.MissingData([name], `set ${name} or give a DEPLOYMENT_FILE that has it`)),
+          onSome: Effect.succeed
+        })
+  )
+
+const leaves = (e: ConfigError.ConfigError): Array<string> => {
+  switch (e._op) {
+    case "And":
+    case "Or":
+      return [...leaves(e.left), ...leaves(e.right)]
+    case "InvalidData":
+    case "MissingData":
+    case "SourceUnavailable":
+    case "Unsupported":
+      return [`${e.path.join(".") || "setting"}: ${e.message}`]
+  }
+}
+
+/** One line naming every bad setting and what is wrong with it. */
+export const formatConfigError = (e: ConfigError.ConfigError): string => [...new Set(leaves(e))].join("; ")
+
+/** The start-up report for a cause: a ConfigError becomes one line; anything else is passed on. */
+export const configFailure = (cause: Cause.Cause<unknown>): Option.Option<string> =>
+  Option.flatMap(Cause.failureOption(cause), (e) =>
+    ConfigError.isConfigError(e) ? Option.some(formatConfigError(e)) : Option.none()
+  )

@@ -1,0 +1,124 @@
+/**
+ * Request metrics and the Prometheus text exposition. Labels are route templates, methods and
+ * status codes only: never a path with an id in it, an address, or a client IP.
+ */
+import { createHash, timingSafeEqual } from "node:crypto"
+import { Effect, Metric, MetricBoundaries, type MetricPair, MetricState, Option, Redacted } from "effect"
+
+export const httpRequests = Metric.counter("http_requests_total", {
+  description: "HTTP requests by route template, method and status",
+  incremental: true
+})
+
+export const httpRequestDuration = Metric.histogram(
+  "http_request_duration_seconds",
+  MetricBoundaries.fromIterable([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
+  "HTTP request latency by route template, method and status"
+)
+
+interface RequestLabels {
+  readonly route: string
+  readonly method: string
+  readonly status: number
+}
+
+const withRequestLabels = <T, In, Out>(metric: Metric.Metric<T, In, Out>, labels: RequestLabels) =>
+  metric.pipe(
+    Metric.tagged("route", labels.route),
+    Metric.tagged("method", labels.method),
+    Metric.tagged("status", String(labels.status))
+  )
+
+export const recordRequest = (labels: RequestLabels, seconds: number) =>
+  Effect.zipRight(
+    Metric.increment(withRequestLabels(httpRequests, labels)),
+    Metric.update(withRequestLabels(httpRequestDuration, labels), seconds)
+  )
+
+const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')
+const sanitizeName = (name: string) => name.replace(/[^a-zA-Z0-9_:]/g, "_")
+
+const labelText = (labels: ReadonlyArray<readonly [string, string]>) =>
+  labels.length === 0 ? "" : `{${labels.map(([k, v]) => `${sanitizeName(k)}="${escapeLabel(v)}"`).join(",")}}`
+
+const formatNumber = (n: number | bigint) =>
+  typeof n === "bigint"
+    ? n.toString()
+    : Number.isNaN(n)
+      ? "NaN"
+      : n === Number.POSITIVE_INFINITY
+        ? "+Inf"
+        : n === Number.NEGATIVE_INFINITY
+          ? "-Inf"
+          : String(n)
+
+/** Prometheus text format 0.0.4 of a metric snapshot. */
+export const renderPrometheus = (pairs: ReadonlyArray<MetricPair.MetricPair.Untyped>): string => {
+  const families = new Map<string, { help: string | undefined; type: string; lines: Array<string> }>()
+  const family = (name: string, type: string, help: string | undefined) => {
+    let f = families.get(name)
+    if (f === undefined) {
+      f = { help, type, lines: [] }
+      families.set(name, f)
+    }
+    return f
+  }
+  for (const pair of pairs) {
+    const name = sanitizeName(pair.metricKey.name)
+    const help = Option.getOrUndefined(pair.metricKey.description)
+    const labels = pair.metricKey.tags.map((t) => [t.key, t.value] as const)
+    const state = pair.metricState
+    if (MetricState.isCounterState(state)) {
+      family(name, "counter", help).lines.push(`${name}${labelText(labels)} ${formatNumber(state.count)}`)
+    } else if (MetricState.isGaugeState(state)) {
+      family(name, "gauge", help).lines.push(`${name}${labelText(labels)} ${formatNumber(state.value)}`)
+    } else if (MetricState.isHistogramState(state)) {
+      const f = family(name, "histogram", help)
+      // Effect's histogram buckets are already cumulative counts per upper bound.
+      for (const [bound, count] of state.buckets) {
+        const le = bound === Number.POSITIVE_INFINITY ? "+Inf" : String(bound)
+        f.lines.push(`${name}_bucket${labelText([...labels, ["le", le]])} ${count}`)
+      }
+      if (!state.buckets.some(([bound]) => bound === Number.POSITIVE_INFINITY)) {
+        f.lines.push(`${name}_bucket${labelText([...labels, ["le", "+Inf"]])} ${state.count}`)
+      }
+      f.lines.push(`${name}_sum${labelText(labels)} ${formatNumber(state.sum)}`)
+      f.lines.push(`${name}_count${labelText(labels)} ${state.count}`)
+    } else if (MetricState.isFrequencyState(state)) {
+      const f = family(name, "counter", help)
+      for (const [key, count] of state.occurrences) {
+        f.lines.push(`${name}${labelText([...labels, ["key", key]])} ${count}`)
+      }
+    } else if (MetricState.isSummaryState(state)) {
+      const f = family(name, "summary", help)
+      for (const [q, value] of state.quantiles) {
+        f.lines.push(
+          `${name}${labelText([...labels, ["quantile", String(q)]])} ${formatNumber(Option.getOrElse(value, () => Number.NaN))}`
+        )
+      }
+      f.lines.push(`${name}_sum${labelText(labels)} ${formatNumber(state.sum)}`)
+      f.lines.push(`${name}_count${labelText(labels)} ${state.count}`)
+    }
+  }
+  const out: Array<string> = []
+  for (const [name, f] of [...families.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    if (f.help !== undefined) out.push(`# HELP ${name} ${f.help.replace(/\n/g, " ")}`)
+    out.push(`# TYPE ${name} ${f.type}`)
+    out.push(...f.lines.sort())
+  }
+  return `${out.join("\n")}\n`
+}
+
+export const prometheusText = Effect.map(Metric.snapshot, renderPrometheus)
+
+const digest = (s: string) => createHash("sha256").update(s, "utf8").digest()
+
+/**
+ * Compares a presented bearer token with the configured one in constant time (both hashed to a
+ * fixed length first, so neither content nor length leaks through timing).
+ */
+export const bearerMatches = (authorization: string | undefined, token: Redacted.Redacted): boolean => {
+  const presented = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length) : ""
+  const ok = timingSafeEqual(digest(presented), digest(Redacted.value(token)))
+  return ok && presented.length > 0
+}

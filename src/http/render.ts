@@ -1,0 +1,76 @@
+/**
+ * The one place an error becomes an HTTP response. Every refusal is `{ error, code }` with the
+ * status of PROTOCOL.md §7; anything unexpected is a 500 `internal` whose body reveals nothing.
+ */
+import { HttpApiError, HttpServerResponse } from "@effect/platform"
+import { RouteNotFound } from "@effect/platform/HttpServerError"
+import { Cause, Effect, Option } from "effect"
+import { type ApiError, errorCatalog, isApiError } from "../../schema/errors.js"
+
+export const renderApiError = (error: ApiError): HttpServerResponse.HttpServerResponse => {
+  const { status, code } = errorCatalog[error._tag]
+  const headers: Record<string, string> = {}
+  if (error._tag === "RateLimited")
+    headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterSeconds)))
+  // An oversized body is not read to the end; closing the connection stops the client sending it.
+  if (error._tag === "PayloadTooLarge") headers.connection = "close"
+  return HttpServerResponse.unsafeJson({ error: error.message, code }, { status, headers })
+}
+
+const internal = HttpServerResponse.unsafeJson({ error: "internal error", code: "internal" }, { status: 500 })
+
+/** Name and stack frames of a defect, without its message: messages can carry request values. */
+const describeDefect = (defect: unknown): string => {
+  if (defect instanceof Error) {
+    const frames = (defect.stack ?? "")
+      .split("\n")
+      .filter((line) => line.trimStart().startsWith("at "))
+      .slice(0, 8)
+      .map((line) => line.trim())
+    return [defect.name, ...frames].join(" | ")
+  }
+  return typeof defect
+}
+
+/** What a failed request answers: its typed error, or 404 for an unknown route, or 500. */
+export const renderCause = (
+  cause: Cause.Cause<unknown>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, never> => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (isApiError(error)) return Effect.succeed(renderApiError(error))
+    if (error instanceof RouteNotFound) {
+      return Effect.succeed(
+        HttpServerResponse.unsafeJson({ error: "no such route", code: "not_found" }, { status: 404 })
+      )
+    }
+    // Operator-only endpoints answer these with an empty body (PROTOCOL.md §7).
+    if (error instanceof HttpApiError.NotFound)
+      return Effect.succeed(HttpServerResponse.empty({ status: 404 }))
+    if (error instanceof HttpApiError.Unauthorized)
+      return Effect.succeed(HttpServerResponse.empty({ status: 401 }))
+    if (error instanceof HttpApiError.HttpApiDecodeError) {
+      return Effect.succeed(
+        HttpServerResponse.unsafeJson(
+          { error: decodeErrorMessage(error), code: "bad_request" },
+          { status: 400 }
+        )
+      )
+    }
+  }
+  const defect = Option.orElse(failure, () => Cause.dieOption(cause))
+  return Effect.logError("request failed unexpectedly").pipe(
+    Effect.annotateLogs("defect", Option.match(defect, { onNone: () => "unknown", onSome: describeDefect })),
+    Effect.as(internal)
+  )
+}
+
+/** A schema violation names the offending field and the rule it broke (to the sender only). */
+const decodeErrorMessage = (error: HttpApiError.HttpApiDecodeError): string => {
+  const first = error.issues[0]
+  if (first === undefined) return "request does not match the schema"
+  const path = first.path.length > 0 ? first.path.join(".") : "body"
+  const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : ""
+  return `${path}: ${first.message}${more}`
+}

@@ -1,0 +1,78 @@
+/**
+ * The one SQL client both services use. With `DATABASE_URL` it is PostgreSQL; without it an
+ * embedded PGlite database under `DATA_DIR`, served over the Postgres wire protocol on a loopback
+ * port so that the very same `@effect/sql-pg` client (and the same SQL) talks to either.
+ */
+import { mkdir } from "node:fs/promises"
+import { PgClient } from "@effect/sql-pg"
+import { PGlite } from "@electric-sql/pglite"
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { Data, Effect, Layer, Option, type Redacted } from "effect"
+import { migrate } from "./migrations.js"
+
+/** Pool size of the client; the embedded server accepts a few more so a pool refill never waits. */
+export const POOL_SIZE = 8
+const EMBEDDED_MAX_CONNECTIONS = POOL_SIZE * 2
+
+export class EmbeddedDatabaseError extends Data.TaggedError("EmbeddedDatabaseError")<{
+  readonly message: string
+  readonly cause: unknown
+}> {}
+
+export interface StorageOptions {
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  /** Directory of the embedded database, or `memory://` for a throwaway one. */
+  readonly dataDir: string
+  readonly applicationName: string
+}
+
+/** Starts PGlite and its socket server; both stop when the scope closes. */
+export const embeddedPostgres = (dataDir: string) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        if (!dataDir.startsWith("memory://")) await mkdir(dataDir, { recursive: true })
+        const db = await PGlite.create(dataDir)
+        const server = new PGLiteSocketServer({
+          db,
+          host: "127.0.0.1",
+          port: 0,
+          maxConnections: EMBEDDED_MAX_CONNECTIONS
+        })
+        try {
+          await server.start()
+        } catch (e) {
+          await db.close()
+          throw e
+        }
+        const [host, port] = server.getServerConn().split(":")
+        return { db, server, host: host ?? "127.0.0.1", port: Number(port) }
+      },
+      catch: (cause) =>
+        new EmbeddedDatabaseError({ message: `cannot open the embedded database in ${dataDir}`, cause })
+    }),
+    ({ db, server }) => Effect.promise(() => server.stop().then(() => db.close()))
+  )
+
+export const sqlLayer = (options: StorageOptions) =>
+  Option.match(options.databaseUrl, {
+    onSome: (url) =>
+      PgClient.layer({ url, maxConnections: POOL_SIZE, applicationName: options.applicationName }),
+    onNone: () =>
+      Layer.unwrapScoped(
+        Effect.map(embeddedPostgres(options.dataDir), ({ host, port }) =>
+          PgClient.layer({
+            host,
+            port,
+            database: "postgres",
+            username: "postgres",
+            maxConnections: POOL_SIZE,
+            applicationName: options.applicationName
+          })
+        )
+      )
+  })
+
+/** The SQL client with every migration applied before anything else uses it. */
+export const storageLayer = (options: StorageOptions) =>
+  Layer.effectDiscard(migrate).pipe(Layer.provideMerge(sqlLayer(options)))
