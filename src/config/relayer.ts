@@ -57,15 +57,15 @@ export const loadRelayerSettings = Effect.gen(function* () {
   const fromDeployment = <A>(f: (d: Deployment) => A) => Option.map(deployment, f)
   const vault = yield* addressOr(
     "FEE_VAULT",
-    fromDeployment((d) => d.vault as Address)
+    fromDeployment((d) => d.vault)
   )
   const settlementAsset = yield* addressOr(
     "SETTLEMENT_ASSET",
-    fromDeployment((d) => d.settlementAsset as Address)
+    fromDeployment((d) => d.settlementAsset)
   )
   const shieldAdapter = yield* addressOr(
     "SHIELD_ADAPTER",
-    fromDeployment((d) => d.shieldAdapter as Address)
+    fromDeployment((d) => d.shieldAdapter)
   )
   const startBlockSetting = yield* Config.option(Config.integer("INDEXER_START_BLOCK"))
   const rest = yield* Config.all({

@@ -5,6 +5,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Wire } from "../../schema/errors.js"
 import { HealthResponse } from "../../schema/relayer.js"
+import { serviceDocument } from "../http/openapi.js"
 import { metricsEndpoint } from "../http/operator.js"
 
 export const healthEndpoint = HttpApiEndpoint.get("health", "/v1/health")
@@ -15,4 +16,14 @@ export class RelayerOperatorGroup extends HttpApiGroup.make("operator")
   .add(healthEndpoint)
   .add(metricsEndpoint) {}
 
-export class RelayerApi extends HttpApi.make("relayer").add(RelayerOperatorGroup).addError(Wire.BadRequest) {}
+export class RelayerApi extends HttpApi.make("relayer")
+  .add(RelayerOperatorGroup)
+  .addError(Wire.BadRequest)
+  .addError(Wire.PayloadTooLarge)
+  .addError(Wire.Internal)
+  .annotateContext(
+    serviceDocument({
+      title: "Fee vault relayer",
+      description: "Submits owner-signed vault transactions from the relayer's hot key (spec/relayer.md)."
+    })
+  ) {}

@@ -1,0 +1,6 @@
+export * from "./attestor.js"
+export * from "./eip712.js"
+export * from "./errors.js"
+export * from "./ids.js"
+export * from "./primitives.js"
+export * from "./relayer.js"
