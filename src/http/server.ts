@@ -10,7 +10,7 @@ import {
   type HttpApp,
   HttpServer,
   HttpServerRequest,
-  HttpServerResponse
+  type HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Layer } from "effect"
@@ -68,6 +68,7 @@ export interface ServeOptions {
 /**
  * Serves an HttpApi whose groups are implemented by `handlers`. The error renderer sits inside
  * HttpApiBuilder's own error encoding, so every response body is the service's `{ error, code }`.
+ * The layer exposes the `HttpServer`, whose address tells tests and the devnet the bound port.
  */
 export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R, HE, HR>(
   api: HttpApi.HttpApi<Id, Groups, E, R>,
@@ -83,8 +84,14 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
       })
     ),
     Layer.provide(HttpApiBuilder.api(api).pipe(Layer.provide(handlers))),
-    Layer.provide(NodeHttpServer.layer(createServer, { host: options.host, port: options.port }))
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { host: options.host, port: options.port }))
   )
 }
 
-export { HttpServer, HttpServerResponse }
+/** `http://host:port` of a running server (port 0 in the settings picks a free one). */
+export const serverUrl = Effect.map(HttpServer.HttpServer, (server) => {
+  const address = server.address
+  return address._tag === "TcpAddress"
+    ? `http://${address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname}:${address.port}`
+    : `http+unix://${address.path}`
+})

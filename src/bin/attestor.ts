@@ -1,0 +1,4 @@
+import { AttestorLive } from "../../layers/attestor.js"
+import { runService } from "./main.js"
+
+runService("attestor", AttestorLive)

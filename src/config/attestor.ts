@@ -1,0 +1,146 @@
+/**
+ * Every attestor setting (spec/attestor.md §8 and PROTOCOL.md §8), read once at start-up.
+ */
+import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted } from "effect"
+import type { Address } from "viem"
+import type { Deployment } from "../../schema/deployment.js"
+import {
+  addressOr,
+  nonNegativeInt,
+  optionalDeployment,
+  optionalSecret,
+  port,
+  positiveInt,
+  privateKey,
+  url
+} from "./settings.js"
+
+export type HandleLookupMode = "paid" | "off" | "free"
+
+export interface AttestorSettingsShape {
+  readonly host: string
+  readonly port: number
+  readonly rpcUrl: URL
+  readonly rpcTimeoutMs: number
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly dataDir: string
+  readonly deployment: Option.Option<Deployment>
+  readonly chainId: Option.Option<number>
+  readonly vault: Address
+  readonly indexerStartBlock: number
+  /** Signs `BindOwner` and `PublicHandle`; must be an attestor of the vault. */
+  readonly signingKey: Redacted.Redacted<`0x${string}`>
+  /** Opens the hint envelopes addressed to this attestor. */
+  readonly hintKey: Redacted.Redacted<`0x${string}`>
+  /** HMAC key of `attestorSalt`; never leaves the process. */
+  readonly pepper: Redacted.Redacted<Uint8Array>
+  readonly metricsToken: Option.Option<Redacted.Redacted>
+  readonly maxBodyBytes: number
+  readonly rateLimitBurst: number
+  readonly rateLimitPerMinute: number
+  readonly trustProxyHops: number
+  readonly oauthStateTtlSeconds: number
+  readonly sessionTtlSeconds: number
+  readonly bindDeadlineSeconds: number
+  readonly autoVeto: boolean
+  readonly vetoUnknownIds: boolean
+  readonly oauthGetStart: boolean
+  /** Origins (scheme://host[:port]) a login may redirect back to. */
+  readonly redirectAllowList: ReadonlyArray<string>
+  readonly handleLookupMode: HandleLookupMode
+}
+
+/** At least 16 bytes of hex: the pepper decides every salt, so a short one is refused. */
+const pepper = Config.redacted(
+  Config.string("PEPPER").pipe(
+    Config.mapOrFail((s) => {
+      const hex = s.startsWith("0x") ? s.slice(2) : s
+      return /^(?:[0-9a-fA-F]{2}){16,}$/.test(hex)
+        ? Either.right(s)
+        : Either.left(ConfigError.InvalidData([], "expected at least 16 bytes of hex"))
+    })
+  )
+).pipe(
+  Config.map((r) => {
+    const raw = Redacted.value(r)
+    return Redacted.make(Uint8Array.from(Buffer.from(raw.startsWith("0x") ? raw.slice(2) : raw, "hex")))
+  })
+)
+
+const origins = Config.string("REDIRECT_ALLOWLIST").pipe(
+  Config.withDefault(""),
+  Config.mapOrFail((s) => {
+    const entries = s
+      .split(",")
+      .map((e) => e.trim())
+      .filter((e) => e.length > 0)
+    const out: Array<string> = []
+    for (const entry of entries) {
+      try {
+        const parsed = new URL(entry)
+        if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error()
+        out.push(parsed.origin)
+      } catch {
+        return Either.left(ConfigError.InvalidData([], `"${entry}" is not an http(s) origin`))
+      }
+    }
+    return Either.right(out)
+  })
+)
+
+export const loadAttestorSettings = Effect.gen(function* () {
+  const deployment = yield* optionalDeployment
+  const vault = yield* addressOr(
+    "FEE_VAULT",
+    Option.map(deployment, (d) => d.vault)
+  )
+  const startBlockSetting = yield* Config.option(Config.integer("INDEXER_START_BLOCK"))
+  const rest = yield* Config.all({
+    host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+    port: port(8081),
+    rpcUrl: url("RPC_URL"),
+    rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
+    databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
+    dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(".data/attestor")),
+    chainId: Config.option(positiveInt("CHAIN_ID", 1)),
+    signingKey: privateKey("ATTESTOR_PRIVATE_KEY"),
+    hintKey: privateKey("HINT_PRIVATE_KEY"),
+    pepper,
+    metricsToken: optionalSecret("METRICS_TOKEN"),
+    maxBodyBytes: positiveInt("MAX_BODY_BYTES", 16 * 1024),
+    rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 20),
+    rateLimitPerMinute: positiveInt("RATE_LIMIT_PER_MINUTE", 20),
+    trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16),
+    oauthStateTtlSeconds: positiveInt("OAUTH_STATE_TTL_SECONDS", 600),
+    sessionTtlSeconds: positiveInt("SESSION_TTL_SECONDS", 900),
+    bindDeadlineSeconds: positiveInt("BIND_DEADLINE_SECONDS", 3600, 30 * 24 * 3600),
+    autoVeto: Config.boolean("AUTO_VETO").pipe(Config.withDefault(false)),
+    vetoUnknownIds: Config.boolean("VETO_UNKNOWN_IDS").pipe(Config.withDefault(false)),
+    oauthGetStart: Config.boolean("OAUTH_GET_START").pipe(Config.withDefault(true)),
+    redirectAllowList: origins,
+    handleLookupMode: Config.literal(
+      "paid",
+      "off",
+      "free"
+    )("HANDLE_LOOKUP_MODE").pipe(Config.withDefault("off"))
+  })
+  const indexerStartBlock = Option.getOrElse(
+    Option.orElse(startBlockSetting, () => Option.map(deployment, (d) => d.startBlock)),
+    () => 0
+  )
+  const chainId = Option.orElse(rest.chainId, () => Option.map(deployment, (d) => d.chainId))
+  return {
+    ...rest,
+    chainId,
+    deployment,
+    vault,
+    indexerStartBlock
+  } satisfies AttestorSettingsShape as AttestorSettingsShape
+})
+
+export class AttestorSettings extends Context.Tag("AttestorSettings")<
+  AttestorSettings,
+  AttestorSettingsShape
+>() {
+  static readonly layer = Layer.effect(AttestorSettings, loadAttestorSettings)
+}
