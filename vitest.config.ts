@@ -3,6 +3,7 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["test/setup/global.ts"],
     // Each file starts its own anvil and database; two cores run two files at a time.
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },

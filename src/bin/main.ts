@@ -38,7 +38,7 @@ export const runService = <E>(service: string, layer: Layer.Layer<never, E, neve
             process.exitCode = 1
           })
     ),
-    Effect.provide(Logger.replace(Logger.defaultLogger, Logger.logfmtLogger)),
+    Effect.provide(Logger.logFmt),
     Logger.withMinimumLogLevel(logLevel())
   )
   NodeRuntime.runMain(program, { disableErrorReporting: true, disablePrettyLogger: true })

@@ -8,6 +8,7 @@ import {
   addressOr,
   nonNegativeInt,
   optionalDeployment,
+  optionalPositiveInt,
   optionalSecret,
   port,
   positiveInt,
@@ -68,7 +69,6 @@ const pepper = Config.redacted(
 )
 
 const origins = Config.string("REDIRECT_ALLOWLIST").pipe(
-  Config.withDefault(""),
   Config.mapOrFail((s) => {
     const entries = s
       .split(",")
@@ -84,8 +84,9 @@ const origins = Config.string("REDIRECT_ALLOWLIST").pipe(
         return Either.left(ConfigError.InvalidData([], `"${entry}" is not an http(s) origin`))
       }
     }
-    return Either.right(out)
-  })
+    return Either.right(out as ReadonlyArray<string>)
+  }),
+  Config.withDefault([] as ReadonlyArray<string>)
 )
 
 export const loadAttestorSettings = Effect.gen(function* () {
@@ -102,7 +103,7 @@ export const loadAttestorSettings = Effect.gen(function* () {
     rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
     databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
     dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(".data/attestor")),
-    chainId: Config.option(positiveInt("CHAIN_ID", 1)),
+    chainId: optionalPositiveInt("CHAIN_ID"),
     signingKey: privateKey("ATTESTOR_PRIVATE_KEY"),
     hintKey: privateKey("HINT_PRIVATE_KEY"),
     pepper,

@@ -18,26 +18,30 @@ export const address = (name: string): Config.Config<Address> =>
     )
   )
 
-const integerIn = (name: string, min: number, max: number, defaultValue: number): Config.Config<number> =>
+const integerIn = (name: string, min: number, max: number): Config.Config<number> =>
   Config.integer(name).pipe(
     Config.validate({
       message: `expected an integer from ${min} to ${max}`,
       validation: (n) => n >= min && n <= max
-    }),
-    Config.withDefault(defaultValue)
+    })
   )
 
 /** Basis points: 10_000 is 1x. */
 export const bps = (name: string, defaultValue: number, max = 1_000_000): Config.Config<number> =>
-  integerIn(name, 0, max, defaultValue)
+  integerIn(name, 0, max).pipe(Config.withDefault(defaultValue))
 
 export const positiveInt = (name: string, defaultValue: number, max = Number.MAX_SAFE_INTEGER) =>
-  integerIn(name, 1, max, defaultValue)
+  integerIn(name, 1, max).pipe(Config.withDefault(defaultValue))
+
+/** A positive integer that may be left unset (no default). */
+export const optionalPositiveInt = (name: string) =>
+  Config.option(integerIn(name, 1, Number.MAX_SAFE_INTEGER))
 
 export const nonNegativeInt = (name: string, defaultValue: number, max = Number.MAX_SAFE_INTEGER) =>
-  integerIn(name, 0, max, defaultValue)
+  integerIn(name, 0, max).pipe(Config.withDefault(defaultValue))
 
-export const port = (defaultValue: number) => integerIn("PORT", 0, 65_535, defaultValue)
+export const port = (defaultValue: number) =>
+  integerIn("PORT", 0, 65_535).pipe(Config.withDefault(defaultValue))
 
 export const url = (name: string): Config.Config<URL> =>
   Config.string(name).pipe(

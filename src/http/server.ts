@@ -77,6 +77,7 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
 ) => {
   const routes = routeTemplates(api)
   return HttpApiBuilder.serve(accessLog(routes)).pipe(
+    HttpServer.withLogAddress,
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH })),
     Layer.provide(
       HttpApiBuilder.middleware((app) => renderFailures(jsonBodyGuard(options.maxBodyBytes, routes)(app)), {

@@ -1,0 +1,203 @@
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type ConfigError, ConfigProvider, Effect, Either, Option, Redacted } from "effect"
+import { describe, expect, it } from "vitest"
+import { loadAttestorSettings } from "../../src/config/attestor.js"
+import { loadRelayerSettings } from "../../src/config/relayer.js"
+import { formatConfigError } from "../../src/config/settings.js"
+
+const VAULT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+const TOKEN = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+const ADAPTER = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"
+const ROUTER = "0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9"
+
+const dir = mkdtempSync(join(tmpdir(), "settings-"))
+const deploymentFile = join(dir, "deployment.json")
+writeFileSync(
+  deploymentFile,
+  JSON.stringify({
+    chainId: 31337,
+    vault: VAULT.toLowerCase(),
+    settlementAsset: TOKEN,
+    shieldAdapter: ADAPTER,
+    swapRouter: ROUTER,
+    startBlock: 7,
+    quotedFullBalance: false,
+    assets: { [TOKEN]: { symbol: "USDT", decimals: 18, priceFeed: ROUTER } },
+    nativePriceFeed: ROUTER,
+    rpcUrl: "http://127.0.0.1:8545"
+  })
+)
+
+const load = <A>(program: Effect.Effect<A, ConfigError.ConfigError>, env: Record<string, string>) =>
+  Effect.runSync(
+    Effect.either(Effect.withConfigProvider(program, ConfigProvider.fromMap(new Map(Object.entries(env)))))
+  )
+
+const failure = <A>(result: Either.Either<A, ConfigError.ConfigError>): string => {
+  if (Either.isRight(result)) throw new Error("expected the settings to be refused")
+  return formatConfigError(result.left)
+}
+
+const loadAsync = <A>(program: Effect.Effect<A, ConfigError.ConfigError>, env: Record<string, string>) =>
+  Effect.runPromise(
+    Effect.either(Effect.withConfigProvider(program, ConfigProvider.fromMap(new Map(Object.entries(env)))))
+  )
+
+describe("relayer settings", () => {
+  const minimal = {
+    RPC_URL: "http://127.0.0.1:8545",
+    FEE_VAULT: VAULT,
+    SETTLEMENT_ASSET: TOKEN,
+    SHIELD_ADAPTER: ADAPTER
+  }
+
+  it("applies the spec's defaults", () => {
+    const result = load(loadRelayerSettings, minimal)
+    expect(Either.isRight(result)).toBe(true)
+    if (Either.isLeft(result)) return
+    const s = result.right
+    expect(s).toMatchObject({
+      port: 8080,
+      maxBodyBytes: 65536,
+      rateLimitIpBurst: 30,
+      rateLimitIpPerMinute: 30,
+      rateLimitIdBurst: 6,
+      rateLimitIdPerMinute: 6,
+      gasCapBps: 20000,
+      gasLimitMultiplierBps: 12000,
+      minDeadlineSeconds: 120,
+      feeMarginBps: 13000,
+      quoteToleranceBps: 0,
+      quoteTtlSeconds: 60,
+      requireActionFee: true,
+      indexerEnabled: true,
+      quotedFullBalance: true,
+      trustProxyHops: 0
+    })
+    expect(Option.isNone(s.metricsToken)).toBe(true)
+    expect(Option.isNone(s.databaseUrl)).toBe(true)
+  })
+
+  it("fills every address left empty from the deployment file", async () => {
+    const result = await loadAsync(loadRelayerSettings, {
+      RPC_URL: "http://127.0.0.1:8545",
+      DEPLOYMENT_FILE: deploymentFile
+    })
+    if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
+    const s = result.right
+    expect(s.vault).toBe(VAULT)
+    expect(s.settlementAsset).toBe(TOKEN)
+    expect(s.shieldAdapter).toBe(ADAPTER)
+    expect(s.indexerStartBlock).toBe(7)
+    expect(s.quotedFullBalance).toBe(false)
+    expect(s.chainId).toEqual(Option.some(31337))
+  })
+
+  it("lets a setting override the deployment file", async () => {
+    const other = "0x0000000000000000000000000000000000000001"
+    const result = await loadAsync(loadRelayerSettings, {
+      RPC_URL: "http://127.0.0.1:8545",
+      DEPLOYMENT_FILE: deploymentFile,
+      FEE_VAULT: other,
+      INDEXER_START_BLOCK: "100"
+    })
+    if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
+    expect(result.right.vault).toBe(other)
+    expect(result.right.indexerStartBlock).toBe(100)
+  })
+
+  it("names a missing RPC_URL", () => {
+    const { RPC_URL: _, ...rest } = minimal
+    expect(failure(load(loadRelayerSettings, rest))).toMatch(/^RPC_URL: /)
+  })
+
+  it("names a missing address and says where it can come from", () => {
+    const { FEE_VAULT: _, ...rest } = minimal
+    expect(failure(load(loadRelayerSettings, rest))).toContain(
+      "FEE_VAULT: set FEE_VAULT or give a DEPLOYMENT_FILE"
+    )
+  })
+
+  it.each([
+    ["GAS_CAP_BPS", "two", "GAS_CAP_BPS"],
+    ["MAX_BODY_BYTES", "0", "MAX_BODY_BYTES"],
+    ["QUOTE_TOLERANCE_BPS", "10001", "QUOTE_TOLERANCE_BPS"],
+    ["RPC_URL", "not a url", "RPC_URL"],
+    ["PORT", "70000", "PORT"],
+    ["FEE_VAULT", "0x5FbDB2315678afecb367f032d93F642f64180aA3", "FEE_VAULT"],
+    ["RELAYER_PRIVATE_KEY", "0x1234", "RELAYER_PRIVATE_KEY"],
+    ["REQUIRE_ACTION_FEE", "maybe", "REQUIRE_ACTION_FEE"]
+  ])("names an invalid %s", (name, value, expected) => {
+    const line = failure(load(loadRelayerSettings, { ...minimal, [name]: value }))
+    expect(line).toContain(`${expected}: `)
+    expect(line).not.toContain("\n")
+  })
+
+  it("names an unreadable or invalid deployment file", async () => {
+    const missing = await loadAsync(loadRelayerSettings, {
+      ...minimal,
+      DEPLOYMENT_FILE: join(dir, "nope.json")
+    })
+    expect(failure(missing)).toMatch(/^DEPLOYMENT_FILE: cannot read/)
+    const bad = join(dir, "bad.json")
+    writeFileSync(bad, JSON.stringify({ chainId: 1, vault: "0x12" }))
+    const invalid = await loadAsync(loadRelayerSettings, { ...minimal, DEPLOYMENT_FILE: bad })
+    const line = failure(invalid)
+    expect(line).toMatch(/^DEPLOYMENT_FILE: .* is not a valid deployment file/)
+    expect(line).not.toContain("\n")
+  })
+
+  it("treats an empty METRICS_TOKEN as unset and keeps a set one secret", () => {
+    const empty = load(loadRelayerSettings, { ...minimal, METRICS_TOKEN: "" })
+    expect(Either.isRight(empty) && Option.isNone(empty.right.metricsToken)).toBe(true)
+    const set = load(loadRelayerSettings, { ...minimal, METRICS_TOKEN: "s3cret" })
+    if (Either.isLeft(set)) throw new Error("refused")
+    const token = Option.getOrThrow(set.right.metricsToken)
+    expect(Redacted.value(token)).toBe("s3cret")
+    expect(String(token)).not.toContain("s3cret")
+  })
+})
+
+describe("attestor settings", () => {
+  const minimal = {
+    RPC_URL: "http://127.0.0.1:8545",
+    FEE_VAULT: VAULT,
+    ATTESTOR_PRIVATE_KEY: `0x${"11".repeat(32)}`,
+    HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
+    PEPPER: `0x${"33".repeat(32)}`
+  }
+
+  it("applies the spec's defaults", () => {
+    const result = load(loadAttestorSettings, minimal)
+    if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
+    expect(result.right).toMatchObject({
+      port: 8081,
+      maxBodyBytes: 16384,
+      rateLimitBurst: 20,
+      rateLimitPerMinute: 20,
+      oauthStateTtlSeconds: 600,
+      sessionTtlSeconds: 900,
+      handleLookupMode: "off",
+      oauthGetStart: true,
+      autoVeto: false
+    })
+    expect(Array.from(Redacted.value(result.right.pepper))).toEqual(Array(32).fill(0x33))
+  })
+
+  it.each([
+    ["PEPPER", "0x1234"],
+    ["ATTESTOR_PRIVATE_KEY", "nothex"],
+    ["HANDLE_LOOKUP_MODE", "sometimes"],
+    ["REDIRECT_ALLOWLIST", "ftp://files.example"]
+  ])("names an invalid %s", (name, value) => {
+    expect(failure(load(loadAttestorSettings, { ...minimal, [name]: value }))).toContain(`${name}: `)
+  })
+
+  it("names every missing secret on one line", () => {
+    const line = failure(load(loadAttestorSettings, { RPC_URL: "http://127.0.0.1:8545", FEE_VAULT: VAULT }))
+    expect(line).toContain("ATTESTOR_PRIVATE_KEY")
+    expect(line).not.toContain("\n")
+  })
+})

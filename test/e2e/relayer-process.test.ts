@@ -1,0 +1,87 @@
+/**
+ * `npm run relayer` as an operator runs it: a deployment file and an RPC URL are enough to serve
+ * health and the OpenAPI document; a missing RPC URL stops start-up with one line naming it.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type AnvilInstance, spawnAnvil } from "../../src/chain/anvil.js"
+import { type ServiceProcess, startService } from "../support/process.js"
+
+const dir = mkdtempSync(join(tmpdir(), "relayer-process-"))
+const deploymentFile = join(dir, "deployment.json")
+writeFileSync(
+  deploymentFile,
+  JSON.stringify({
+    chainId: 31337,
+    vault: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+    settlementAsset: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+    shieldAdapter: "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+    swapRouter: "0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
+    startBlock: 0,
+    quotedFullBalance: true,
+    assets: {}
+  })
+)
+
+let anvil: AnvilInstance
+const running: Array<ServiceProcess> = []
+
+beforeAll(async () => {
+  anvil = await spawnAnvil()
+})
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop()))
+  await anvil?.stop()
+})
+
+describe("relayer process", () => {
+  it("stops with one line naming RPC_URL when it is missing", async () => {
+    const service = startService("relayer", { DEPLOYMENT_FILE: deploymentFile, DATA_DIR: join(dir, "a") })
+    running.push(service)
+    expect(await service.exited).toBe(1)
+    const lines = service.stderr().trim().split("\n")
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/^relayer: invalid settings: RPC_URL: /)
+  })
+
+  it("serves health from the RPC and its OpenAPI document", async () => {
+    const service = startService("relayer", {
+      RPC_URL: anvil.rpcUrl,
+      DEPLOYMENT_FILE: deploymentFile,
+      DATA_DIR: join(dir, "b"),
+      PORT: "0"
+    })
+    running.push(service)
+    const base = await service.url()
+    await fetch(anvil.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "anvil_mine", params: ["0x3"] })
+    })
+    const health = await fetch(`${base}/v1/health`)
+    expect(health.status).toBe(200)
+    expect(await health.json()).toEqual({ ok: true, chainId: 31337, block: 3 })
+    const openapi = await fetch(`${base}/v1/openapi.json`)
+    expect(openapi.status).toBe(200)
+    const spec = (await openapi.json()) as { paths: Record<string, unknown> }
+    expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(["/v1/health", "/v1/metrics"]))
+    expect(await service.stop()).toBe(0)
+  })
+
+  it("answers 503 unavailable while the RPC is down", async () => {
+    const service = startService("relayer", {
+      RPC_URL: "http://127.0.0.1:1",
+      RPC_TIMEOUT_MS: "500",
+      DEPLOYMENT_FILE: deploymentFile,
+      DATA_DIR: join(dir, "c"),
+      PORT: "0"
+    })
+    running.push(service)
+    const base = await service.url()
+    const health = await fetch(`${base}/v1/health`)
+    expect(health.status).toBe(503)
+    expect(await health.json()).toMatchObject({ code: "unavailable" })
+  })
+})
