@@ -1,0 +1,171 @@
+/**
+ * The devnet (PROTOCOL.md §9): anvil, the reference contracts deployed and configured, sample
+ * balances and a sample launch, and the settings each service runs with. `npm run devnet` runs
+ * the services as processes; end-to-end tests use `devnetChain` and the same settings to run
+ * them in-process on free ports.
+ */
+import { mkdir, rm, writeFile } from "node:fs/promises"
+import { join } from "node:path"
+import { ConfigProvider, Data, Effect, Layer, type Scope } from "effect"
+import type { Hex } from "viem"
+import { keccak256, stringToHex } from "viem"
+import {
+  type DevnetDeployment,
+  deployDevnet,
+  devnetAccount,
+  devnetRoles,
+  launchSampleToken,
+  mintSampleBalances
+} from "../contracts/deploy.js"
+import { platformIds } from "../schema/ids.js"
+import {
+  encodeBeneficiaryHint,
+  hintBeneficiaryId,
+  hintPublicKeyOf,
+  makeHint,
+  sealHint
+} from "../src/attestor/hints.js"
+import { type AnvilInstance, type AnvilStartError, startAnvil } from "../src/chain/anvil.js"
+
+/** Fixed development secrets: the devnet is public by design, never use these elsewhere. */
+export const DEVNET_HINT_PRIVATE_KEY: Hex = keccak256(stringToHex("fee-vault devnet hint key"))
+export const DEVNET_PEPPER: Hex = keccak256(stringToHex("fee-vault devnet pepper"))
+export const DEVNET_METRICS_TOKEN = "devnet"
+export const DEVNET_DENY_LIST = ["0x000000000000000000000000000000000000dEaD"] as const
+/** The sample launch's beneficiary: a microblog user of the devnet's OAuth doubles. */
+export const DEVNET_SAMPLE_USER = { platformId: platformIds.microblog, userId: "1000001" } as const
+
+export interface DevnetFile extends DevnetDeployment {
+  readonly rpcUrl: string
+  readonly relayerUrl: string
+  readonly attestorUrl: string
+  readonly hintPublicKey: Hex
+}
+
+export interface DevnetChain {
+  readonly anvil: AnvilInstance
+  readonly deployment: DevnetDeployment
+  readonly dir: string
+  readonly deploymentFile: string
+  readonly denyListFile: string
+  readonly hintPublicKey: Hex
+  readonly sampleBeneficiaryId: Hex
+}
+
+export class DevnetError extends Data.TaggedError("DevnetError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+const privateKeyOf = (index: number): Hex => {
+  const key = devnetAccount(index).getHdKey().privateKey
+  if (key === null) throw new Error(`no private key for mnemonic account #${index}`)
+  return `0x${Buffer.from(key).toString("hex")}`
+}
+
+export const devnetKeys = {
+  relayer: privateKeyOf(devnetRoles.relayer),
+  attestor: privateKeyOf(devnetRoles.attestor)
+} as const
+
+export interface DevnetChainOptions {
+  /** Where deployment.json, the deny list and the services' data live; wiped at start. */
+  readonly dir: string
+  /** 0 or absent: a free port. */
+  readonly rpcPort?: number
+}
+
+/** Anvil with everything deployed; stopped when the scope closes. */
+export const devnetChain = (
+  options: DevnetChainOptions
+): Effect.Effect<DevnetChain, DevnetError | AnvilStartError, Scope.Scope> =>
+  Effect.gen(function* () {
+    yield* Effect.tryPromise({
+      try: async () => {
+        await rm(options.dir, { recursive: true, force: true })
+        await mkdir(options.dir, { recursive: true })
+      },
+      catch: (cause) => new DevnetError({ message: `cannot prepare ${options.dir}`, cause })
+    })
+    const anvil = yield* startAnvil(options.rpcPort ? { port: options.rpcPort } : {})
+    return yield* Effect.tryPromise({
+      try: async () => {
+        const deployment = await deployDevnet(anvil.rpcUrl)
+        await mintSampleBalances(anvil.rpcUrl, deployment)
+        const hintPublicKey = hintPublicKeyOf(DEVNET_HINT_PRIVATE_KEY)
+        const hint = makeHint(
+          Buffer.from(DEVNET_PEPPER.slice(2), "hex"),
+          DEVNET_SAMPLE_USER.platformId,
+          DEVNET_SAMPLE_USER.userId,
+          keccak256(stringToHex("devnet sample launch nonce"))
+        )
+        const sampleBeneficiaryId = hintBeneficiaryId(hint)
+        await launchSampleToken(anvil.rpcUrl, deployment, {
+          beneficiaryId: sampleBeneficiaryId,
+          beneficiaryHint: encodeBeneficiaryHint([sealHint(hintPublicKey, hint)])
+        })
+        const denyListFile = join(options.dir, "deny-list.txt")
+        await writeFile(denyListFile, `${DEVNET_DENY_LIST.join("\n")}\n`)
+        return {
+          anvil,
+          deployment,
+          dir: options.dir,
+          deploymentFile: join(options.dir, "deployment.json"),
+          denyListFile,
+          hintPublicKey,
+          sampleBeneficiaryId
+        }
+      },
+      catch: (cause) => new DevnetError({ message: "deploying the reference contracts failed", cause })
+    })
+  })
+
+export interface ServiceUrls {
+  readonly relayerUrl: string
+  readonly attestorUrl: string
+}
+
+/** Writes `deployment.json`: the deployment file plus what a client needs to reach the devnet. */
+export const writeDevnetFile = (chain: DevnetChain, urls: ServiceUrls) =>
+  Effect.tryPromise({
+    try: () => {
+      const file: DevnetFile = {
+        ...chain.deployment,
+        rpcUrl: chain.anvil.rpcUrl,
+        relayerUrl: urls.relayerUrl,
+        attestorUrl: urls.attestorUrl,
+        hintPublicKey: chain.hintPublicKey
+      }
+      return writeFile(chain.deploymentFile, `${JSON.stringify(file, null, 2)}\n`)
+    },
+    catch: (cause) => new DevnetError({ message: `cannot write ${chain.deploymentFile}`, cause })
+  })
+
+/** The relayer's settings on the devnet, as environment variables. */
+export const relayerEnv = (chain: DevnetChain, port: number): Record<string, string> => ({
+  RPC_URL: chain.anvil.rpcUrl,
+  DEPLOYMENT_FILE: chain.deploymentFile,
+  RELAYER_PRIVATE_KEY: devnetKeys.relayer,
+  METRICS_TOKEN: DEVNET_METRICS_TOKEN,
+  DENY_LIST: chain.denyListFile,
+  DATA_DIR: join(chain.dir, "data", "relayer"),
+  HOST: "127.0.0.1",
+  PORT: String(port)
+})
+
+/** The attestor's settings on the devnet, as environment variables. */
+export const attestorEnv = (chain: DevnetChain, port: number): Record<string, string> => ({
+  RPC_URL: chain.anvil.rpcUrl,
+  DEPLOYMENT_FILE: chain.deploymentFile,
+  ATTESTOR_PRIVATE_KEY: devnetKeys.attestor,
+  HINT_PRIVATE_KEY: DEVNET_HINT_PRIVATE_KEY,
+  PEPPER: DEVNET_PEPPER,
+  METRICS_TOKEN: DEVNET_METRICS_TOKEN,
+  DATA_DIR: join(chain.dir, "data", "attestor"),
+  HOST: "127.0.0.1",
+  PORT: String(port)
+})
+
+/** Runs a service layer with the given settings instead of the process environment. */
+export const withSettings = <A, E, R>(layer: Layer.Layer<A, E, R>, env: Record<string, string>) =>
+  layer.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))

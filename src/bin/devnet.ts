@@ -1,0 +1,163 @@
+/**
+ * `npm run devnet`: the whole system on this machine. Anvil with the reference contracts, then
+ * the relayer and the attestor as their own processes (exactly as an operator runs them) on the
+ * embedded database. Ctrl-C or SIGTERM stops the services and the chain; nothing is left behind.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Config, Data, Deferred, Effect, Logger } from "effect"
+import {
+  attestorEnv,
+  type DevnetChain,
+  devnetChain,
+  relayerEnv,
+  writeDevnetFile
+} from "../../layers/devnet.js"
+
+const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
+
+class DevnetStartError extends Data.TaggedError("DevnetStartError")<{ readonly message: string }> {}
+
+const portSetting = (name: string, defaultValue: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: "expected a port from 1 to 65535", validation: (p) => p > 0 && p < 65_536 }),
+    Config.withDefault(defaultValue)
+  )
+
+/** Fails with a clear message when something already listens on the port. */
+const ensurePortFree = (port: number, what: string) =>
+  Effect.async<void, DevnetStartError>((resume) => {
+    const server = createServer()
+    server.once("error", (e: NodeJS.ErrnoException) =>
+      resume(
+        Effect.fail(
+          new DevnetStartError({
+            message:
+              e.code === "EADDRINUSE"
+                ? `port ${port} for the ${what} is already in use; stop whatever uses it or set another port`
+                : `cannot use port ${port} for the ${what}: ${e.code ?? e.message}`
+          })
+        )
+      )
+    )
+    server.listen(port, "127.0.0.1", () => server.close(() => resume(Effect.void)))
+  })
+
+/** A service process whose output is prefixed with its name; terminated when the scope closes. */
+const serviceProcess = (name: string, entry: string, env: Record<string, string>) =>
+  Effect.gen(function* () {
+    const listening = yield* Deferred.make<string, DevnetStartError>()
+    const exited = yield* Deferred.make<number | null>()
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const proc: ChildProcess = spawn(process.execPath, ["--import", "tsx", entry], {
+          cwd: repoRoot,
+          env: { ...process.env, ...env },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        const relay = (stream: NodeJS.ReadableStream | null, out: NodeJS.WriteStream) => {
+          let pending = ""
+          stream?.setEncoding("utf8")
+          stream?.on("data", (chunk: string) => {
+            pending += chunk
+            const lines = pending.split("\n")
+            pending = lines.pop() ?? ""
+            for (const line of lines) {
+              out.write(`[${name}] ${line}\n`)
+              const match = line.match(/Listening on (http:\/\/\S+?)"?$/)
+              if (match?.[1]) Effect.runSync(Deferred.succeed(listening, match[1]))
+            }
+          })
+        }
+        relay(proc.stdout, process.stdout)
+        relay(proc.stderr, process.stderr)
+        proc.once("exit", (code) => {
+          Effect.runSync(Deferred.succeed(exited, code))
+          Effect.runSync(
+            Deferred.fail(listening, new DevnetStartError({ message: `the ${name} exited during start-up` }))
+          )
+        })
+        return proc
+      }),
+      (proc) =>
+        Effect.gen(function* () {
+          if (proc.exitCode === null && proc.signalCode === null) {
+            proc.kill("SIGTERM")
+            const done = yield* Deferred.await(exited).pipe(Effect.timeout("10 seconds"), Effect.option)
+            if (done._tag === "None") proc.kill("SIGKILL")
+          }
+        })
+    )
+    const url = yield* Deferred.await(listening)
+    return { child, url, exited: Deferred.await(exited) }
+  })
+
+const program = Effect.gen(function* () {
+  const dir = yield* Config.string("DEVNET_DIR").pipe(Config.withDefault(".devnet"))
+  const rpcPort = yield* portSetting("DEVNET_RPC_PORT", 8545)
+  const relayerPort = yield* portSetting("DEVNET_RELAYER_PORT", 8080)
+  const attestorPort = yield* portSetting("DEVNET_ATTESTOR_PORT", 8081)
+  // Check every port first, so a busy one stops the devnet before anything has started.
+  yield* ensurePortFree(rpcPort, "chain RPC (DEVNET_RPC_PORT)")
+  yield* ensurePortFree(relayerPort, "relayer (DEVNET_RELAYER_PORT)")
+  yield* ensurePortFree(attestorPort, "attestor (DEVNET_ATTESTOR_PORT)")
+
+  yield* Effect.logInfo("starting anvil and deploying the reference contracts")
+  const chain: DevnetChain = yield* devnetChain({ dir, rpcPort })
+  const relayerUrl = `http://127.0.0.1:${relayerPort}`
+  const attestorUrl = `http://127.0.0.1:${attestorPort}`
+  yield* writeDevnetFile(chain, { relayerUrl, attestorUrl })
+
+  const [relayer, attestor] = yield* Effect.all(
+    [
+      serviceProcess("relayer", "src/bin/relayer.ts", relayerEnv(chain, relayerPort)),
+      serviceProcess("attestor", "src/bin/attestor.ts", attestorEnv(chain, attestorPort))
+    ],
+    { concurrency: 2 }
+  )
+  process.stdout.write(
+    [
+      "",
+      "devnet is up",
+      `  chain     ${chain.anvil.rpcUrl}  (chain id ${chain.deployment.chainId})`,
+      `  vault     ${chain.deployment.vault}`,
+      `  relayer   ${relayer.url}`,
+      `  attestor  ${attestor.url}`,
+      `  file      ${chain.deploymentFile}`,
+      "  metrics   Authorization: Bearer devnet",
+      "Ctrl-C stops everything.",
+      ""
+    ].join("\n")
+  )
+  // Runs until interrupted (Ctrl-C / SIGTERM) or until a service dies.
+  const first = yield* Effect.raceFirst(
+    Effect.map(relayer.exited, (code) => ["relayer", code] as const),
+    Effect.map(attestor.exited, (code) => ["attestor", code] as const)
+  )
+  return yield* new DevnetStartError({
+    message: `the ${first[0]} stopped unexpectedly (exit code ${first[1]})`
+  })
+})
+
+const main = Effect.scoped(program).pipe(
+  Effect.catchAllCause((cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.void
+      : Effect.sync(() => {
+          const error = Cause.squash(cause)
+          const message =
+            typeof error === "object" && error !== null && "message" in error
+              ? String(error.message)
+              : String(error)
+          process.stderr.write(`devnet: ${message.split("\n")[0]}\n`)
+          process.exitCode = 1
+        })
+  ),
+  Effect.provide(Logger.logFmt)
+)
+
+// On SIGINT/SIGTERM NodeRuntime interrupts `main`, which runs every finalizer in reverse order:
+// the services stop first, then anvil.
+NodeRuntime.runMain(main, { disableErrorReporting: true, disablePrettyLogger: true })

@@ -1,0 +1,297 @@
+/**
+ * `npm run devnet` as a new user meets it, and an outside client that knows only viem,
+ * PROTOCOL.md and `.devnet/deployment.json`: it registers an account, deposits and claims
+ * directly on the vault with its own EIP-712 signature. The ABI and typed data below are written
+ * from PROTOCOL.md on purpose, not imported from this repository.
+ */
+import { readFileSync } from "node:fs"
+import { createServer, type Server } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  type Address,
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  encodeAbiParameters,
+  type Hex,
+  http,
+  keccak256,
+  parseAbi,
+  parseEventLogs
+} from "viem"
+import { mnemonicToAccount } from "viem/accounts"
+import { afterAll, describe, expect, it } from "vitest"
+import { type ServiceProcess, startService } from "../support/process.js"
+
+const vaultAbi = parseAbi([
+  "function registerOwner(address owner, bytes32 salt, address fallbackRecipient, uint256 fallbackDelay) returns (bytes32 id)",
+  "function deposit(bytes32 id, address asset, uint256 amount)",
+  "function claim((bytes32 beneficiaryId, address asset, uint256 amount, address adapter, bytes32 dataHash, address relayer, uint256 relayerFee, uint256 nonce, uint256 deadline) claim, bytes adapterData, bytes signature)",
+  "function nonces(bytes32 id) view returns (uint256)",
+  "function balanceOf(bytes32 id, address asset) view returns (uint256)",
+  "event Registered(bytes32 indexed id, uint8 kind, address owner, bytes32 commitment, address fallbackRecipient, uint256 fallbackDelay)",
+  "event Claimed(bytes32 indexed id, address indexed asset, address indexed adapter, address relayer, uint256 amount, uint256 relayerFee, uint256 nonce)"
+])
+const erc20Abi = parseAbi([
+  "function approve(address spender, uint256 amount) returns (bool)",
+  "function balanceOf(address account) view returns (uint256)",
+  "function mint(address to, uint256 amount)"
+])
+
+const MNEMONIC = "test test test test test test test test test test test junk"
+const ZERO: Address = "0x0000000000000000000000000000000000000000"
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server: Server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+const portAnswers = (port: number) =>
+  fetch(`http://127.0.0.1:${port}`, { method: "POST", body: "{}" }).then(
+    () => true,
+    () => false
+  )
+
+const running: Array<ServiceProcess> = []
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop()))
+})
+
+const startDevnet = async (dir: string) => {
+  const ports = { rpc: await freePort(), relayer: await freePort(), attestor: await freePort() }
+  const devnet = startService("devnet", {
+    DEVNET_DIR: dir,
+    DEVNET_RPC_PORT: String(ports.rpc),
+    DEVNET_RELAYER_PORT: String(ports.relayer),
+    DEVNET_ATTESTOR_PORT: String(ports.attestor)
+  })
+  running.push(devnet)
+  const deadline = Date.now() + 150_000
+  while (!devnet.stdout().includes("devnet is up")) {
+    if (devnet.child.exitCode !== null) throw new Error(`devnet exited: ${devnet.stderr()}`)
+    if (Date.now() > deadline) throw new Error(`devnet did not come up: ${devnet.stdout()}`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  return { devnet, ports }
+}
+
+describe("npm run devnet", () => {
+  const dir = join(tmpdir(), `devnet-${process.pid}`)
+
+  it("brings the system up and an outside client claims on the vault", { timeout: 240_000 }, async () => {
+    const { devnet, ports } = await startDevnet(dir)
+    const file = JSON.parse(readFileSync(join(dir, "deployment.json"), "utf8"))
+    for (const field of [
+      "chainId",
+      "vault",
+      "settlementAsset",
+      "shieldAdapter",
+      "swapRouter",
+      "startBlock",
+      "quotedFullBalance",
+      "assets",
+      "nativePriceFeed",
+      "rpcUrl",
+      "relayerUrl",
+      "attestorUrl",
+      "bindDelay",
+      "hintPublicKey",
+      "tokens"
+    ]) {
+      expect(file, field).toHaveProperty(field)
+    }
+    expect(file.chainId).toBe(31337)
+    expect(Object.keys(file.tokens).length).toBeGreaterThanOrEqual(3)
+    expect(Object.values(file.assets).map((a) => (a as { decimals: number }).decimals)).toEqual(
+      expect.arrayContaining([18, 6])
+    )
+    expect(file.hintPublicKey).toMatch(/^0x0[23][0-9a-f]{64}$/)
+    for (const url of [file.relayerUrl, file.attestorUrl]) {
+      expect((await fetch(`${url}/v1/health`)).status).toBe(200)
+      expect((await fetch(`${url}/v1/metrics`, { headers: { authorization: "Bearer devnet" } })).status).toBe(
+        200
+      )
+    }
+
+    // The outside client: account #5 owns, #6 receives, #7 submits.
+    const chain = defineChain({
+      id: file.chainId,
+      name: "devnet",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [file.rpcUrl] } }
+    })
+    const owner = mnemonicToAccount(MNEMONIC, { addressIndex: 5 })
+    const recipient = mnemonicToAccount(MNEMONIC, { addressIndex: 6 }).address
+    const submitter = mnemonicToAccount(MNEMONIC, { addressIndex: 7 })
+    const publicClient = createPublicClient({ chain, transport: http(file.rpcUrl) })
+    const wallet = createWalletClient({ chain, transport: http(file.rpcUrl), account: submitter })
+    const vault = file.vault as Address
+    const asset = file.settlementAsset as Address
+    const mined = async (hash: Hex) => {
+      const receipt = await publicClient.waitForTransactionReceipt({ hash })
+      expect(receipt.status).toBe("success")
+      return receipt
+    }
+
+    const salt = keccak256(encodeAbiParameters([{ type: "string" }], ["outside client salt"]))
+    const registration = await mined(
+      await wallet.writeContract({
+        address: vault,
+        abi: vaultAbi,
+        functionName: "registerOwner",
+        args: [owner.address, salt, ZERO, 0n]
+      })
+    )
+    const [registered] = parseEventLogs({ abi: vaultAbi, logs: registration.logs, eventName: "Registered" })
+    const id = registered!.args.id
+    const commitment = keccak256(
+      encodeAbiParameters([{ type: "address" }, { type: "bytes32" }], [owner.address, salt])
+    )
+    expect(id).toBe(
+      keccak256(
+        encodeAbiParameters(
+          [{ type: "uint8" }, { type: "bytes32" }, { type: "address" }, { type: "uint256" }],
+          [1, commitment, ZERO, 0n]
+        )
+      )
+    )
+
+    const amount = 100n * 10n ** 18n
+    await mined(
+      await wallet.writeContract({
+        address: asset,
+        abi: erc20Abi,
+        functionName: "mint",
+        args: [submitter.address, amount]
+      })
+    )
+    await mined(
+      await wallet.writeContract({
+        address: asset,
+        abi: erc20Abi,
+        functionName: "approve",
+        args: [vault, amount]
+      })
+    )
+    await mined(
+      await wallet.writeContract({
+        address: vault,
+        abi: vaultAbi,
+        functionName: "deposit",
+        args: [id, asset, amount]
+      })
+    )
+    expect(
+      await publicClient.readContract({
+        address: vault,
+        abi: vaultAbi,
+        functionName: "balanceOf",
+        args: [id, asset]
+      })
+    ).toBe(amount)
+
+    const adapterData = encodeAbiParameters([{ type: "address" }], [recipient])
+    const claim = {
+      beneficiaryId: id,
+      asset,
+      amount: 40n * 10n ** 18n,
+      adapter: ZERO,
+      dataHash: keccak256(adapterData),
+      relayer: ZERO,
+      relayerFee: 10n ** 18n,
+      nonce: await publicClient.readContract({
+        address: vault,
+        abi: vaultAbi,
+        functionName: "nonces",
+        args: [id]
+      }),
+      deadline: BigInt(Math.floor(Date.now() / 1000) + 3600)
+    }
+    const signature = await owner.signTypedData({
+      domain: { name: "FeeVault", version: "1", chainId: file.chainId, verifyingContract: vault },
+      primaryType: "Claim",
+      types: {
+        Claim: [
+          { name: "beneficiaryId", type: "bytes32" },
+          { name: "asset", type: "address" },
+          { name: "amount", type: "uint256" },
+          { name: "adapter", type: "address" },
+          { name: "dataHash", type: "bytes32" },
+          { name: "relayer", type: "address" },
+          { name: "relayerFee", type: "uint256" },
+          { name: "nonce", type: "uint256" },
+          { name: "deadline", type: "uint256" }
+        ]
+      },
+      message: claim
+    })
+    const before = await publicClient.readContract({
+      address: asset,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [recipient]
+    })
+    const claimed = await mined(
+      await wallet.writeContract({
+        address: vault,
+        abi: vaultAbi,
+        functionName: "claim",
+        args: [claim, adapterData, signature]
+      })
+    )
+    const after = await publicClient.readContract({
+      address: asset,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [recipient]
+    })
+    expect(after - before).toBe(claim.amount - claim.relayerFee)
+    const [event] = parseEventLogs({ abi: vaultAbi, logs: claimed.logs, eventName: "Claimed" })
+    expect(event?.args).toMatchObject({ id, amount: claim.amount, relayerFee: claim.relayerFee, nonce: 0n })
+    expect(
+      await publicClient.readContract({ address: vault, abi: vaultAbi, functionName: "nonces", args: [id] })
+    ).toBe(1n)
+
+    // Ctrl-C / SIGTERM stops everything: no chain, no services left listening.
+    expect(await devnet.stop()).toBe(0)
+    for (const port of Object.values(ports)) expect(await portAnswers(port)).toBe(false)
+  })
+
+  it("starts again in the same directory after a stop", { timeout: 240_000 }, async () => {
+    const { devnet, ports } = await startDevnet(dir)
+    const file = JSON.parse(readFileSync(join(dir, "deployment.json"), "utf8"))
+    expect(file.rpcUrl).toBe(`http://127.0.0.1:${ports.rpc}`)
+    expect((await fetch(`${file.relayerUrl}/v1/health`)).status).toBe(200)
+    expect(await devnet.stop()).toBe(0)
+  })
+
+  it("refuses a taken port with a clear error before starting anything", { timeout: 60_000 }, async () => {
+    const blocker = createServer()
+    const port = await new Promise<number>((resolve) =>
+      blocker.listen(0, "127.0.0.1", () => resolve((blocker.address() as { port: number }).port))
+    )
+    try {
+      const devnet = startService("devnet", {
+        DEVNET_DIR: join(tmpdir(), `devnet-taken-${process.pid}`),
+        DEVNET_RPC_PORT: String(await freePort()),
+        DEVNET_RELAYER_PORT: String(port),
+        DEVNET_ATTESTOR_PORT: String(await freePort())
+      })
+      running.push(devnet)
+      expect(await devnet.exited).toBe(1)
+      expect(devnet.stderr()).toContain(
+        `port ${port} for the relayer (DEVNET_RELAYER_PORT) is already in use`
+      )
+      expect(devnet.stdout()).not.toContain("deploying")
+    } finally {
+      blocker.close()
+    }
+  })
+})
