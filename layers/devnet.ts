@@ -5,8 +5,9 @@
  * them in-process on free ports.
  */
 import { mkdir, rm, writeFile } from "node:fs/promises"
+import { createServer } from "node:net"
 import { join } from "node:path"
-import { ConfigProvider, Data, Effect, Layer, type Scope } from "effect"
+import { ConfigProvider, Context, Data, Effect, Layer, type Scope } from "effect"
 import type { Hex } from "viem"
 import { keccak256, stringToHex } from "viem"
 import {
@@ -26,6 +27,8 @@ import {
   sealHint
 } from "../src/attestor/hints.js"
 import { type AnvilInstance, type AnvilStartError, startAnvil } from "../src/chain/anvil.js"
+import { AttestorLive } from "./attestor.js"
+import { RelayerLive } from "./relayer.js"
 
 /** Fixed development secrets: the devnet is public by design, never use these elsewhere. */
 export const DEVNET_HINT_PRIVATE_KEY: Hex = keccak256(stringToHex("fee-vault devnet hint key"))
@@ -169,3 +172,41 @@ export const attestorEnv = (chain: DevnetChain, port: number): Record<string, st
 /** Runs a service layer with the given settings instead of the process environment. */
 export const withSettings = <A, E, R>(layer: Layer.Layer<A, E, R>, env: Record<string, string>) =>
   layer.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
+
+/** A free loopback port, chosen up front so the deployment file can name the services' URLs. */
+export const freeLoopbackPort = Effect.async<number, DevnetError>((resume) => {
+  const server = createServer()
+  server.once("error", (cause) => resume(Effect.fail(new DevnetError({ message: "no free port", cause }))))
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+export interface RunningDevnet extends DevnetChain, ServiceUrls {}
+
+export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {}
+
+/**
+ * A private devnet for end-to-end tests: anvil and the contracts, with the relayer and the
+ * attestor running in this process on free ports, all stopped when the layer's scope closes.
+ */
+export const devnetLayer = (options: DevnetChainOptions) =>
+  Layer.scoped(
+    Devnet,
+    Effect.gen(function* () {
+      const chain = yield* devnetChain(options)
+      const relayerPort = yield* freeLoopbackPort
+      const attestorPort = yield* freeLoopbackPort
+      const urls = {
+        relayerUrl: `http://127.0.0.1:${relayerPort}`,
+        attestorUrl: `http://127.0.0.1:${attestorPort}`
+      }
+      yield* writeDevnetFile(chain, urls)
+      const scope = yield* Effect.scope
+      yield* Layer.buildWithScope(withSettings(RelayerLive, relayerEnv(chain, relayerPort)), scope)
+      yield* Layer.buildWithScope(withSettings(AttestorLive, attestorEnv(chain, attestorPort)), scope)
+      return { ...chain, ...urls }
+    })
+  )
