@@ -25,6 +25,9 @@ writeFileSync(
   })
 )
 
+/** Anvil's mnemonic account #1, the devnet's relayer hot key. */
+const HOT_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
+
 let anvil: AnvilInstance
 const running: Array<ServiceProcess> = []
 
@@ -38,7 +41,11 @@ afterAll(async () => {
 
 describe("relayer process", () => {
   it("stops with one line naming RPC_URL when it is missing", async () => {
-    const service = startService("relayer", { DEPLOYMENT_FILE: deploymentFile, DATA_DIR: join(dir, "a") })
+    const service = startService("relayer", {
+      DEPLOYMENT_FILE: deploymentFile,
+      RELAYER_PRIVATE_KEY: HOT_KEY,
+      DATA_DIR: join(dir, "a")
+    })
     running.push(service)
     expect(await service.exited).toBe(1)
     const lines = service.stderr().trim().split("\n")
@@ -49,6 +56,7 @@ describe("relayer process", () => {
   it("serves health from the RPC and its OpenAPI document", async () => {
     const service = startService("relayer", {
       RPC_URL: anvil.rpcUrl,
+      RELAYER_PRIVATE_KEY: HOT_KEY,
       DEPLOYMENT_FILE: deploymentFile,
       DATA_DIR: join(dir, "b"),
       PORT: "0"
@@ -73,6 +81,7 @@ describe("relayer process", () => {
   it("answers 503 unavailable while the RPC is down", async () => {
     const service = startService("relayer", {
       RPC_URL: "http://127.0.0.1:1",
+      RELAYER_PRIVATE_KEY: HOT_KEY,
       RPC_TIMEOUT_MS: "500",
       DEPLOYMENT_FILE: deploymentFile,
       DATA_DIR: join(dir, "c"),
