@@ -14,7 +14,7 @@ let devnet: RunningDevnet
 
 beforeAll(async () => {
   devnet = await runtime.runPromise(Devnet)
-}, 180_000)
+}, 300_000)
 
 describe("devnet layer", () => {
   it("serves both services and writes the deployment file naming them", async () => {

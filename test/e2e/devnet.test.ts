@@ -73,7 +73,7 @@ const startDevnet = async (dir: string) => {
     DEVNET_ATTESTOR_PORT: String(ports.attestor)
   })
   running.push(devnet)
-  const deadline = Date.now() + 150_000
+  const deadline = Date.now() + 280_000
   while (!devnet.stdout().includes("devnet is up")) {
     if (devnet.child.exitCode !== null) throw new Error(`devnet exited: ${devnet.stderr()}`)
     if (Date.now() > deadline) throw new Error(`devnet did not come up: ${devnet.stdout()}`)
@@ -85,7 +85,7 @@ const startDevnet = async (dir: string) => {
 describe("npm run devnet", () => {
   const dir = join(tmpdir(), `devnet-${process.pid}`)
 
-  it("brings the system up and an outside client claims on the vault", { timeout: 240_000 }, async () => {
+  it("brings the system up and an outside client claims on the vault", { timeout: 360_000 }, async () => {
     const { devnet, ports } = await startDevnet(dir)
     const file = JSON.parse(readFileSync(join(dir, "deployment.json"), "utf8"))
     for (const field of [
@@ -264,7 +264,7 @@ describe("npm run devnet", () => {
     for (const port of Object.values(ports)) expect(await portAnswers(port)).toBe(false)
   })
 
-  it("starts again in the same directory after a stop", { timeout: 240_000 }, async () => {
+  it("starts again in the same directory after a stop", { timeout: 360_000 }, async () => {
     const { devnet, ports } = await startDevnet(dir)
     const file = JSON.parse(readFileSync(join(dir, "deployment.json"), "utf8"))
     expect(file.rpcUrl).toBe(`http://127.0.0.1:${ports.rpc}`)
@@ -272,7 +272,7 @@ describe("npm run devnet", () => {
     expect(await devnet.stop()).toBe(0)
   })
 
-  it("refuses a taken port with a clear error before starting anything", { timeout: 60_000 }, async () => {
+  it("refuses a taken port with a clear error before starting anything", { timeout: 180_000 }, async () => {
     const blocker = createServer()
     const port = await new Promise<number>((resolve) =>
       blocker.listen(0, "127.0.0.1", () => resolve((blocker.address() as { port: number }).port))

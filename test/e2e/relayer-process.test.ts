@@ -6,6 +6,10 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+// Each test starts a Node process with an embedded database: slow on a busy machine.
+const PROCESS_TIMEOUT = 180_000
+
 import { type AnvilInstance, spawnAnvil } from "../../src/chain/anvil.js"
 import { type ServiceProcess, startService } from "../support/process.js"
 
@@ -40,7 +44,7 @@ afterAll(async () => {
 })
 
 describe("relayer process", () => {
-  it("stops with one line naming RPC_URL when it is missing", async () => {
+  it("stops with one line naming RPC_URL when it is missing", { timeout: PROCESS_TIMEOUT }, async () => {
     const service = startService("relayer", {
       DEPLOYMENT_FILE: deploymentFile,
       RELAYER_PRIVATE_KEY: HOT_KEY,
@@ -53,7 +57,7 @@ describe("relayer process", () => {
     expect(lines[0]).toMatch(/^relayer: invalid settings: RPC_URL: /)
   })
 
-  it("serves health from the RPC and its OpenAPI document", async () => {
+  it("serves health from the RPC and its OpenAPI document", { timeout: PROCESS_TIMEOUT }, async () => {
     const service = startService("relayer", {
       RPC_URL: anvil.rpcUrl,
       RELAYER_PRIVATE_KEY: HOT_KEY,
@@ -78,7 +82,7 @@ describe("relayer process", () => {
     expect(await service.stop()).toBe(0)
   })
 
-  it("answers 503 unavailable while the RPC is down", async () => {
+  it("answers 503 unavailable while the RPC is down", { timeout: PROCESS_TIMEOUT }, async () => {
     const service = startService("relayer", {
       RPC_URL: "http://127.0.0.1:1",
       RELAYER_PRIVATE_KEY: HOT_KEY,

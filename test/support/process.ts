@@ -42,7 +42,7 @@ export const startService = (
   })
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
   const url = async () => {
-    const deadline = Date.now() + 90_000
+    const deadline = Date.now() + 170_000
     while (Date.now() < deadline) {
       const match = out.match(/Listening on (http:\/\/[0-9.:]+)/)
       if (match?.[1]) return match[1]
