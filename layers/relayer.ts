@@ -2,28 +2,62 @@
  * The relayer process: settings, storage, chain client and HTTP server. Tests and the devnet
  * compose the same layer; only the settings (and, for unit tests, the chain layer) differ.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { RelayerSettings } from "../src/config/relayer.js"
 import { serveApi } from "../src/http/server.js"
+import { Indexer, indexerLayer } from "../src/indexer/Indexer.js"
+import { accountsFeedLayer } from "../src/relayer/accounts.js"
 import { RelayerApi } from "../src/relayer/api.js"
-import { RelayerOperatorLive } from "../src/relayer/http.js"
+import { RelayerClaimsLive } from "../src/relayer/claims.js"
+import { RelayerAccountsLive, RelayerOperatorLive } from "../src/relayer/http.js"
+import { feeOracleLayer, QuoteLive } from "../src/relayer/quote.js"
+import { relayerIpRateLimit } from "../src/relayer/rateLimits.js"
+import { txSenderLayer } from "../src/relayer/TxSender.js"
+import { TransactionsLive } from "../src/relayer/transactions.js"
+import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
 
-const RelayerHandlers = RelayerOperatorLive
+const RelayerHandlers = Layer.mergeAll(
+  RelayerOperatorLive,
+  RelayerAccountsLive,
+  TransactionsLive,
+  QuoteLive,
+  RelayerClaimsLive
+).pipe(Layer.provide(feeOracleLayer))
 
 /** Everything below the HTTP server, given the settings. */
 export const relayerServices = Layer.unwrapEffect(
-  Effect.map(RelayerSettings, (settings) =>
-    Layer.mergeAll(
-      chainClientLayer({ rpcUrl: settings.rpcUrl.href, timeoutMs: settings.rpcTimeoutMs }),
+  Effect.map(RelayerSettings, (settings) => {
+    const base = Layer.mergeAll(
+      chainClientLayer({
+        rpcUrl: settings.rpcUrl.href,
+        sendRpcUrl: Option.getOrUndefined(settings.sendRpcUrl)?.href,
+        timeoutMs: settings.rpcTimeoutMs
+      }),
       storageLayer({
         databaseUrl: settings.databaseUrl,
         dataDir: settings.dataDir,
         applicationName: "relayer"
       })
     )
-  )
+    const indexer = settings.indexerEnabled
+      ? indexerLayer({
+          chainId: settings.chainId,
+          vault: settings.vault,
+          startBlock: settings.indexerStartBlock,
+          settlementAsset: settings.settlementAsset,
+          pollIntervalMs: settings.indexerPollIntervalMs,
+          confirmationDepth: settings.indexerConfirmationDepth,
+          maxBlockRange: settings.indexerMaxBlockRange
+        }).pipe(Layer.provide(eventStoreLayer))
+      : Indexer.disabled
+    return accountsFeedLayer.pipe(
+      Layer.provideMerge(indexer),
+      Layer.provideMerge(txSenderLayer),
+      Layer.provideMerge(base)
+    )
+  })
 )
 
 export const relayerServer = Layer.unwrapEffect(
@@ -31,7 +65,8 @@ export const relayerServer = Layer.unwrapEffect(
     serveApi(RelayerApi, RelayerHandlers, {
       host: settings.host,
       port: settings.port,
-      maxBodyBytes: settings.maxBodyBytes
+      maxBodyBytes: settings.maxBodyBytes,
+      rateLimit: relayerIpRateLimit(settings)
     })
   )
 )

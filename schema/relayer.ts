@@ -377,9 +377,18 @@ export const AccountsResponse = Schema.Struct({
 }).annotations({ identifier: "AccountsResponse" })
 export type AccountsResponse = typeof AccountsResponse.Type
 
+/** The relayer's indexer as health reports it; `block` and `lag` once it has indexed something. */
+export const IndexerHealth = Schema.Struct({
+  state: Schema.Literal("starting", "backfilling", "following", "standby", "retrying", "disabled"),
+  block: optional(BlockNumber),
+  lag: optional(NonNegativeInt)
+}).annotations({ identifier: "IndexerHealth" })
+export type IndexerHealth = typeof IndexerHealth.Type
+
 export const HealthResponse = Schema.Struct({
   ok: Schema.Literal(true),
   chainId: ChainId,
-  block: BlockNumber
+  block: BlockNumber,
+  indexer: optional(IndexerHealth)
 }).annotations({ identifier: "HealthResponse" })
 export type HealthResponse = typeof HealthResponse.Type

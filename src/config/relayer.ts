@@ -1,10 +1,11 @@
 /**
  * Every relayer setting (spec/relayer.md §8 and PROTOCOL.md §8), read once at start-up.
  */
-import { Config, Context, Effect, Layer, Option, type Redacted } from "effect"
-import type { Address } from "viem"
+import { Config, ConfigError, Context, Effect, Either, Layer, Option, type Redacted } from "effect"
+import { type Address, getAddress, isAddress, parseGwei } from "viem"
 import type { Deployment } from "../../schema/deployment.js"
 import {
+  address,
   addressOr,
   bps,
   nonNegativeInt,
@@ -33,8 +34,15 @@ export interface RelayerSettingsShape {
   readonly shieldAdapter: Address
   readonly indexerStartBlock: number
   readonly indexerEnabled: boolean
+  /** How often the indexer polls for a new head. */
+  readonly indexerPollIntervalMs: number
+  /** How far below the head a reorg may reach; deeper blocks are final. */
+  readonly indexerConfirmationDepth: number
+  /** Ceiling of the indexer's adaptive `eth_getLogs` block range. */
+  readonly indexerMaxBlockRange: number
   readonly quotedFullBalance: boolean
-  readonly hotKey: Option.Option<Redacted.Redacted<`0x${string}`>>
+  /** The key every transaction is sent from (RELAYER_PRIVATE_KEY). */
+  readonly hotKey: Redacted.Redacted<`0x${string}`>
   readonly metricsToken: Option.Option<Redacted.Redacted>
   readonly maxBodyBytes: number
   readonly rateLimitIpBurst: number
@@ -51,7 +59,41 @@ export interface RelayerSettingsShape {
   readonly denyListFile: Option.Option<string>
   /** How many reverse proxies in front of the relayer append to `X-Forwarded-For`; 0 trusts none. */
   readonly trustProxyHops: number
+  /** `STATIC_PRICES`: fixed prices, tried before any feed or DEX. */
+  readonly staticPrices: ReadonlyMap<Address, NativePrice>
+  /** `PRICE_SOURCES`: which price sources are used; always tried static, then feed, then DEX. */
+  readonly priceSources: ReadonlySet<PriceSourceName>
+  /** A feed answer older than this is stale and skipped. */
+  readonly priceFeedMaxAgeSeconds: number
+  /** Router the DEX source quotes through (`SWAP_ROUTER`, else the deployment file's `swapRouter`). */
+  readonly swapRouter: Option.Option<Address>
+  /** The wrapped native coin on the router; without it the DEX source cannot price gas. */
+  readonly wrappedNative: Option.Option<Address>
+  readonly gasPriceRefreshMs: number
+  /** Quotes fail with 503 once the last successful gas price read is older than this. */
+  readonly gasPriceMaxAgeSeconds: number
+  /** Scales the whole gas budget table (10_000 = as documented). */
+  readonly gasBudgetBps: number
+  /** A transaction not mined this long after its last signature is re-simulated and replaced. */
+  readonly txReplaceAfterSeconds: number
+  /** Fee bumps (and no-op cancellations) per transaction before the sender only waits. */
+  readonly txMaxReplacements: number
+  /** Ceiling of `maxFeePerGas` for every transaction and replacement, in wei. */
+  readonly txMaxFeePerGas: bigint
+  /** How often the sender reconciles nonces, settles receipts and looks for stuck transactions. */
+  readonly txPollIntervalMs: number
 }
+
+/** A positive amount of gwei with at most 9 decimals, as wei. */
+const gwei = (name: string, defaultValue: string): Config.Config<bigint> =>
+  Config.string(name).pipe(
+    Config.withDefault(defaultValue),
+    Config.mapOrFail((s) =>
+      /^\d{1,12}(\.\d{1,9})?$/.test(s) && parseGwei(s) > 0n
+        ? Either.right(parseGwei(s))
+        : Either.left(ConfigError.InvalidData([], "expected a positive amount of gwei, e.g. 500 or 0.05"))
+    )
+  )
 
 export const loadRelayerSettings = Effect.gen(function* () {
   const deployment = yield* optionalDeployment
@@ -79,7 +121,10 @@ export const loadRelayerSettings = Effect.gen(function* () {
     dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(".data/relayer")),
     chainId: optionalPositiveInt("CHAIN_ID"),
     indexerEnabled: Config.boolean("INDEXER_ENABLED").pipe(Config.withDefault(true)),
-    hotKey: Config.option(privateKey("RELAYER_PRIVATE_KEY")),
+    indexerPollIntervalMs: positiveInt("INDEXER_POLL_INTERVAL_MS", 2_000, 3_600_000),
+    indexerConfirmationDepth: nonNegativeInt("INDEXER_CONFIRMATION_DEPTH", 64, 10_000),
+    indexerMaxBlockRange: positiveInt("INDEXER_MAX_BLOCK_RANGE", 2_000, 1_000_000),
+    hotKey: privateKey("RELAYER_PRIVATE_KEY"),
     metricsToken: optionalSecret("METRICS_TOKEN"),
     maxBodyBytes: positiveInt("MAX_BODY_BYTES", 64 * 1024),
     rateLimitIpBurst: positiveInt("RATE_LIMIT_IP_BURST", 30),
@@ -94,7 +139,11 @@ export const loadRelayerSettings = Effect.gen(function* () {
     quoteTtlSeconds: positiveInt("QUOTE_TTL_SECONDS", 60),
     requireActionFee: Config.boolean("REQUIRE_ACTION_FEE").pipe(Config.withDefault(true)),
     denyListFile: Config.option(Config.nonEmptyString("DENY_LIST")),
-    trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16)
+    trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16),
+    txReplaceAfterSeconds: positiveInt("TX_REPLACE_AFTER_SECONDS", 60, 86_400),
+    txMaxReplacements: nonNegativeInt("TX_MAX_REPLACEMENTS", 5, 100),
+    txMaxFeePerGas: gwei("TX_MAX_FEE_GWEI", "500"),
+    txPollIntervalMs: positiveInt("TX_POLL_INTERVAL_MS", 2_000, 600_000)
   })
   const indexerStartBlock = Option.getOrElse(
     Option.orElse(startBlockSetting, () => fromDeployment((d) => d.startBlock)),
@@ -105,8 +154,10 @@ export const loadRelayerSettings = Effect.gen(function* () {
     () => true
   )
   const chainId = Option.orElse(rest.chainId, () => fromDeployment((d) => d.chainId))
+  const fees = yield* loadFeeSettings(deployment)
   return {
     ...rest,
+    ...fees,
     chainId,
     deployment,
     vault,
@@ -116,6 +167,116 @@ export const loadRelayerSettings = Effect.gen(function* () {
     quotedFullBalance
   } satisfies RelayerSettingsShape as RelayerSettingsShape
 })
+
+// ---------------------------------------------------------------------------------------------
+// Fee quoting
+
+/** A price as a ratio: `num / den` base units of an asset per wei of the native coin. */
+export interface NativePrice {
+  readonly num: bigint
+  readonly den: bigint
+}
+
+export const priceSourceNames = ["static", "feed", "dex"] as const
+export type PriceSourceName = (typeof priceSourceNames)[number]
+
+const NATIVE_DECIMALS = 18n
+
+/**
+ * `STATIC_PRICES`: comma-separated `asset=price` entries, where `price` is how many whole units
+ * of the asset one native coin (1 ETH on mainnet) is worth, as a positive decimal (`3000`,
+ * `0.00033`). The asset's decimals come from the deployment file's `assets`; an asset missing
+ * there gives them after a colon: `asset=price:decimals`.
+ */
+export const parseStaticPrices = (
+  text: string,
+  deployment: Option.Option<Deployment>
+): Either.Either<ReadonlyMap<Address, NativePrice>, string> => {
+  const known = new Map<string, number>()
+  if (Option.isSome(deployment))
+    for (const [asset, info] of Object.entries(deployment.value.assets))
+      known.set(asset.toLowerCase(), info.decimals)
+  const prices = new Map<Address, NativePrice>()
+  for (const raw of text.split(",")) {
+    const entry = raw.trim()
+    if (entry === "") continue
+    const match = /^(0x[0-9a-fA-F]{40})=(\d+(?:\.\d+)?)(?::(\d{1,2}))?$/.exec(entry)
+    if (match === null) return Either.left(`"${entry}" is not asset=price or asset=price:decimals`)
+    const [, assetText = "", priceText = "", decimalsText] = match
+    if (!isAddress(assetText, { strict: true }))
+      return Either.left(`${assetText}: mixed-case address with a wrong checksum`)
+    const asset = getAddress(assetText)
+    if (prices.has(asset)) return Either.left(`${asset} is listed twice`)
+    const decimals = decimalsText === undefined ? known.get(asset.toLowerCase()) : Number(decimalsText)
+    if (decimals === undefined)
+      return Either.left(
+        `${asset} is not in the deployment file; write its decimals as ${asset}=price:decimals`
+      )
+    const [whole = "", fraction = ""] = priceText.split(".")
+    const scaled = BigInt(whole + fraction)
+    if (scaled === 0n) return Either.left(`${asset}: the price must be above zero`)
+    prices.set(asset, {
+      num: scaled * 10n ** BigInt(decimals),
+      den: 10n ** BigInt(fraction.length) * 10n ** NATIVE_DECIMALS
+    })
+  }
+  return Either.right(prices)
+}
+
+const parsePriceSources = (text: string): Either.Either<ReadonlySet<PriceSourceName>, string> => {
+  const names = text
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+  const chosen = new Set<PriceSourceName>()
+  for (const name of names) {
+    const known = priceSourceNames.find((n) => n === name)
+    if (known === undefined) return Either.left(`unknown price source "${name}" (expected static, feed, dex)`)
+    chosen.add(known)
+  }
+  return chosen.size === 0 ? Either.left("name at least one price source") : Either.right(chosen)
+}
+
+/** A setting parsed from text; the default is given as text too and goes through the same parser. */
+const fromText = <A>(name: string, parse: (text: string) => Either.Either<A, string>, defaultText: string) =>
+  Config.string(name).pipe(
+    // Mapped before the default, so that a refusal carries the setting's name.
+    Config.mapOrFail((text) =>
+      Either.mapLeft(parse(text), (message) => ConfigError.InvalidData([], message))
+    ),
+    Config.withDefault(Either.getOrThrow(parse(defaultText)))
+  )
+
+/** The settings of the fee oracle; the deployment file supplies decimals, feeds and the router. */
+export const loadFeeSettings = (deployment: Option.Option<Deployment>) =>
+  Effect.gen(function* () {
+    const swapRouterSetting = yield* Config.option(Config.nonEmptyString("SWAP_ROUTER"))
+    const swapRouter = Option.isSome(swapRouterSetting)
+      ? Option.some(yield* address("SWAP_ROUTER"))
+      : Option.map(deployment, (d) => d.swapRouter)
+    const wrappedSetting = yield* Config.option(Config.nonEmptyString("WRAPPED_NATIVE"))
+    const wrappedNative = Option.isSome(wrappedSetting)
+      ? Option.some(yield* address("WRAPPED_NATIVE"))
+      : Option.none()
+    return {
+      swapRouter,
+      wrappedNative,
+      ...(yield* Config.all({
+        staticPrices: fromText("STATIC_PRICES", (text) => parseStaticPrices(text, deployment), ""),
+        priceSources: fromText("PRICE_SOURCES", parsePriceSources, priceSourceNames.join(",")),
+        priceFeedMaxAgeSeconds: positiveInt("PRICE_FEED_MAX_AGE_SECONDS", 86_400),
+        gasPriceRefreshMs: positiveInt("GAS_PRICE_REFRESH_MS", 5_000, 3_600_000),
+        gasPriceMaxAgeSeconds: positiveInt("GAS_PRICE_MAX_AGE_SECONDS", 60),
+        gasBudgetBps: Config.integer("GAS_BUDGET_BPS").pipe(
+          Config.validate({
+            message: "expected an integer from 1 to 1000000",
+            validation: (n) => n >= 1 && n <= 1_000_000
+          }),
+          Config.withDefault(10_000)
+        )
+      }))
+    }
+  })
 
 export class RelayerSettings extends Context.Tag("RelayerSettings")<RelayerSettings, RelayerSettingsShape>() {
   static readonly layer = Layer.effect(RelayerSettings, loadRelayerSettings)

@@ -73,16 +73,16 @@ export const optionalSecret = (name: string): Config.Config<Option.Option<Redact
 
 /** Optional 32-byte private key in hex. */
 export const privateKey = (name: string): Config.Config<Redacted.Redacted<`0x${string}`>> =>
-  Config.redacted(
-    Config.string(name).pipe(
-      Config.mapOrFail((s) => {
-        const hex = s.startsWith("0x") ? s : `0x${s}`
-        return /^0x[0-9a-fA-F]{64}$/.test(hex)
-          ? Either.right(hex.toLowerCase() as `0x${string}`)
-          : Either.left(ConfigError.InvalidData([], "expected a 32-byte hex private key"))
-      })
-    )
-  ) as Config.Config<Redacted.Redacted<`0x${string}`>>
+  Config.string(name).pipe(
+    Config.mapOrFail((s) => {
+      const hex = s.startsWith("0x") ? s : `0x${s}`
+      return /^0x[0-9a-fA-F]{64}$/.test(hex)
+        ? Either.right(hex.toLowerCase() as `0x${string}`)
+        : Either.left(ConfigError.InvalidData([], "expected a 32-byte hex private key"))
+    }),
+    // Wrapped only after validation, so a refusal still says what is wrong (never the value).
+    Config.map((key) => Redacted.make(key))
+  )
 
 /** Reads and validates the deployment file; a bad file names the setting and what is wrong. */
 export const loadDeploymentFile = (path: string): Effect.Effect<Deployment, ConfigError.ConfigError> =>

@@ -1,6 +1,7 @@
 /**
- * What both servers share: the HttpApi served by Node with the JSON body guard, the error
- * renderer, request metrics, a redacted access log and the OpenAPI document.
+ * What both servers share: the HttpApi served by Node with the JSON body guard, an optional
+ * per-IP rate limit, the error renderer, request metrics, a redacted access log and the OpenAPI
+ * document.
  */
 import { createServer } from "node:http"
 import {
@@ -16,6 +17,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Layer } from "effect"
 import { jsonBodyGuard } from "./body.js"
 import { recordRequest } from "./metrics.js"
+import { type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
 import { renderCause } from "./render.js"
 import { matchRoute, OPENAPI_PATH, type RouteTemplate, routeTemplates } from "./routes.js"
 
@@ -63,6 +65,8 @@ export interface ServeOptions {
   readonly host: string
   readonly port: number
   readonly maxBodyBytes: number
+  /** Per-client-IP token bucket, charged before the body is read; none when absent. */
+  readonly rateLimit?: IpRateLimitOptions | undefined
 }
 
 /**
@@ -76,13 +80,19 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
   options: ServeOptions
 ) => {
   const routes = routeTemplates(api)
+  const bodyGuard = jsonBodyGuard(options.maxBodyBytes, routes)
+  const rateLimit = options.rateLimit === undefined ? undefined : ipRateLimit(options.rateLimit, routes)
   return HttpApiBuilder.serve(accessLog(routes)).pipe(
     HttpServer.withLogAddress,
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH })),
     Layer.provide(
-      HttpApiBuilder.middleware((app) => renderFailures(jsonBodyGuard(options.maxBodyBytes, routes)(app)), {
-        withContext: true
-      })
+      rateLimit === undefined
+        ? HttpApiBuilder.middleware((app) => renderFailures(bodyGuard(app)), { withContext: true })
+        : HttpApiBuilder.middleware(
+            // The limit runs first so that a refused client's body is never read.
+            Effect.map(rateLimit, (limit) => (app: HttpApp.Default) => renderFailures(limit(bodyGuard(app)))),
+            { withContext: true }
+          )
     ),
     Layer.provide(HttpApiBuilder.api(api).pipe(Layer.provide(handlers))),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { host: options.host, port: options.port }))

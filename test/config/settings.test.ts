@@ -46,8 +46,10 @@ const loadAsync = <A>(program: Effect.Effect<A, ConfigError.ConfigError>, env: R
   )
 
 describe("relayer settings", () => {
+  const HOT_KEY = `0x${"11".repeat(32)}`
   const minimal = {
     RPC_URL: "http://127.0.0.1:8545",
+    RELAYER_PRIVATE_KEY: HOT_KEY,
     FEE_VAULT: VAULT,
     SETTLEMENT_ASSET: TOKEN,
     SHIELD_ADAPTER: ADAPTER
@@ -83,6 +85,7 @@ describe("relayer settings", () => {
   it("fills every address left empty from the deployment file", async () => {
     const result = await loadAsync(loadRelayerSettings, {
       RPC_URL: "http://127.0.0.1:8545",
+      RELAYER_PRIVATE_KEY: HOT_KEY,
       DEPLOYMENT_FILE: deploymentFile
     })
     if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
@@ -99,6 +102,7 @@ describe("relayer settings", () => {
     const other = "0x0000000000000000000000000000000000000001"
     const result = await loadAsync(loadRelayerSettings, {
       RPC_URL: "http://127.0.0.1:8545",
+      RELAYER_PRIVATE_KEY: HOT_KEY,
       DEPLOYMENT_FILE: deploymentFile,
       FEE_VAULT: other,
       INDEXER_START_BLOCK: "100"
@@ -106,6 +110,20 @@ describe("relayer settings", () => {
     if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
     expect(result.right.vault).toBe(other)
     expect(result.right.indexerStartBlock).toBe(100)
+  })
+
+  it("names a missing hot key", () => {
+    const { RELAYER_PRIVATE_KEY: _, ...rest } = minimal
+    expect(failure(load(loadRelayerSettings, rest))).toMatch(
+      /RELAYER_PRIVATE_KEY: Expected RELAYER_PRIVATE_KEY to exist/
+    )
+  })
+
+  it("never echoes a bad private key", () => {
+    const bad = "0xabc123def"
+    expect(failure(load(loadRelayerSettings, { ...minimal, RELAYER_PRIVATE_KEY: bad }))).not.toContain(
+      "abc123"
+    )
   })
 
   it("names a missing RPC_URL", () => {
@@ -128,6 +146,7 @@ describe("relayer settings", () => {
     ["PORT", "70000", "PORT"],
     ["FEE_VAULT", "0x5FbDB2315678afecb367f032d93F642f64180aA3", "FEE_VAULT"],
     ["RELAYER_PRIVATE_KEY", "0x1234", "RELAYER_PRIVATE_KEY"],
+    ["RELAYER_PRIVATE_KEY", "", "RELAYER_PRIVATE_KEY"],
     ["REQUIRE_ACTION_FEE", "maybe", "REQUIRE_ACTION_FEE"]
   ])("names an invalid %s", (name, value, expected) => {
     const line = failure(load(loadRelayerSettings, { ...minimal, [name]: value }))

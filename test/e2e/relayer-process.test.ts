@@ -74,7 +74,7 @@ describe("relayer process", () => {
     })
     const health = await fetch(`${base}/v1/health`)
     expect(health.status).toBe(200)
-    expect(await health.json()).toEqual({ ok: true, chainId: 31337, block: 3 })
+    expect(await health.json()).toMatchObject({ ok: true, chainId: 31337, block: 3 })
     const openapi = await fetch(`${base}/v1/openapi.json`)
     expect(openapi.status).toBe(200)
     const spec = (await openapi.json()) as { paths: Record<string, unknown> }

@@ -7,7 +7,9 @@ import { Effect } from "effect"
 
 export default Effect.gen(function* () {
   const sql = yield* SqlClient
-  // Decoded vault logs. Amounts inside `args` are exact decimal strings.
+  // Decoded vault logs. Amounts inside `args` are exact decimal strings. A log is identified by
+  // its block hash and index, so the same log appended twice (two indexers, a retried batch) is
+  // one row, and the same height on two branches is two.
   yield* sql`
     CREATE TABLE vault_events (
       chain_id     integer     NOT NULL,
@@ -22,7 +24,7 @@ export default Effect.gen(function* () {
       PRIMARY KEY (chain_id, block_hash, log_index)
     )`
   yield* sql`CREATE INDEX vault_events_by_block ON vault_events (chain_id, vault, block_number, log_index)`
-  // Headers of the unfinalized range, to detect reorgs by parent hash.
+  // Headers of the unfinalized range, to detect reorgs by parent hash and find the common ancestor.
   yield* sql`
     CREATE TABLE block_headers (
       chain_id    integer     NOT NULL,
@@ -32,12 +34,19 @@ export default Effect.gen(function* () {
       seen_at     timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (chain_id, hash)
     )`
-  // A reorg appends here instead of deleting events: readers skip events of orphaned blocks.
+  yield* sql`CREATE INDEX block_headers_by_number ON block_headers (chain_id, number)`
+  // A reorg appends a marker per abandoned block instead of deleting its events; readers skip
+  // events of orphaned blocks. The latest marker of a hash decides: a block that becomes
+  // canonical again (a chain that flips back) gets a later marker with `orphaned = false`.
+  // `seq` orders the markers, so a reader can fetch only those it has not seen.
   yield* sql`
     CREATE TABLE orphaned_blocks (
+      seq         bigserial   PRIMARY KEY,
       chain_id    integer     NOT NULL,
       hash        text        NOT NULL,
-      orphaned_at timestamptz NOT NULL DEFAULT now(),
-      PRIMARY KEY (chain_id, hash)
+      number      bigint      NOT NULL,
+      orphaned    boolean     NOT NULL,
+      marked_at   timestamptz NOT NULL DEFAULT now()
     )`
+  yield* sql`CREATE INDEX orphaned_blocks_by_hash ON orphaned_blocks (chain_id, hash, seq)`
 })

@@ -1,0 +1,247 @@
+/**
+ * Token-bucket rate limits on `@effect/experimental`'s RateLimiter: the per-client-IP limit both
+ * servers apply to every request (as HttpApi middleware, see `serveApi`), and the helper services use
+ * for their own keys (the relayer's per-id limit).
+ *
+ * Buckets live in this process's memory (`boundedMemoryStore`): replicas behind a load balancer
+ * each count on their own, and a restart refills every bucket. Keys are never logged or used as
+ * metric labels.
+ */
+import { isIP } from "node:net"
+import { RateLimiter } from "@effect/experimental"
+import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { Duration, Effect, Layer, Metric, Option } from "effect"
+import { RateLimited } from "../../schema/errors.js"
+import { matchRoute, type RouteTemplate } from "./routes.js"
+
+/** A bucket that holds `burst` tokens and refills `perMinute` tokens a minute. */
+export interface TokenBucket {
+  readonly burst: number
+  readonly perMinute: number
+}
+
+/**
+ * Costs are fractional (a poll costs 0.2); the store counts thousandths of a token so that sums of
+ * fractions stay exact instead of drifting below zero through floating-point error.
+ */
+const SCALE = 1000
+
+export const rateLimitedTotal = Metric.counter("rate_limited_total", {
+  description: "Requests refused by a rate limit, by limit scope",
+  incremental: true
+})
+
+export type Limit = (key: string, cost: number) => Effect.Effect<void, RateLimited>
+
+/**
+ * A limiter for one kind of key: `limit(key, cost)` takes `cost` tokens from the key's bucket or
+ * fails with `RateLimited` carrying how long until enough tokens are back. `scope` only labels
+ * the refusal metric.
+ */
+export const makeLimit = (
+  bucket: TokenBucket,
+  scope: string
+): Effect.Effect<Limit, never, RateLimiter.RateLimiter> =>
+  Effect.map(RateLimiter.RateLimiter, (limiter) => {
+    const window = Duration.millis((60_000 * bucket.burst) / bucket.perMinute)
+    const limit = Math.round(bucket.burst * SCALE)
+    return (key, cost) => {
+      const tokens = Math.round(cost * SCALE)
+      if (tokens <= 0) return Effect.void
+      return limiter
+        .consume({ algorithm: "token-bucket", onExceeded: "fail", window, limit, key, tokens })
+        .pipe(
+          Effect.asVoid,
+          Effect.catchAll((error) =>
+            error.reason === "Exceeded"
+              ? Metric.increment(Metric.tagged(rateLimitedTotal, "scope", scope)).pipe(
+                  Effect.zipRight(
+                    Effect.fail(
+                      new RateLimited({
+                        message: "too many requests, retry later",
+                        retryAfterSeconds: Duration.toSeconds(error.retryAfter)
+                      })
+                    )
+                  )
+                )
+              : // A limiter that cannot count must not take the service down with it.
+                Effect.logWarning("rate limiter store failed; request let through")
+          )
+        )
+    }
+  })
+
+/**
+ * In-memory token buckets, refilled continuously (to the thousandth of a token the limiter
+ * counts). Unlike the library's memory store it stays bounded: past `maxKeys` buckets it forgets
+ * the ones that have refilled completely (forgetting them changes nothing), then the oldest.
+ */
+export const boundedMemoryStore = (maxKeys = 100_000): Layer.Layer<RateLimiter.RateLimiterStore> =>
+  Layer.sync(RateLimiter.RateLimiterStore, () => {
+    interface Bucket {
+      tokens: number
+      updatedAt: number
+      limit: number
+      refillMillis: number
+    }
+    const buckets = new Map<string, Bucket>()
+    const windows = new Map<string, { count: number; expiresAt: number }>()
+
+    const refilled = (bucket: Bucket, now: number) =>
+      Math.min(bucket.limit, bucket.tokens + Math.floor((now - bucket.updatedAt) / bucket.refillMillis))
+
+    const evict = (now: number) => {
+      if (buckets.size <= maxKeys) return
+      for (const [key, bucket] of buckets) if (refilled(bucket, now) >= bucket.limit) buckets.delete(key)
+      for (const key of buckets.keys()) {
+        if (buckets.size <= maxKeys) break
+        buckets.delete(key)
+      }
+      for (const [key, counter] of windows) if (counter.expiresAt <= now) windows.delete(key)
+    }
+
+    return RateLimiter.RateLimiterStore.of({
+      fixedWindow: (options) =>
+        Effect.clockWith((clock) =>
+          Effect.sync(() => {
+            const now = clock.unsafeCurrentTimeMillis()
+            let counter = windows.get(options.key)
+            if (counter === undefined || counter.expiresAt <= now) {
+              counter = { count: 0, expiresAt: now }
+              windows.set(options.key, counter)
+            }
+            if (options.limit !== undefined && counter.count + options.tokens > options.limit)
+              return [counter.count + options.tokens, counter.expiresAt - now] as const
+            counter.count += options.tokens
+            counter.expiresAt += Duration.toMillis(options.refillRate) * options.tokens
+            return [counter.count, counter.expiresAt - now] as const
+          })
+        ),
+      tokenBucket: (options) =>
+        Effect.clockWith((clock) =>
+          Effect.sync(() => {
+            const now = clock.unsafeCurrentTimeMillis()
+            const refillMillis = Duration.toMillis(options.refillRate)
+            let bucket = buckets.get(options.key)
+            if (bucket === undefined) {
+              evict(now)
+              bucket = { tokens: options.limit, updatedAt: now, limit: options.limit, refillMillis }
+              buckets.set(options.key, bucket)
+            } else {
+              const added = Math.floor((now - bucket.updatedAt) / refillMillis)
+              if (added > 0) {
+                bucket.tokens = Math.min(options.limit, bucket.tokens + added)
+                // Keep the partial token earned since the last whole one.
+                bucket.updatedAt =
+                  bucket.tokens === options.limit ? now : bucket.updatedAt + added * refillMillis
+              }
+            }
+            const remaining = bucket.tokens - options.tokens
+            if (options.allowOverflow || remaining >= 0) bucket.tokens = remaining
+            return remaining
+          })
+        )
+    })
+  })
+
+/** The RateLimiter over a fresh bounded in-memory store. */
+export const memoryRateLimiter = (maxKeys?: number): Layer.Layer<RateLimiter.RateLimiter> =>
+  RateLimiter.layer.pipe(Layer.provide(boundedMemoryStore(maxKeys)))
+
+// ---------------------------------------------------------------------------------------------
+// Per-IP limit
+
+export interface IpRateLimitOptions {
+  readonly bucket: TokenBucket
+  /**
+   * How many reverse proxies in front of the server append to `X-Forwarded-For`. 0: the client is
+   * the socket's peer and the header is ignored (anyone can write it).
+   */
+  readonly trustProxyHops: number
+  /** Tokens a request costs, by method and route template ("unmatched" for unknown routes); 0 is free. */
+  readonly cost: (method: string, route: string) => number
+}
+
+/**
+ * The address requests are counted under. The socket's peer, or with `trustProxyHops = n` the
+ * address the n-th trusted proxy saw: the n-th `X-Forwarded-For` entry from the right (entries
+ * further left are written by the client and prove nothing). An IPv6 client is counted by its /64,
+ * the block one subscriber typically gets, so it cannot mint fresh buckets by changing addresses.
+ */
+export const clientKey = (
+  socketAddress: string | undefined,
+  forwardedFor: string | undefined,
+  trustProxyHops: number
+): string => {
+  const chain = [socketAddress ?? "unknown"]
+  if (trustProxyHops > 0 && forwardedFor !== undefined) {
+    const hops = forwardedFor
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry.length > 0)
+      .reverse()
+    chain.push(...hops.slice(0, trustProxyHops))
+  }
+  const picked = chain[chain.length - 1] ?? "unknown"
+  return normalizeAddress(isIP(stripPort(picked)) === 0 ? (socketAddress ?? "unknown") : stripPort(picked))
+}
+
+/** `[v6]:port` and `v4:port` as some proxies write them. */
+const stripPort = (entry: string): string => {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(entry)
+  if (bracketed?.[1] !== undefined) return bracketed[1]
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(entry)
+  return v4WithPort?.[1] ?? entry
+}
+
+const normalizeAddress = (address: string): string => {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address)
+  if (mapped?.[1] !== undefined) return mapped[1]
+  if (isIP(address) !== 6) return address
+  return `${expandIpv6(address).slice(0, 4).join(":")}::/64`
+}
+
+/** The eight 16-bit groups of an IPv6 address (zone id dropped). */
+const expandIpv6 = (address: string): ReadonlyArray<string> => {
+  const plain = address.split("%")[0] ?? address
+  const [head = "", tail] = plain.split("::")
+  const parse = (part: string) => (part.length === 0 ? [] : part.split(":"))
+  const left = parse(head)
+  const right = tail === undefined ? [] : parse(tail)
+  // An embedded IPv4 tail counts as two groups; only the first four groups matter here.
+  const missing = Math.max(0, 8 - left.length - right.length)
+  return [...left, ...Array.from({ length: missing }, () => "0"), ...right].map((group) =>
+    (group.replace(/^0+(?=.)/, "") || "0").toLowerCase()
+  )
+}
+
+/**
+ * HttpApi middleware charging each request `cost(method, route)` tokens of its client's bucket;
+ * an empty bucket answers 429 `rate_limited` with `Retry-After` before the body is read.
+ */
+export const ipRateLimit = (
+  options: IpRateLimitOptions,
+  routes: ReadonlyArray<RouteTemplate>
+): Effect.Effect<
+  <E, R>(
+    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ) => Effect.Effect<
+    HttpServerResponse.HttpServerResponse,
+    E | RateLimited,
+    R | HttpServerRequest.HttpServerRequest
+  >
+> =>
+  Effect.map(
+    makeLimit(options.bucket, "ip").pipe(Effect.provide(memoryRateLimiter())),
+    (limit) => (app) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const cost = options.cost(request.method, matchRoute(routes, request.method, request.url))
+        if (cost <= 0) return app
+        const key = clientKey(
+          Option.getOrUndefined(request.remoteAddress),
+          request.headers["x-forwarded-for"],
+          options.trustProxyHops
+        )
+        return Effect.zipRight(limit(`ip:${key}`, cost), app)
+      })
+  )

@@ -1,0 +1,520 @@
+/**
+ * The vault indexer: a fiber started by a scoped layer that streams the vault's logs into the
+ * event store and keeps the Accounts projection current. It is supervised: any failure (RPC,
+ * database, a bug) is logged without account data, counted, and followed by a restart with
+ * jittered exponential backoff; the HTTP server never goes down with it.
+ *
+ * One process per vault and database indexes (a PostgreSQL advisory lock on a connection of its
+ * own); the others stand by, follow the store and serve the same accounts, and take over when
+ * the lock frees up.
+ *
+ * The writer's loop, once per step:
+ * - backfill: blocks at least `confirmationDepth` below the head are final; their logs come in
+ *   adaptive `eth_getLogs` ranges, each committed with the header of its last block;
+ * - follow: newer blocks are fetched header by header, each checked against its parent, and
+ *   their logs only if every log's block hash matches the header at its height;
+ * - reorg: when the stored tip is no longer the chain's block at that height, walk back through
+ *   the stored blocks to the common ancestor, mark the abandoned ones orphaned, and go on from
+ *   there (the next steps fetch the new branch);
+ * - after each batch, nonces of the touched accounts are reconciled with the chain's.
+ */
+import { Cause, Context, Data, Duration, Effect, Either, Exit, Layer, Metric, Option, Ref } from "effect"
+import type { Address, Hex, Log } from "viem"
+import { type ChainBlock, ChainClient } from "../chain/ChainClient.js"
+import {
+  type AppendBatch,
+  type BlockHeader,
+  EventStore,
+  type Leadership,
+  type NonceReconciliation,
+  type StoredEvent,
+  type VaultRef
+} from "../store/EventStore.js"
+import type { AccountsProjection } from "../store/projections/AccountsProjection.js"
+import { type AccountState, applyToAccount } from "../store/projections/accounts.js"
+import { decodeVaultEvent, isAccountEvent, type VaultEvent } from "../store/projections/vaultEvents.js"
+import { type Committed, ProjectionFollower } from "./follower.js"
+import { decodeVaultLog, makeLogFetcher, minedLog } from "./logs.js"
+import * as M from "./metrics.js"
+import { readChainNonces } from "./reconcile.js"
+
+export interface IndexerConfig {
+  /** The chain the vault lives on; when set, a node on another chain is refused. */
+  readonly chainId: Option.Option<number>
+  readonly vault: Address
+  readonly startBlock: number
+  readonly settlementAsset: Address
+  readonly pollIntervalMs: number
+  /** How far below the head a reorg may reach; blocks deeper than this are final. */
+  readonly confirmationDepth: number
+  /** Ceiling of the adaptive `eth_getLogs` range. */
+  readonly maxBlockRange: number
+  /** First restart delay after a failure; doubles per consecutive failure. Default 500 ms. */
+  readonly restartBaseDelayMs?: number
+  /** Longest restart delay. Default 30 s. */
+  readonly restartMaxDelayMs?: number
+}
+
+export type IndexerStateName = M.IndexerState | "disabled"
+
+export interface IndexerStatus {
+  readonly state: IndexerStateName
+  /** Highest block the projection covers. */
+  readonly block: number | undefined
+  /** Latest head seen. */
+  readonly head: number | undefined
+  /** Whether this process is the one indexing. */
+  readonly leader: boolean
+}
+
+/** The projection as readers see it: consistent, at one block of the canonical chain. */
+export interface AccountsSnapshot {
+  readonly chainId: number
+  readonly vault: Address
+  readonly block: number
+  readonly hash: Hex
+  /** Changes whenever the content (accounts or block) changes. */
+  readonly version: number
+  readonly accounts: ReadonlyMap<Hex, AccountState>
+  /** The accounts by bucket, to redo only what changed (see `AccountsProjection`). */
+  readonly projection: Pick<AccountsProjection, "epoch" | "bucket">
+}
+
+export interface IndexerShape {
+  readonly enabled: boolean
+  readonly status: Effect.Effect<IndexerStatus>
+  /**
+   * Runs `f` on the projection while nothing changes it; `undefined` until the index covers its
+   * first range (or with the indexer disabled).
+   */
+  readonly read: <A>(f: (snapshot: AccountsSnapshot | undefined) => A) => Effect.Effect<A>
+}
+
+export class Indexer extends Context.Tag("Indexer")<Indexer, IndexerShape>() {
+  /** `INDEXER_ENABLED=false`: nothing runs and nothing is indexed. */
+  static readonly disabled: Layer.Layer<Indexer> = Layer.succeed(Indexer, {
+    enabled: false,
+    status: Effect.succeed<IndexerStatus>({
+      state: "disabled",
+      block: undefined,
+      head: undefined,
+      leader: false
+    }),
+    read: (f) => Effect.sync(() => f(undefined))
+  })
+}
+
+/** The node serves another chain than the settings name. */
+export class ChainMismatch extends Data.TaggedError("ChainMismatch")<{
+  readonly expected: number
+  readonly actual: number
+}> {
+  override get message() {
+    return `the RPC serves chain ${this.actual}, the settings name chain ${this.expected}`
+  }
+}
+
+/** How a step ended: it changed the index, found nothing new, or saw the chain move under it. */
+type StepOutcome = "progressed" | "idle" | "moved"
+
+/** Above this many remembered ranges the writer appends one range that sums up the final ones. */
+const RANGES_BEFORE_CONSOLIDATING = 256
+/** A chain that keeps moving during a follow step is looked at again after this long. */
+const MOVED_RETRY = Duration.millis(100)
+const HEADER_CONCURRENCY = 4
+
+/**
+ * A failure for the log: the tag and message of a typed error (they name operations, blocks and
+ * reasons, never accounts), and only the kind of a defect (its message could carry anything).
+ */
+const describeFailure = (cause: Cause.Cause<unknown>): string =>
+  Option.match(Cause.failureOption(cause), {
+    onSome: (error) =>
+      typeof error === "object" && error !== null && "_tag" in error && error instanceof Error
+        ? `${String(error._tag)}: ${error.message}`
+        : "failure",
+    onNone: () =>
+      Option.match(Cause.dieOption(cause), {
+        onSome: (defect) => `defect (${defect instanceof Error ? defect.name : typeof defect})`,
+        onNone: () => "interrupted"
+      })
+  })
+
+export const makeIndexer = (config: IndexerConfig) =>
+  Effect.gen(function* () {
+    const chain = yield* ChainClient
+    const store = yield* EventStore
+    const permit = yield* Effect.makeSemaphore(1)
+    const status = yield* Ref.make<IndexerStatus>({
+      state: "starting",
+      block: undefined,
+      head: undefined,
+      leader: false
+    })
+    const fetcher = yield* makeLogFetcher(chain, config.vault, { maxBlockRange: config.maxBlockRange })
+    const depth = config.confirmationDepth
+    const context = { settlementAsset: config.settlementAsset }
+    let follower: ProjectionFollower | undefined
+
+    const setState = (state: M.IndexerState) =>
+      Effect.zipRight(
+        Ref.update(status, (s) => ({ ...s, state })),
+        M.setState(state)
+      )
+    const setLeader = (leader: boolean) =>
+      Effect.zipRight(
+        Ref.update(status, (s) => ({ ...s, leader })),
+        Metric.set(M.leaderGauge, leader ? 1 : 0)
+      )
+    const setHead = (head: number) =>
+      Effect.gen(function* () {
+        const s = yield* Ref.updateAndGet(status, (s) => ({ ...s, head }))
+        yield* Metric.set(M.headBlock, head)
+        if (s.block !== undefined) yield* Metric.set(M.lagBlocks, Math.max(0, head - s.block))
+      })
+
+    const sync = (f: ProjectionFollower, committed?: Committed) =>
+      permit
+        .withPermits(1)(f.sync(store, committed))
+        .pipe(
+          Effect.tap(() =>
+            Effect.gen(function* () {
+              const block = f.coverage?.block
+              const s = yield* Ref.updateAndGet(status, (s) => ({ ...s, block }))
+              if (block !== undefined) {
+                yield* Metric.set(M.indexedBlock, block)
+                if (s.head !== undefined) yield* Metric.set(M.lagBlocks, Math.max(0, s.head - block))
+              }
+            })
+          )
+        )
+
+    const resolveChainId = Effect.flatMap(chain.chainId, (actual) =>
+      Option.match(config.chainId, {
+        onNone: () => Effect.succeed(actual),
+        onSome: (expected) =>
+          expected === actual ? Effect.succeed(actual) : Effect.fail(new ChainMismatch({ expected, actual }))
+      })
+    )
+
+    /** The chain's block at `n`; none when the chain is shorter. */
+    const blockAt = (n: number) =>
+      chain.getBlock({ blockNumber: BigInt(n) }).pipe(
+        Effect.map(Option.some),
+        Effect.catchTag("BlockNotFound", () => Effect.succeed(Option.none<ChainBlock>()))
+      )
+
+    const header = (b: ChainBlock): BlockHeader => ({
+      number: Number(b.number),
+      hash: b.hash,
+      parentHash: b.parentHash
+    })
+
+    /** Stored events of logs; `moved` when a log's block is not the one the caller expects at its height. */
+    const toStoredEvents = (logs: ReadonlyArray<Log>, hashAt: (n: number) => Hex | undefined) =>
+      Effect.gen(function* () {
+        const events: Array<StoredEvent> = []
+        for (const raw of logs) {
+          const log = yield* minedLog(raw)
+          const expected = hashAt(log.blockNumber)
+          if (expected !== undefined && expected !== log.blockHash) return Option.none<Array<StoredEvent>>()
+          events.push(yield* decodeVaultLog(log))
+        }
+        return Option.some(events)
+      })
+
+    const writerFor = (ref: VaultRef, f: ProjectionFollower, leadership: Leadership) => {
+      let tipVerified = false
+      let lastConsolidationAt = 0
+      let reconcileSkipping = false
+
+      const reconcile = (events: ReadonlyArray<StoredEvent>, toBlock: number, toHash: Hex) =>
+        Effect.gen(function* () {
+          const inputs: Array<VaultEvent> = []
+          for (const e of events) {
+            if (!isAccountEvent(e.eventName)) continue
+            const decoded = decodeVaultEvent({ ...e })
+            if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+            if (decoded.right !== undefined) inputs.push(decoded.right)
+          }
+          if (inputs.length === 0) return [] as Array<NonceReconciliation>
+          const expected = new Map<Hex, AccountState>()
+          for (const input of inputs)
+            expected.set(
+              input.id,
+              applyToAccount(context, expected.get(input.id) ?? f.projection.get(input.id), input)
+            )
+          const read = yield* Effect.either(
+            readChainNonces(chain, config.vault, [...expected.keys()], toBlock)
+          )
+          if (Either.isLeft(read)) {
+            yield* Metric.increment(M.nonceChecksSkipped)
+            // A node without the state of old blocks refuses every batch of a long backfill: say it once.
+            if (!reconcileSkipping)
+              yield* Effect.logWarning("nonce reconciliation skipped: the chain's state at the batch could not be read").pipe(
+                Effect.annotateLogs({ reason: read.left._tag, block: toBlock })
+              )
+            reconcileSkipping = true
+            return [] as Array<NonceReconciliation>
+          }
+          reconcileSkipping = false
+          const corrections: Array<NonceReconciliation> = []
+          for (const [id, onChain] of read.right) {
+            const counted = expected.get(id)
+            if (counted === undefined) continue
+            if (counted.nonce !== onChain.nonce || counted.bindNonce !== onChain.bindNonce)
+              corrections.push({ blockNumber: toBlock, blockHash: toHash, id, ...onChain })
+          }
+          if (corrections.length > 0) {
+            yield* Metric.incrementBy(M.nonceMismatches, corrections.length)
+            yield* Effect.logWarning(
+              "nonces counted from events disagree with the chain; keeping the chain's"
+            ).pipe(Effect.annotateLogs({ accounts: corrections.length, block: toBlock }))
+          }
+          return corrections
+        })
+
+      const commit = (batch: Omit<AppendBatch, "reconciliations">) =>
+        Effect.gen(function* () {
+          const started = Date.now()
+          const reconciliations = yield* reconcile(batch.events, batch.toBlock, batch.toHash)
+          const reconciled = Date.now()
+          const seq = yield* store.append(ref, f.expectedRangeSeq, { ...batch, reconciliations })
+          const appended = Date.now()
+          yield* Metric.incrementBy(M.eventsIndexed, batch.events.length)
+          yield* Metric.increment(M.batchesCommitted)
+          yield* sync(f, { ...batch, seq, reconciliations })
+          yield* Effect.logDebug("indexed a block range").pipe(
+            Effect.annotateLogs({
+              from: batch.fromBlock,
+              to: batch.toBlock,
+              events: batch.events.length,
+              reconcile_ms: reconciled - started,
+              append_ms: appended - reconciled,
+              fold_ms: Date.now() - appended
+            })
+          )
+          yield* consolidate
+          return "progressed" as const
+        })
+
+      /** Sums up the final part of the coverage in one range, so the store's range list stays short to read. */
+      const consolidate = Effect.gen(function* () {
+        const cov = f.coverage
+        if (cov === undefined || f.ranges.size <= RANGES_BEFORE_CONSOLIDATING) return
+        const finalBlock = cov.block - depth
+        if (finalBlock - lastConsolidationAt < RANGES_BEFORE_CONSOLIDATING) return
+        lastConsolidationAt = finalBlock
+        const [last] = yield* store.storedBlocks(
+          ref,
+          Math.max(config.startBlock, finalBlock - 4 * depth - 256),
+          finalBlock
+        )
+        if (last === undefined) return
+        yield* store.append(ref, f.expectedRangeSeq, {
+          fromBlock: config.startBlock,
+          toBlock: last.number,
+          toHash: last.hash,
+          baseHash: undefined,
+          events: [],
+          headers: [],
+          reconciliations: []
+        })
+        yield* sync(f)
+      })
+
+      const handleReorg = Effect.gen(function* () {
+        const start = config.startBlock
+        const top = Math.max(f.coverage?.block ?? start - 1, f.ranges.highest(f.isCanonical) ?? start - 1)
+        const abandoned: Array<{ number: number; hash: Hex }> = []
+        let ancestor: { number: number; hash: Hex } | undefined
+        for (let windowTop = top; ancestor === undefined && windowTop >= start; windowTop -= 256) {
+          const stored = yield* store.storedBlocks(ref, Math.max(start, windowTop - 255), windowTop)
+          for (const b of stored) {
+            const onChain = yield* blockAt(b.number)
+            if (Option.isSome(onChain) && onChain.value.hash === b.hash) {
+              ancestor = b
+              break
+            }
+            abandoned.push(b)
+          }
+        }
+        if (ancestor === undefined)
+          yield* Effect.logError(
+            "reorg reaches below every stored block; indexing again from the start block"
+          )
+        const kept = ancestor === undefined ? [] : f.ranges.keptUpTo(ancestor, f.isCanonical)
+        yield* store.recordReorg(ref, f.expectedRangeSeq, { ancestor, abandoned, kept })
+        yield* Metric.increment(M.reorgs)
+        yield* Metric.incrementBy(M.orphanedBlocks, abandoned.length)
+        yield* Effect.logWarning("reorg: abandoned blocks marked orphaned").pipe(
+          Effect.annotateLogs({ orphaned: abandoned.length, ancestor: ancestor?.number ?? start - 1 })
+        )
+        yield* sync(f)
+        tipVerified = true
+        return "progressed" as const
+      })
+
+      const backfill = (from: number, limit: number) =>
+        Effect.gen(function* () {
+          yield* setState("backfilling")
+          const base = f.coverage?.hash
+          const { toBlock, logs } = yield* fetcher.fetchSome(from, limit)
+          const end = yield* chain.getBlock({ blockNumber: BigInt(toBlock) })
+          const events = yield* toStoredEvents(logs, (n) => (n === toBlock ? end.hash : undefined))
+          if (Option.isNone(events)) return "moved" as const
+          return yield* commit({
+            fromBlock: from,
+            toBlock,
+            toHash: end.hash,
+            baseHash: base,
+            events: events.value,
+            headers: [header(end)]
+          })
+        })
+
+      const follow = (from: number, to: number, head: ChainBlock) =>
+        Effect.gen(function* () {
+          yield* setState("following")
+          const base = f.coverage?.hash
+          const blocks = yield* Effect.forEach(
+            Array.from({ length: to - from + 1 }, (_, i) => from + i),
+            (n) => (BigInt(n) === head.number ? Effect.succeed(Option.some(head)) : blockAt(n)),
+            { concurrency: HEADER_CONCURRENCY }
+          )
+          const headers: Array<ChainBlock> = []
+          for (const b of blocks) {
+            if (Option.isNone(b)) return "moved" as const
+            headers.push(b.value)
+          }
+          const first = headers[0] as ChainBlock
+          if (base !== undefined && first.parentHash !== base) return yield* handleReorg
+          for (let i = 1; i < headers.length; i++)
+            if ((headers[i] as ChainBlock).parentHash !== (headers[i - 1] as ChainBlock).hash)
+              return "moved" as const
+          const logs = yield* fetcher.fetchAll(from, to)
+          const events = yield* toStoredEvents(logs, (n) => headers[n - from]?.hash)
+          if (Option.isNone(events)) return "moved" as const
+          const last = headers[headers.length - 1] as ChainBlock
+          return yield* commit({
+            fromBlock: from,
+            toBlock: to,
+            toHash: last.hash,
+            baseHash: base,
+            events: events.value,
+            headers: headers.map(header)
+          })
+        })
+
+      const step = Effect.gen(function* () {
+        const cov = f.coverage
+        const head = yield* chain.getBlock()
+        const headNumber = Number(head.number)
+        yield* setHead(headNumber)
+        if (cov !== undefined && !tipVerified) {
+          // A restart, or a new term as writer: the stored tip may have been abandoned meanwhile.
+          const onChain = yield* blockAt(cov.block)
+          if (Option.isNone(onChain) || onChain.value.hash !== cov.hash) return yield* handleReorg
+          tipVerified = true
+        }
+        const next = cov === undefined ? config.startBlock : cov.block + 1
+        if (next > headNumber) {
+          if (cov !== undefined && !(headNumber === cov.block && head.hash === cov.hash))
+            return yield* handleReorg
+          yield* setState("following")
+          return "idle" as const
+        }
+        const gapEnd = (f.ranges.nextCovered(next, f.isCanonical) ?? Number.POSITIVE_INFINITY) - 1
+        const safe = headNumber - depth
+        if (next <= safe) return yield* backfill(next, Math.min(safe, gapEnd))
+        return yield* follow(next, Math.min(headNumber, gapEnd), head)
+      }) satisfies Effect.Effect<StepOutcome, unknown, unknown>
+
+      return Effect.gen(function* () {
+        yield* sync(f)
+        while (true) {
+          yield* leadership.check
+          const outcome = yield* step
+          if (outcome === "idle") yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
+          else if (outcome === "moved") yield* Effect.sleep(MOVED_RETRY)
+        }
+      })
+    }
+
+    /** One term: find the chain, then index as the writer or follow the store as a standby. */
+    const term = Effect.scoped(
+      Effect.gen(function* () {
+        const chainId = yield* resolveChainId
+        const ref: VaultRef = { chainId, vault: config.vault }
+        if (follower === undefined || follower.options.ref.chainId !== chainId)
+          follower = new ProjectionFollower({
+            ref,
+            startBlock: config.startBlock,
+            settlementAsset: config.settlementAsset,
+            confirmationDepth: depth
+          })
+        const f = follower
+        const leadership = yield* store.leadership(ref)
+        while (true) {
+          if (yield* leadership.tryAcquire) {
+            yield* setLeader(true)
+            yield* Effect.logInfo("indexing the vault as the writer")
+            return yield* writerFor(ref, f, leadership).pipe(Effect.ensuring(setLeader(false)))
+          }
+          yield* setState("standby")
+          yield* sync(f)
+          const head = yield* Effect.option(chain.blockNumber)
+          if (Option.isSome(head)) yield* setHead(Number(head.value))
+          yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
+        }
+      })
+    )
+
+    const supervised = Effect.gen(function* () {
+      const base = config.restartBaseDelayMs ?? 500
+      const max = config.restartMaxDelayMs ?? 30_000
+      let failures = 0
+      yield* setState("starting")
+      while (true) {
+        const started = Date.now()
+        const exit = yield* Effect.exit(term)
+        if (Exit.isSuccess(exit)) continue
+        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
+        // A term that ran a while before failing starts the backoff over.
+        failures = Date.now() - started > 60_000 ? 1 : failures + 1
+        const delay = Math.min(max, base * 2 ** Math.min(failures - 1, 20)) * (0.5 + Math.random() / 2)
+        yield* Metric.increment(M.restarts)
+        yield* setState("retrying")
+        yield* Effect.logWarning("indexer failed; restarting").pipe(
+          Effect.annotateLogs({ failure: describeFailure(exit.cause), retry_in_ms: Math.round(delay) })
+        )
+        yield* Effect.sleep(Duration.millis(delay))
+      }
+    })
+
+    yield* Effect.forkScoped(supervised)
+
+    const read: IndexerShape["read"] = (fn) =>
+      permit.withPermits(1)(
+        Effect.sync(() => {
+          const f = follower
+          const cov = f?.coverage
+          if (f === undefined || cov === undefined) return fn(undefined)
+          return fn({
+            chainId: f.options.ref.chainId,
+            vault: f.options.ref.vault,
+            block: cov.block,
+            hash: cov.hash,
+            version: f.version,
+            accounts: f.projection.accounts,
+            projection: f.projection
+          })
+        })
+      )
+
+    return { enabled: true, status: Ref.get(status), read } satisfies IndexerShape
+  })
+
+/** The indexer of the configured vault; needs the chain client and the event store. */
+export const indexerLayer = (config: IndexerConfig): Layer.Layer<Indexer, never, ChainClient | EventStore> =>
+  Layer.scoped(Indexer, makeIndexer(config))

@@ -1,0 +1,373 @@
+/**
+ * The fee oracle: what a claim or owner action costs, in the asset it pays with
+ * (spec/relayer.md §2 QuoteResponse, §4 quote parameters).
+ *
+ *   relayerFee = ceil(gasBudget x gasPrice x FEE_MARGIN_BPS / 10_000, converted into the asset)
+ *
+ * - The gas budget comes from the table in `fees/gasBudget.ts`: it depends only on action,
+ *   adapter, templates and flags, so the fee depends only on those and the asset.
+ * - The gas price is read in the background every `GAS_PRICE_REFRESH_MS` by a fiber of this
+ *   layer's scope, never per request; when the last good read is older than
+ *   `GAS_PRICE_MAX_AGE_SECONDS`, quoting stops with 503 rather than price with an old figure.
+ * - The conversion tries the price sources in order (static price, price feed, DEX quote); a
+ *   failing source is counted and skipped, and with none left the quote is 503 `unavailable`.
+ * - A quote is cached until its `validUntil`, so every client asking the same question in that
+ *   window gets the same answer, and a claim checked against "the current quote" sees it too.
+ */
+import {
+  Cache,
+  Clock,
+  Context,
+  Data,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  Option,
+  Ref,
+  Schedule
+} from "effect"
+import { type Address, isAddress, zeroAddress } from "viem"
+import { AdapterNotAllowed, BadRequest, Unavailable } from "../../schema/errors.js"
+import { MAX_TEMPLATES } from "../../schema/ids.js"
+import type { QuoteAction } from "../../schema/relayer.js"
+import { ChainClient } from "../chain/ChainClient.js"
+import { type NativePrice, RelayerSettings } from "../config/relayer.js"
+import { type ClaimAdapterKind, gasBudgetOf } from "./fees/gasBudget.js"
+import { recordGasPrice, recordGasPriceRefreshFailure, recordPriceSourceFailure } from "./fees/metrics.js"
+import { knownAssets, makePriceSources, type PriceSource } from "./fees/priceSources.js"
+
+export {
+  type BindAction,
+  type BindBudgetInput,
+  bindGasBudgetOf,
+  gasBudgetOf,
+  gasTable
+} from "./fees/gasBudget.js"
+
+export interface QuoteRequest {
+  readonly asset: Address
+  readonly adapter: Address
+  readonly action: QuoteAction
+  /** 1..32, shield-templates only. */
+  readonly templates?: number
+  readonly consolidate: boolean
+  readonly register: boolean
+}
+
+export interface Quote {
+  /** In base units of the asset. */
+  readonly relayerFee: bigint
+  /** The request's gas budget. */
+  readonly gasEstimate: bigint
+  /** Wei per gas. */
+  readonly gasPrice: bigint
+  /** Unix seconds. */
+  readonly validUntil: number
+}
+
+export interface FeeOracleShape {
+  /** Validates the adapter rules (AdapterNotAllowed / BadRequest) and prices the request. */
+  readonly quote: (
+    request: QuoteRequest
+  ) => Effect.Effect<Quote, AdapterNotAllowed | BadRequest | Unavailable>
+  /** The gas budget alone (no pricing): what the gas cap multiplies. */
+  readonly gasBudget: (request: QuoteRequest) => bigint
+}
+
+export class FeeOracle extends Context.Tag("FeeOracle")<FeeOracle, FeeOracleShape>() {}
+
+// ---------------------------------------------------------------------------------------------
+// Pure parts
+
+/** What a quote depends on, once validated; equal requests share one cached quote. */
+class QuoteKey extends Data.Class<{
+  readonly asset: Address
+  readonly adapter: ClaimAdapterKind
+  readonly action: QuoteAction
+  /** 0 when the action takes none. */
+  readonly templates: number
+  readonly consolidate: boolean
+  readonly register: boolean
+}> {}
+
+export interface QuoteRules {
+  readonly settlementAsset: Address
+  readonly shieldAdapter: Address
+  /** Assets fees may be paid in. */
+  readonly assets: ReadonlySet<Address>
+}
+
+/**
+ * The quote rules of spec/relayer.md §4 and PROTOCOL.md §7: the zero adapter is direct; the
+ * shield adapter takes the settlement asset and claims only; non-claim actions name the zero
+ * adapter; `templates` goes with shield-templates alone; a consolidation step goes with a claim
+ * of the settlement asset. An asset the relayer has no price for at all is a 400: asking again
+ * cannot change the answer.
+ */
+export const validateQuoteRequest = (
+  rules: QuoteRules,
+  request: QuoteRequest
+): Effect.Effect<QuoteKey, AdapterNotAllowed | BadRequest> => {
+  // Callers inside the relayer may hold addresses in any case. Lowercase comparison spares a
+  // keccak per address on every request; the known spellings are checksummed already.
+  if (!isAddress(request.asset, { strict: false }) || !isAddress(request.adapter, { strict: false }))
+    return Effect.fail(new BadRequest({ message: "asset and adapter must be addresses" }))
+  const assetLower = request.asset.toLowerCase()
+  const adapterLower = request.adapter.toLowerCase()
+  const isSettlement = assetLower === rules.settlementAsset.toLowerCase()
+  const adapterKind: Option.Option<ClaimAdapterKind> =
+    adapterLower === zeroAddress
+      ? Option.some("direct")
+      : adapterLower === rules.shieldAdapter.toLowerCase()
+        ? Option.some("shield")
+        : Option.none()
+  if (Option.isNone(adapterKind))
+    return Effect.fail(
+      new AdapterNotAllowed({ message: "adapter is neither the zero address nor the shield adapter" })
+    )
+  if (adapterKind.value === "shield") {
+    if (request.action !== "claim")
+      return Effect.fail(
+        new AdapterNotAllowed({ message: `adapter must be the zero address for action=${request.action}` })
+      )
+    if (!isSettlement)
+      return Effect.fail(
+        new AdapterNotAllowed({ message: "the shield adapter takes the settlement asset only" })
+      )
+  }
+  if (request.action === "shield-templates") {
+    const n = request.templates
+    if (n === undefined || !Number.isInteger(n) || n < 1 || n > MAX_TEMPLATES)
+      return Effect.fail(
+        new BadRequest({
+          message: `templates: an integer 1..${MAX_TEMPLATES} is required for action=shield-templates`
+        })
+      )
+  } else if (request.templates !== undefined) {
+    return Effect.fail(new BadRequest({ message: "templates: only action=shield-templates takes templates" }))
+  }
+  if (request.consolidate) {
+    if (request.action !== "claim")
+      return Effect.fail(
+        new BadRequest({ message: "consolidate: only action=claim carries a consolidation step" })
+      )
+    if (!isSettlement)
+      return Effect.fail(
+        new BadRequest({
+          message: "consolidate: a claim with a consolidation step claims the settlement asset"
+        })
+      )
+  }
+  let asset: Address | undefined
+  for (const known of rules.assets) if (known.toLowerCase() === assetLower) asset = known
+  if (asset === undefined)
+    return Effect.fail(new BadRequest({ message: "asset: this relayer does not take fees in this asset" }))
+  return Effect.succeed(
+    new QuoteKey({
+      asset,
+      adapter: adapterKind.value,
+      action: request.action,
+      templates: request.templates ?? 0,
+      consolidate: request.consolidate,
+      register: request.register
+    })
+  )
+}
+
+/** Gas cost with the margin, in the asset, rounded up; never 0 (a fee-only claim needs a fee). */
+export const relayerFeeOf = (
+  gas: bigint,
+  gasPrice: bigint,
+  marginBps: number,
+  price: NativePrice
+): bigint => {
+  const numerator = gas * gasPrice * BigInt(marginBps) * price.num
+  const denominator = 10_000n * price.den
+  const fee = (numerator + denominator - 1n) / denominator
+  return fee > 0n ? fee : 1n
+}
+
+const budgetInput = (request: QuoteRequest) => ({
+  action: request.action,
+  adapter: request.adapter.toLowerCase() === zeroAddress ? ("direct" as const) : ("shield" as const),
+  templates: request.templates,
+  consolidate: request.consolidate,
+  register: request.register
+})
+
+// ---------------------------------------------------------------------------------------------
+// Gas price, refreshed in the background
+
+interface GasPriceReading {
+  readonly wei: bigint
+  readonly atMs: number
+}
+
+const SUPERVISOR_RESTART_DELAY = Duration.seconds(1)
+
+/**
+ * Reads the gas price now and then every `refreshMs` for as long as the scope lives. A failed read
+ * is counted and logged, and the loop goes on; the last good reading stays until it is too old.
+ */
+const startGasPriceRefresher = (
+  gasPrice: Effect.Effect<bigint, { readonly message: string }>,
+  refreshMs: number
+) =>
+  Effect.gen(function* () {
+    const latest = yield* Ref.make(Option.none<GasPriceReading>())
+    const firstAttempt = yield* Deferred.make<void>()
+    const refreshOnce = gasPrice.pipe(
+      Effect.flatMap((wei) =>
+        Effect.flatMap(Clock.currentTimeMillis, (atMs) =>
+          Ref.set(latest, Option.some({ wei, atMs })).pipe(Effect.zipRight(recordGasPrice(wei)))
+        )
+      ),
+      Effect.catchAllCause((cause) =>
+        recordGasPriceRefreshFailure.pipe(
+          Effect.zipRight(
+            Effect.logWarning("gas price refresh failed", cause).pipe(Effect.annotateLogs("job", "gas-price"))
+          )
+        )
+      ),
+      Effect.ensuring(Deferred.succeed(firstAttempt, undefined))
+    )
+    const loop = Effect.repeat(refreshOnce, Schedule.spaced(Duration.millis(refreshMs)))
+    // Should the loop ever end in a defect of its own, start it again instead of going stale.
+    yield* loop.pipe(
+      Effect.catchAllCause((cause) => Effect.logError("gas price refresher stopped; restarting", cause)),
+      Effect.zipRight(Effect.sleep(SUPERVISOR_RESTART_DELAY)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    return { latest, firstAttempt }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// The service
+
+const QUOTE_CACHE_CAPACITY = 4_096
+const PRICE_CACHE_CAPACITY = 256
+
+export interface FeeOracleOptions {
+  readonly rules: QuoteRules
+  readonly sources: ReadonlyArray<PriceSource>
+  readonly gasPrice: Effect.Effect<bigint, { readonly message: string }>
+  readonly feeMarginBps: number
+  readonly quoteTtlSeconds: number
+  readonly gasPriceRefreshMs: number
+  readonly gasPriceMaxAgeSeconds: number
+  readonly gasBudgetBps: number
+}
+
+/** The oracle from explicit parts; its gas price refresher lives as long as the scope. */
+export const makeFeeOracleWith = (options: FeeOracleOptions) =>
+  Effect.gen(function* () {
+    const refresher = yield* startGasPriceRefresher(options.gasPrice, options.gasPriceRefreshMs)
+    const maxAgeMs = options.gasPriceMaxAgeSeconds * 1000
+
+    const currentGasPrice = Effect.gen(function* () {
+      let reading = yield* Ref.get(refresher.latest)
+      // Right after start-up the first read may still be on its way: wait for it once.
+      if (Option.isNone(reading)) {
+        yield* Deferred.await(refresher.firstAttempt)
+        reading = yield* Ref.get(refresher.latest)
+      }
+      if (Option.isNone(reading))
+        return yield* new Unavailable({
+          message: "the gas price is not known: the chain RPC is not answering"
+        })
+      const ageMs = (yield* Clock.currentTimeMillis) - reading.value.atMs
+      if (ageMs > maxAgeMs)
+        return yield* new Unavailable({
+          message: `the gas price is stale: no good read for ${Math.round(ageMs / 1000)} s`
+        })
+      return reading.value.wei
+    })
+
+    const priceOf = (asset: Address): Effect.Effect<NativePrice, Unavailable> =>
+      Effect.gen(function* () {
+        for (const source of options.sources) {
+          const answer = yield* Effect.either(source.price(asset))
+          if (answer._tag === "Left") {
+            yield* recordPriceSourceFailure(source.name)
+            yield* Effect.logWarning("price source failed, trying the next one").pipe(
+              Effect.annotateLogs({ source: source.name, reason: answer.left.reason })
+            )
+            continue
+          }
+          if (Option.isSome(answer.right)) return answer.right.value
+        }
+        return yield* new Unavailable({ message: "no price source can price this asset right now" })
+      })
+
+    const ttl = Duration.seconds(options.quoteTtlSeconds)
+    const onlySuccesses = (exit: Exit.Exit<unknown, unknown>) => (Exit.isSuccess(exit) ? ttl : Duration.zero)
+
+    const prices = yield* Cache.makeWith({
+      capacity: PRICE_CACHE_CAPACITY,
+      lookup: priceOf,
+      timeToLive: onlySuccesses
+    })
+
+    const compute = (key: QuoteKey): Effect.Effect<Quote, Unavailable> =>
+      Effect.gen(function* () {
+        const gasEstimate = gasBudgetOf(key, options.gasBudgetBps)
+        const gasPrice = yield* currentGasPrice
+        const price = yield* prices.get(key.asset)
+        const nowMs = yield* Clock.currentTimeMillis
+        return {
+          relayerFee: relayerFeeOf(gasEstimate, gasPrice, options.feeMarginBps, price),
+          gasEstimate,
+          gasPrice,
+          validUntil: Math.floor(nowMs / 1000) + options.quoteTtlSeconds
+        }
+      })
+
+    const quotes = yield* Cache.makeWith({
+      capacity: QUOTE_CACHE_CAPACITY,
+      lookup: compute,
+      timeToLive: onlySuccesses
+    })
+
+    /** The cached quote while it is valid; the cache's own clock may outlast `validUntil` by < 1 s. */
+    const currentQuote = (key: QuoteKey) =>
+      Effect.gen(function* () {
+        const cached = yield* quotes.get(key)
+        if ((yield* Clock.currentTimeMillis) < cached.validUntil * 1000) return cached
+        yield* quotes.invalidate(key)
+        return yield* quotes.get(key)
+      })
+
+    return {
+      quote: (request) => Effect.flatMap(validateQuoteRequest(options.rules, request), currentQuote),
+      gasBudget: (request) => gasBudgetOf(budgetInput(request), options.gasBudgetBps)
+    } satisfies FeeOracleShape
+  })
+
+/** The oracle as the relayer runs it: sources, rules and timings from the settings. */
+export const makeFeeOracle = Effect.gen(function* () {
+  const chain = yield* ChainClient
+  const settings = yield* RelayerSettings
+  const assets = new Set<Address>([
+    settings.settlementAsset,
+    ...knownAssets(settings).keys(),
+    ...settings.staticPrices.keys()
+  ])
+  return yield* makeFeeOracleWith({
+    rules: { settlementAsset: settings.settlementAsset, shieldAdapter: settings.shieldAdapter, assets },
+    sources: makePriceSources(chain, settings),
+    gasPrice: chain.gasPrice,
+    feeMarginBps: settings.feeMarginBps,
+    quoteTtlSeconds: settings.quoteTtlSeconds,
+    gasPriceRefreshMs: settings.gasPriceRefreshMs,
+    gasPriceMaxAgeSeconds: settings.gasPriceMaxAgeSeconds,
+    gasBudgetBps: settings.gasBudgetBps
+  })
+})
+
+export const feeOracleLayer: Layer.Layer<FeeOracle, never, ChainClient | RelayerSettings> = Layer.scoped(
+  FeeOracle,
+  makeFeeOracle
+)

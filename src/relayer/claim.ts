@@ -1,0 +1,227 @@
+/**
+ * POST /v1/claim (spec/relayer.md §4 "POST /v1/claim processing rules"): the rules in order, each
+ * refusing before anything is sent, then the multicall `[register?, consolidate?, claim]`,
+ * simulation, gas cap, the per-account rate limit, and the hot key's submission.
+ *
+ *   1. body (decoded by the route), deadline headroom, relayer, amounts, data hash, adapter
+ *   2. deny list: a direct recipient and a registration's fallback recipient
+ *   3. signatures against the expected owner; nonce (`nonces(id)`, `+1` after a consolidation);
+ *      the full-balance rules against the balance the consolidation leaves
+ *   4. fee against the current quote minus `QUOTE_TOLERANCE_BPS`
+ *   5. build, simulate, cap, send
+ */
+import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
+import type { Address, Hex } from "viem"
+import {
+  type AdapterNotAllowed,
+  type BadRequest,
+  type DataHashMismatch,
+  type DeadlineTooSoon,
+  FeeTooLow,
+  type GasCapExceeded,
+  type InvalidAmount,
+  InvalidSignature,
+  NonceMismatch,
+  NotFound,
+  type RateLimited,
+  type RecipientDenied,
+  type RelayerMismatch,
+  type SimulationFailed,
+  type Unavailable
+} from "../../schema/errors.js"
+import { ZERO_ADDRESS } from "../../schema/ids.js"
+import type { Bytes32 } from "../../schema/primitives.js"
+import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
+import { RelayerSettings } from "../config/relayer.js"
+import { AccountReader, type AccountSnapshot } from "./AccountReader.js"
+import { FeeOracle, type QuoteRequest } from "./FeeOracle.js"
+import { batchCalls, claimCall, consolidateCall, registerCall } from "./multicall.js"
+import { IdRateLimit } from "./rateLimits.js"
+import { TxPreflight } from "./simulate.js"
+import { TxSender, txSubmitErrorToApi } from "./TxSender.js"
+import {
+  checkAdapter,
+  checkAgainstConsolidated,
+  checkAmounts,
+  checkConsolidateStep,
+  checkDataHash,
+  checkDeadline,
+  checkRegistration,
+  checkRelayer,
+  minimumFee
+} from "./validation/claimRules.js"
+import { DenyList, screenRecipients } from "./validation/denyList.js"
+import { VaultSignatures } from "./validation/signatures.js"
+
+/** Every refusal of POST /v1/claim (the endpoint declares exactly these). */
+export type ClaimError =
+  | BadRequest
+  | DeadlineTooSoon
+  | RelayerMismatch
+  | InvalidAmount
+  | DataHashMismatch
+  | AdapterNotAllowed
+  | RecipientDenied
+  | InvalidSignature
+  | NotFound
+  | NonceMismatch
+  | FeeTooLow
+  | SimulationFailed
+  | GasCapExceeded
+  | RateLimited
+  | Unavailable
+
+export interface ClaimsShape {
+  readonly submit: (request: ClaimRequest) => Effect.Effect<TxHashResponse, ClaimError>
+}
+
+export class Claims extends Context.Tag("Claims")<Claims, ClaimsShape>() {}
+
+/**
+ * Whose signature the request must carry: the registering owner, else the registered one. A
+ * handle account has no owner until a bind finalizes, so nobody can sign for it yet.
+ */
+const expectedOwner = (
+  request: ClaimRequest,
+  snapshot: AccountSnapshot
+): Effect.Effect<Address, NotFound | InvalidSignature> => {
+  const noOwner = new InvalidSignature({
+    message: "a handle account has no owner until a bind finalizes, so no signature can be valid"
+  })
+  if (request.register !== undefined)
+    return request.register.kind === 1 ? Effect.succeed(request.register.owner) : Effect.fail(noOwner)
+  return Option.match(snapshot.account, {
+    onNone: () =>
+      Effect.fail(
+        new NotFound({ message: "the account is not registered; send its registration in register" })
+      ),
+    onSome: (account) =>
+      account.owner === ZERO_ADDRESS ? Effect.fail(noOwner) : Effect.succeed(account.owner)
+  })
+}
+
+export const ClaimsLive: Layer.Layer<
+  Claims,
+  never,
+  | RelayerSettings
+  | AccountReader
+  | DenyList
+  | VaultSignatures
+  | FeeOracle
+  | TxPreflight
+  | IdRateLimit
+  | TxSender
+> = Layer.effect(
+  Claims,
+  Effect.gen(function* () {
+    const settings = yield* RelayerSettings
+    const accounts = yield* AccountReader
+    const denyList = yield* DenyList
+    const signatures = yield* VaultSignatures
+    const oracle = yield* FeeOracle
+    const preflight = yield* TxPreflight
+    const idLimit = yield* IdRateLimit
+    const sender = yield* TxSender
+    const rules = {
+      settlementAsset: settings.settlementAsset,
+      shieldAdapter: settings.shieldAdapter,
+      quotedFullBalance: settings.quotedFullBalance
+    }
+
+    const submit = (request: ClaimRequest): Effect.Effect<TxHashResponse, ClaimError> =>
+      Effect.gen(function* () {
+        const { claim, adapterData, signature, register, consolidate } = request
+        const id = claim.beneficiaryId
+
+        // Rule 1: the request on its face.
+        const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        yield* checkDeadline(claim.deadline, now, settings.minDeadlineSeconds, "claim.deadline")
+        if (consolidate !== undefined)
+          yield* checkDeadline(consolidate.deadline, now, settings.minDeadlineSeconds, "consolidate.deadline")
+        yield* checkRelayer(claim.relayer, sender.address, { allowAnyone: true, field: "claim.relayer" })
+        yield* checkAmounts(claim)
+        if (consolidate !== undefined) yield* checkConsolidateStep(rules, consolidate, claim.asset)
+        yield* checkDataHash(claim, adapterData)
+        const payout = yield* checkAdapter(rules, claim, adapterData)
+        if (register !== undefined) yield* checkRegistration(id, register)
+
+        // Rule 2: recipients the relayer will not pay.
+        yield* screenRecipients(denyList, [
+          ...(payout._tag === "Direct" ? [{ label: "the recipient", address: payout.recipient }] : []),
+          ...(register !== undefined && register.fallbackRecipient !== ZERO_ADDRESS
+            ? [{ label: "register.fallbackRecipient", address: register.fallbackRecipient }]
+            : [])
+        ])
+
+        // Rule 3: owner signatures and nonces, against one read of the account.
+        const snapshot = yield* accounts.read(id, consolidate === undefined ? [] : [settings.settlementAsset])
+        const owner = yield* expectedOwner(request, snapshot)
+        yield* signatures.verifyOwner({
+          owner,
+          primaryType: "Claim",
+          message: claim,
+          signature,
+          what: "the claim"
+        })
+        const nonce = snapshot.nonce
+        const claimNonce = consolidate === undefined ? nonce : nonce + 1n
+        if (claim.nonce !== claimNonce)
+          return yield* new NonceMismatch({
+            message:
+              consolidate === undefined
+                ? `claim.nonce must be the account's current nonce, ${nonce}`
+                : `with a consolidation step claim.nonce must be the account's nonce + 1, ${claimNonce}`
+          })
+        if (consolidate !== undefined) {
+          yield* signatures.verifyOwner({
+            owner,
+            primaryType: "Consolidate",
+            message: {
+              id,
+              assetIn: consolidate.assetIn,
+              amountIn: consolidate.amountIn,
+              minOut: consolidate.minOut,
+              nonce,
+              deadline: consolidate.deadline
+            },
+            signature: consolidate.signature,
+            what: "the consolidation"
+          })
+          yield* checkAgainstConsolidated(claim, consolidate, snapshot.balance(settings.settlementAsset))
+        }
+
+        // Rule 4: the fee against the current quote.
+        const quoteRequest: QuoteRequest = {
+          asset: claim.asset,
+          adapter: claim.adapter,
+          action: "claim",
+          consolidate: consolidate !== undefined,
+          register: register !== undefined
+        }
+        const quote = yield* oracle.quote(quoteRequest)
+        if (claim.relayerFee < minimumFee(quote.relayerFee, settings.quoteToleranceBps))
+          return yield* new FeeTooLow({
+            message: `claim.relayerFee is below the current quote of ${quote.relayerFee} for this request`
+          })
+
+        // Rule 5: build, simulate, cap, send.
+        const steps: ReadonlyArray<Hex> = [
+          ...(register === undefined ? [] : [registerCall(register)]),
+          ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
+        ]
+        const data = batchCalls(Arr.append(steps, claimCall(claim, adapterData, signature)))
+        const { gasLimit } = yield* preflight.check({
+          data,
+          budget: oracle.gasBudget(quoteRequest),
+          action: "claim"
+        })
+        yield* idLimit.charge(id)
+        const txHash = yield* sender
+          .submit({ to: settings.vault, data, gas: gasLimit })
+          .pipe(Effect.mapError(txSubmitErrorToApi))
+        return { txHash: txHash as Bytes32 }
+      }).pipe(Effect.withSpan("Claims.submit"))
+
+    return { submit }
+  })
+)

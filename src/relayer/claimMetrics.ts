@@ -1,0 +1,38 @@
+/**
+ * Metrics of the relayed write path: requests by outcome code and failed simulations. Labels are
+ * endpoint names, wire codes and the vault's own error names, never an id, address or amount.
+ */
+import { Effect, Metric } from "effect"
+import { feeVaultAbi } from "../../contracts/abi.js"
+
+export const claimOutcomes = Metric.counter("relayer_claims_total", {
+  description: "POST /v1/claim requests by outcome: ok or the refusal's code",
+  incremental: true
+})
+
+export const simulationFailures = Metric.counter("relayer_simulation_failures_total", {
+  description:
+    "Relayed transactions whose simulation (eth_call or eth_estimateGas) reverted, by action and vault error",
+  incremental: true
+})
+
+export const recordClaimOutcome = (code: string) =>
+  Metric.increment(Metric.tagged(claimOutcomes, "code", code))
+
+/** Names a revert may be labelled with: the vault's errors (which include the shield adapter's). */
+const knownErrors = new Set<string>([
+  ...feeVaultAbi.filter((item) => item.type === "error").map((item) => item.name),
+  "Error",
+  "Panic"
+])
+
+export const recordSimulationFailure = (action: string, errorName: string | undefined) =>
+  Effect.asVoid(
+    Metric.increment(
+      Metric.tagged(
+        Metric.tagged(simulationFailures, "action", action),
+        "error",
+        errorName !== undefined && knownErrors.has(errorName) ? errorName : "unknown"
+      )
+    )
+  )

@@ -1,0 +1,35 @@
+/**
+ * Quote metrics. Labels are actions and source names only, never an asset or an account.
+ */
+import { Effect, Metric } from "effect"
+import type { QuoteAction } from "../../../schema/relayer.js"
+
+export const quotesServed = Metric.counter("relayer_quotes_total", {
+  description: "Quotes served by GET /v1/quote, by action",
+  incremental: true
+})
+
+export const priceSourceFailures = Metric.counter("relayer_price_source_failures_total", {
+  description: "Price lookups a source could not answer (fell through to the next source), by source",
+  incremental: true
+})
+
+export const gasPriceRefreshFailures = Metric.counter("relayer_gas_price_refresh_failures_total", {
+  description: "Background gas price reads that failed",
+  incremental: true
+})
+
+export const gasPriceGauge = Metric.gauge("relayer_gas_price_wei", {
+  description: "Gas price the relayer currently quotes with, in wei",
+  bigint: true
+})
+
+export const recordQuoteServed = (action: QuoteAction) =>
+  Metric.increment(Metric.tagged(quotesServed, "action", action))
+
+export const recordPriceSourceFailure = (source: string) =>
+  Metric.increment(Metric.tagged(priceSourceFailures, "source", source))
+
+export const recordGasPrice = (wei: bigint) => Metric.set(gasPriceGauge, wei)
+
+export const recordGasPriceRefreshFailure = Effect.asVoid(Metric.increment(gasPriceRefreshFailures))

@@ -1,0 +1,50 @@
+/**
+ * The relayer's rate limits (spec/relayer.md §8): a per-IP bucket where each POST costs 1 and a
+ * quote or transaction-status poll 0.2, and a per-account bucket charged only once a request for
+ * that account has passed simulation, so refused requests naming someone's id cannot drain it.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { Hex } from "viem"
+import type { RateLimited } from "../../schema/errors.js"
+import { RelayerSettings, type RelayerSettingsShape } from "../config/relayer.js"
+import { type IpRateLimitOptions, makeLimit, memoryRateLimiter } from "../http/rateLimit.js"
+
+const POLL_COST = 0.2
+
+/** Per-IP cost of a request by method and route template; other reads are free. */
+export const relayerRequestCost = (method: string, route: string): number => {
+  if (method === "GET") return route === "/v1/quote" ? POLL_COST : 0
+  if (method === "POST") return route === "/v1/tx-status" ? POLL_COST : 1
+  return 0
+}
+
+export const relayerIpRateLimit = (settings: RelayerSettingsShape): IpRateLimitOptions => ({
+  bucket: { burst: settings.rateLimitIpBurst, perMinute: settings.rateLimitIpPerMinute },
+  trustProxyHops: settings.trustProxyHops,
+  cost: relayerRequestCost
+})
+
+export interface IdRateLimitShape {
+  /** Takes one token of the account's bucket, or refuses with 429 `rate_limited`. */
+  readonly charge: (id: Hex) => Effect.Effect<void, RateLimited>
+}
+
+export class IdRateLimit extends Context.Tag("IdRateLimit")<IdRateLimit, IdRateLimitShape>() {
+  /** In-memory buckets of `RATE_LIMIT_ID_BURST` tokens refilled at `RATE_LIMIT_ID_PER_MINUTE`. */
+  static readonly layer: Layer.Layer<IdRateLimit, never, RelayerSettings> = Layer.effect(
+    IdRateLimit,
+    Effect.gen(function* () {
+      const settings = yield* RelayerSettings
+      const limit = yield* makeLimit(
+        { burst: settings.rateLimitIdBurst, perMinute: settings.rateLimitIdPerMinute },
+        "id"
+      ).pipe(Effect.provide(memoryRateLimiter()))
+      return { charge: (id) => limit(`id:${id.toLowerCase()}`, 1) }
+    })
+  )
+
+  /** No limit, for tests of everything else. */
+  static readonly unlimited: Layer.Layer<IdRateLimit> = Layer.succeed(IdRateLimit, {
+    charge: () => Effect.void
+  })
+}

@@ -1,0 +1,254 @@
+/**
+ * The sender's outbox in SQL (migration 0010): transactions with the nonce they hold and how they
+ * ended, and every signed attempt, written before it is broadcast.
+ */
+
+import { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Data, Effect, Option } from "effect"
+import type { Address, Hex } from "viem"
+
+export class TxStoreError extends Data.TaggedError("TxStoreError")<{
+  readonly operation: string
+  readonly cause: SqlError
+}> {
+  override get message() {
+    return `transaction store failed during ${this.operation}`
+  }
+}
+
+/** Why a transaction exists: a caller's request, or a no-op self-transfer filling a nonce gap. */
+export type TxPurpose = "request" | "filler"
+
+/**
+ * How an attempt came about: the first signature, a re-signature at submission with higher fees
+ * (`reprice`), a fee bump of a stuck one, a no-op at the same nonce replacing one that would now
+ * revert, or a re-signature at a new nonce after an outsider used the old one.
+ */
+export type AttemptKind = "original" | "reprice" | "bump" | "cancel" | "renonce"
+
+export type TxState = "pending" | "mined" | "dropped"
+export type MinedOutcome = "success" | "reverted" | "cancelled"
+
+export interface Payload {
+  readonly to: Address
+  readonly data: Hex
+  readonly value: bigint
+  readonly gas: bigint
+}
+
+export interface SignedAttempt {
+  readonly hash: Hex
+  readonly nonce: bigint
+  readonly kind: AttemptKind
+  readonly maxFeePerGas: bigint
+  readonly maxPriorityFeePerGas: bigint
+  readonly raw: Hex
+}
+
+export interface StoredAttempt extends SignedAttempt {
+  /** Milliseconds since it was signed, by the database's clock (shared by every replica). */
+  readonly ageMs: number
+}
+
+export interface StoredTx {
+  readonly id: string
+  readonly nonce: bigint
+  readonly purpose: TxPurpose
+  readonly payload: Payload
+  readonly state: TxState
+  readonly outcome: string | null
+  readonly blockNumber: bigint | null
+  /** Oldest first; never empty. */
+  readonly attempts: ReadonlyArray<StoredAttempt>
+}
+
+interface TxRow {
+  readonly id: string
+  readonly nonce: string
+  readonly purpose: string
+  readonly to_address: string
+  readonly data: string
+  readonly value: string
+  readonly gas: string
+  readonly state: string
+  readonly outcome: string | null
+  readonly block_number: string | null
+}
+
+interface AttemptRow {
+  readonly tx_id: string
+  readonly hash: string
+  readonly nonce: string
+  readonly kind: string
+  readonly max_fee_per_gas: string
+  readonly max_priority_fee_per_gas: string
+  readonly raw: string
+  readonly age_ms: string
+}
+
+const attemptKinds: ReadonlyArray<AttemptKind> = ["original", "reprice", "bump", "cancel", "renonce"]
+const states: ReadonlyArray<TxState> = ["pending", "mined", "dropped"]
+
+const attemptOf = (row: AttemptRow): StoredAttempt => ({
+  hash: row.hash as Hex,
+  nonce: BigInt(row.nonce),
+  kind: attemptKinds.find((k) => k === row.kind) ?? "original",
+  maxFeePerGas: BigInt(row.max_fee_per_gas),
+  maxPriorityFeePerGas: BigInt(row.max_priority_fee_per_gas),
+  raw: row.raw as Hex,
+  ageMs: Number(row.age_ms)
+})
+
+const txOf = (row: TxRow, attempts: ReadonlyArray<StoredAttempt>): StoredTx => ({
+  id: String(row.id),
+  nonce: BigInt(row.nonce),
+  purpose: row.purpose === "filler" ? "filler" : "request",
+  payload: {
+    to: row.to_address as Address,
+    data: row.data as Hex,
+    value: BigInt(row.value),
+    gas: BigInt(row.gas)
+  },
+  state: states.find((s) => s === row.state) ?? "pending",
+  outcome: row.outcome,
+  blockNumber: row.block_number === null ? null : BigInt(row.block_number),
+  attempts
+})
+
+export interface Sender {
+  readonly chainId: number
+  /** Lowercase, as stored. */
+  readonly address: Address
+}
+
+/** Wraps every operation of the store, e.g. to serialize statements on an embedded database. */
+export type StatementGuard = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+export const makeTxStore = (guard: StatementGuard) =>
+  Effect.map(SqlClient, (sql) => {
+    const failed =
+      (operation: string) =>
+      (cause: SqlError): TxStoreError =>
+        new TxStoreError({ operation, cause })
+
+    const insertAttempt = (txId: string, attempt: SignedAttempt) =>
+      sql`
+      INSERT INTO relayer_tx_attempts
+        (hash, tx_id, nonce, kind, max_fee_per_gas, max_priority_fee_per_gas, raw)
+      VALUES (${attempt.hash}, ${txId}, ${attempt.nonce.toString()}, ${attempt.kind},
+        ${attempt.maxFeePerGas.toString()}, ${attempt.maxPriorityFeePerGas.toString()}, ${attempt.raw})
+      ON CONFLICT (hash, tx_id) DO NOTHING`
+
+    const attemptsOf = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed(new Map<string, Array<StoredAttempt>>())
+        : sql<AttemptRow>`
+          SELECT tx_id, hash, nonce, kind, max_fee_per_gas, max_priority_fee_per_gas, raw,
+            floor(EXTRACT(EPOCH FROM (now() - signed_at)) * 1000)::bigint AS age_ms
+          FROM relayer_tx_attempts WHERE tx_id IN ${sql.in(ids)} ORDER BY seq`.pipe(
+            Effect.map((rows) => {
+              const byTx = new Map<string, Array<StoredAttempt>>()
+              for (const row of rows) {
+                const key = String(row.tx_id)
+                const list = byTx.get(key) ?? []
+                list.push(attemptOf(row))
+                byTx.set(key, list)
+              }
+              return byTx
+            })
+          )
+
+    const withAttempts = (rows: ReadonlyArray<TxRow>) =>
+      Effect.map(attemptsOf(rows.map((r) => String(r.id))), (byTx) =>
+        rows.flatMap((row) => {
+          const attempts = byTx.get(String(row.id)) ?? []
+          return attempts.length === 0 ? [] : [txOf(row, attempts)]
+        })
+      )
+
+    const ops = {
+      /** One above the highest nonce held by a live (pending or mined) transaction; 0 when none. */
+      nextNonce: (sender: Sender) =>
+        sql<{ readonly next: string | null }>`
+        SELECT MAX(nonce) + 1 AS next FROM relayer_txs
+        WHERE chain_id = ${sender.chainId} AND sender = ${sender.address} AND state <> 'dropped'`.pipe(
+          Effect.map((rows) => {
+            const next = rows[0]?.next
+            return next === null || next === undefined ? 0n : BigInt(next)
+          }),
+          Effect.mapError(failed("nextNonce"))
+        ),
+
+      /** Stores a new transaction with its first signature, in one commit; returns its id. */
+      insert: (sender: Sender, purpose: TxPurpose, payload: Payload, attempt: SignedAttempt) =>
+        Effect.gen(function* () {
+          const rows = yield* sql<{ readonly id: string }>`
+          INSERT INTO relayer_txs (chain_id, sender, nonce, purpose, to_address, data, value, gas, state)
+          VALUES (${sender.chainId}, ${sender.address}, ${attempt.nonce.toString()}, ${purpose},
+            ${payload.to.toLowerCase()}, ${payload.data}, ${payload.value.toString()},
+            ${payload.gas.toString()}, 'pending')
+          RETURNING id`
+          const id = String(rows[0]?.id)
+          yield* insertAttempt(id, attempt)
+          return id
+        }).pipe(sql.withTransaction, Effect.mapError(failed("insert"))),
+
+      /** Stores another signature of a transaction; a new nonce moves the transaction with it. */
+      addAttempt: (txId: string, attempt: SignedAttempt) =>
+        Effect.gen(function* () {
+          yield* sql`
+          UPDATE relayer_txs SET nonce = ${attempt.nonce.toString()}
+          WHERE id = ${txId} AND nonce <> ${attempt.nonce.toString()}`
+          yield* insertAttempt(txId, attempt)
+        }).pipe(sql.withTransaction, Effect.mapError(failed("addAttempt"))),
+
+      markMined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
+        sql`
+        UPDATE relayer_txs
+        SET state = 'mined', outcome = ${outcome}, mined_hash = ${hash},
+          block_number = ${blockNumber.toString()}, settled_at = now()
+        WHERE id = ${txId} AND state = 'pending'`.pipe(Effect.asVoid, Effect.mapError(failed("markMined"))),
+
+      /** For a transaction no node holds: its nonce is free again. */
+      markDropped: (txId: string, reason: string) =>
+        sql`
+        UPDATE relayer_txs SET state = 'dropped', outcome = ${reason}, settled_at = now()
+        WHERE id = ${txId} AND state = 'pending'`.pipe(Effect.asVoid, Effect.mapError(failed("markDropped"))),
+
+      /** Every pending transaction of the sender, lowest nonce first. */
+      pending: (sender: Sender) =>
+        sql<TxRow>`
+        SELECT id, nonce, purpose, to_address, data, value, gas, state, outcome, block_number
+        FROM relayer_txs
+        WHERE chain_id = ${sender.chainId} AND sender = ${sender.address} AND state = 'pending'
+        ORDER BY nonce`.pipe(Effect.flatMap(withAttempts), Effect.mapError(failed("pending"))),
+
+      /** The transaction a hash was sent under, by any of its attempts; a live one before a dropped one. */
+      byHash: (hash: Hex) =>
+        sql<TxRow>`
+        SELECT t.id, t.nonce, t.purpose, t.to_address, t.data, t.value, t.gas, t.state, t.outcome,
+          t.block_number
+        FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
+        WHERE a.hash = ${hash.toLowerCase()}
+        ORDER BY t.state = 'dropped', a.seq DESC
+        LIMIT 1`.pipe(
+          Effect.flatMap(withAttempts),
+          Effect.map((txs) => Option.fromNullable(txs[0])),
+          Effect.mapError(failed("byHash"))
+        )
+    }
+    return {
+      nextNonce: (sender: Sender) => guard(ops.nextNonce(sender)),
+      insert: (sender: Sender, purpose: TxPurpose, payload: Payload, attempt: SignedAttempt) =>
+        guard(ops.insert(sender, purpose, payload, attempt)),
+      addAttempt: (txId: string, attempt: SignedAttempt) => guard(ops.addAttempt(txId, attempt)),
+      markMined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
+        guard(ops.markMined(txId, outcome, hash, blockNumber)),
+      markDropped: (txId: string, reason: string) => guard(ops.markDropped(txId, reason)),
+      pending: (sender: Sender) => guard(ops.pending(sender)),
+      byHash: (hash: Hex) => guard(ops.byHash(hash))
+    }
+  })
+
+export type TxStore = Effect.Effect.Success<ReturnType<typeof makeTxStore>>

@@ -1,0 +1,119 @@
+/**
+ * EIP-712 signatures of the vault's messages (PROTOCOL.md §3), checked the way the vault checks
+ * them so a request is refused here exactly when the vault would refuse it: a 65-byte `r || s || v`
+ * with `v` 27/28 and a low `s` from an EOA owner; any signature of an owner with code (ERC-1271) is
+ * left to the simulation, which asks the owner contract itself.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import {
+  type Address,
+  type Hex,
+  hashTypedData,
+  hexToBigInt,
+  isAddressEqual,
+  recoverAddress,
+  type TypedDataDefinition
+} from "viem"
+import { type VaultPrimaryType, vaultDomain, vaultTypes } from "../../../schema/eip712.js"
+import { InvalidSignature, Unavailable } from "../../../schema/errors.js"
+import { ChainClient } from "../../chain/ChainClient.js"
+import { RelayerSettings } from "../../config/relayer.js"
+
+export type VaultMessage<P extends VaultPrimaryType> = TypedDataDefinition<typeof vaultTypes, P>["message"]
+
+/** secp256k1 order / 2: OpenZeppelin's ECDSA refuses larger `s` (malleable signatures). */
+const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n
+
+/** The signer of a vault digest as the vault's ECDSA recovery sees it, or none. */
+export const recoverEcdsa = (digest: Hex, signature: Hex): Effect.Effect<Option.Option<Address>> => {
+  if (signature.length !== 2 + 65 * 2) return Effect.succeed(Option.none())
+  const s = hexToBigInt(`0x${signature.slice(66, 130)}`)
+  const v = Number.parseInt(signature.slice(130, 132), 16)
+  if (s > HALF_ORDER || (v !== 27 && v !== 28)) return Effect.succeed(Option.none())
+  return Effect.tryPromise(() => recoverAddress({ hash: digest, signature })).pipe(
+    Effect.map((signer) =>
+      signer === "0x0000000000000000000000000000000000000000" ? Option.none() : Option.some(signer)
+    ),
+    Effect.orElseSucceed(() => Option.none<Address>())
+  )
+}
+
+/** How an owner's signature was accepted. */
+export type OwnerSignature = "ecdsa" | "erc1271"
+
+export interface VaultSignaturesShape {
+  readonly chainId: number
+  readonly vault: Address
+  readonly digest: <P extends VaultPrimaryType>(primaryType: P, message: VaultMessage<P>) => Hex
+  /**
+   * Accepts a signature that recovers to `owner`, or any signature when `owner` has code (the
+   * simulation asks it through ERC-1271). `what` names the message in the refusal.
+   */
+  readonly verifyOwner: <P extends VaultPrimaryType>(options: {
+    readonly owner: Address
+    readonly primaryType: P
+    readonly message: VaultMessage<P>
+    readonly signature: Hex
+    readonly what: string
+  }) => Effect.Effect<OwnerSignature, InvalidSignature | Unavailable>
+}
+
+export class VaultSignatures extends Context.Tag("VaultSignatures")<VaultSignatures, VaultSignaturesShape>() {
+  static readonly make = (options: {
+    readonly chainId: number
+    readonly vault: Address
+    /** Whether there is code at an address (latest block). */
+    readonly hasCode: (address: Address) => Effect.Effect<boolean, Unavailable>
+  }): VaultSignaturesShape => {
+    const domain = vaultDomain(options.chainId, options.vault)
+    const digest = <P extends VaultPrimaryType>(primaryType: P, message: VaultMessage<P>): Hex =>
+      hashTypedData({ domain, types: vaultTypes, primaryType, message } as TypedDataDefinition<
+        typeof vaultTypes,
+        P
+      >)
+    return {
+      chainId: options.chainId,
+      vault: options.vault,
+      digest,
+      verifyOwner: ({ owner, primaryType, message, signature, what }) =>
+        recoverEcdsa(digest(primaryType, message), signature).pipe(
+          Effect.flatMap((signer) =>
+            Option.isSome(signer) && isAddressEqual(signer.value, owner)
+              ? Effect.succeed<OwnerSignature>("ecdsa")
+              : // Only a signature that fails as ECDSA costs the code lookup.
+                Effect.flatMap(options.hasCode(owner), (contract) =>
+                  contract
+                    ? Effect.succeed<OwnerSignature>("erc1271")
+                    : Effect.fail(new InvalidSignature({ message: `${what} signature is not the owner's` }))
+                )
+          )
+        )
+    }
+  }
+
+  /** Domain from the settings (the chain's id when `CHAIN_ID` is unset), code lookups on the chain. */
+  static readonly layer: Layer.Layer<VaultSignatures, Unavailable, RelayerSettings | ChainClient> =
+    Layer.effect(
+      VaultSignatures,
+      Effect.gen(function* () {
+        const settings = yield* RelayerSettings
+        const chain = yield* ChainClient
+        const chainId = yield* Option.match(settings.chainId, {
+          onSome: Effect.succeed,
+          onNone: () =>
+            chain.chainId.pipe(
+              Effect.mapError(() => new Unavailable({ message: "cannot read the chain id from the RPC" }))
+            )
+        })
+        return VaultSignatures.make({
+          chainId,
+          vault: settings.vault,
+          hasCode: (address) =>
+            chain.getCode(address).pipe(
+              Effect.map((code) => code !== "0x"),
+              Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" }))
+            )
+        })
+      })
+    )
+}

@@ -1,0 +1,410 @@
+/**
+ * `GET /v1/config` and `GET /v1/quote` on a private devnet, through HTTP: every field, every
+ * parameter, every refusal with its status and code, the metrics they feed; then the price
+ * sources (feeds, DEX quote) read from the reference contracts by a live chain client.
+ */
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { type Address, getAddress, zeroAddress } from "viem"
+import { afterAll, beforeAll, describe, expect } from "vitest"
+import { mockAggregatorV3Abi } from "../../contracts/abi.js"
+import { devnetAccount, devnetClients, devnetRoles } from "../../contracts/deploy.js"
+import {
+  DEVNET_METRICS_TOKEN,
+  Devnet,
+  devnetChain,
+  devnetKeys,
+  freeLoopbackPort,
+  type RunningDevnet,
+  relayerEnv,
+  withSettings,
+  writeDevnetFile
+} from "../../layers/devnet.js"
+import { RelayerLive } from "../../layers/relayer.js"
+import { chainClientLayer } from "../../src/chain/ChainClient.js"
+import { loadRelayerSettings, RelayerSettings } from "../../src/config/relayer.js"
+import { FeeOracle, feeOracleLayer, gasTable, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
+
+/** The devnet's chain and relayer only: these tests never reach the attestor. */
+const relayerDevnet = Layer.scoped(
+  Devnet,
+  Effect.gen(function* () {
+    const chain = yield* devnetChain({ dir: join(tmpdir(), `quote-e2e-${process.pid}`) })
+    const port = yield* freeLoopbackPort
+    const urls = { relayerUrl: `http://127.0.0.1:${port}`, attestorUrl: "http://127.0.0.1:9" }
+    yield* writeDevnetFile(chain, urls)
+    yield* Layer.buildWithScope(
+      withSettings(RelayerLive, {
+        ...relayerEnv(chain, port),
+        // Dozens of quotes from one address: the per-IP limit is not what these tests are about.
+        RATE_LIMIT_IP_BURST: "100000",
+        RATE_LIMIT_IP_PER_MINUTE: "100000"
+      }),
+      yield* Effect.scope
+    )
+    return { ...chain, ...urls }
+  })
+)
+
+const runtime = ManagedRuntime.make(relayerDevnet)
+let devnet: RunningDevnet
+let usdt: Address
+let weth: Address
+let usdc: Address
+
+beforeAll(async () => {
+  devnet = await runtime.runPromise(Devnet)
+  usdt = devnet.deployment.settlementAsset
+  weth = devnet.deployment.tokens.WETH!
+  usdc = devnet.deployment.tokens.USDC!
+}, 180_000)
+afterAll(() => runtime.dispose())
+
+interface Reply {
+  readonly status: number
+  readonly body: Record<string, unknown>
+}
+
+const get = async (path: string, headers: Record<string, string> = {}): Promise<Reply> => {
+  const response = await fetch(`${devnet.relayerUrl}${path}`, { headers })
+  const text = await response.text()
+  return { status: response.status, body: text.startsWith("{") ? JSON.parse(text) : { text } }
+}
+
+const quote = (params: Record<string, string>) => get(`/v1/quote?${new URLSearchParams(params)}`)
+
+/** The address with one hex letter's case flipped: its checksum no longer holds. */
+const flipCase = (address: Address): string => {
+  const i = address.slice(2).search(/[a-fA-F]/) + 2
+  const c = address[i]!
+  return (
+    address.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + address.slice(i + 1)
+  )
+}
+
+const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
+
+/**
+ * The devnet's prices: the native coin and WETH at $3000, USDT and USDC at $1, every feed with 8
+ * decimals. So one ETH of gas cost is 3000 USDT (18 decimals), 3000 USDC (6) or 1 WETH (18).
+ */
+const expectedFee = (gas: bigint, gasPrice: bigint, asset: Address) => {
+  const costWithMargin = gas * gasPrice * 13_000n
+  if (asset === weth) return ceilDiv(costWithMargin, 10_000n)
+  if (asset === usdc) return ceilDiv(costWithMargin * 3000n, 10_000n * 10n ** 12n)
+  return ceilDiv(costWithMargin * 3000n, 10_000n)
+}
+
+const setNativeFeed = async (answer: bigint) => {
+  const { walletClient, publicClient } = await devnetClients(
+    devnet.anvil.rpcUrl,
+    devnetAccount(devnetRoles.firstFree + 6)
+  )
+  const hash = await walletClient.writeContract({
+    address: devnet.deployment.nativePriceFeed,
+    abi: mockAggregatorV3Abi,
+    functionName: "setAnswer",
+    args: [answer]
+  })
+  await publicClient.waitForTransactionReceipt({ hash })
+}
+
+const metricsText = async () => {
+  const reply = await get("/v1/metrics", { authorization: `Bearer ${DEVNET_METRICS_TOKEN}` })
+  expect(reply.status).toBe(200)
+  return String(reply.body.text)
+}
+
+// Runs first: no price of USDC is cached yet, so the broken feed is really consulted.
+describe("no price source available", () => {
+  it("answers 503 unavailable and counts the failed source", async () => {
+    await setNativeFeed(0n)
+    try {
+      const reply = await quote({ asset: usdc, adapter: zeroAddress })
+      expect(reply.status).toBe(503)
+      expect(reply.body).toMatchObject({ code: "unavailable" })
+      expect(await metricsText()).toMatch(/relayer_price_source_failures_total\{source="feed"\} [1-9]/)
+    } finally {
+      await setNativeFeed(3000n * 10n ** 8n)
+    }
+    expect((await quote({ asset: usdc, adapter: zeroAddress })).status).toBe(200)
+  })
+})
+
+describe("GET /v1/config", () => {
+  it("has every RelayerConfig field", async () => {
+    const reply = await get("/v1/config")
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({
+      chainId: 31337,
+      vault: devnet.deployment.vault,
+      relayer: devnetAccount(devnetRoles.relayer).address,
+      settlementAsset: usdt,
+      adapters: { direct: zeroAddress, shield: devnet.deployment.shieldAdapter },
+      minDeadlineSeconds: 120,
+      quoteTtlSeconds: 60
+    })
+  })
+})
+
+describe("GET /v1/quote", () => {
+  it("prices a direct claim from the feeds: gasEstimate x gasPrice x 1.3 in the asset", async () => {
+    const before = Math.floor(Date.now() / 1000)
+    const reply = await quote({ asset: usdt, adapter: zeroAddress })
+    expect(reply.status).toBe(200)
+    const body = reply.body
+    expect(Object.keys(body).sort()).toEqual(
+      [
+        "action",
+        "adapter",
+        "asset",
+        "chainId",
+        "gasEstimate",
+        "gasPrice",
+        "relayer",
+        "relayerFee",
+        "validUntil",
+        "vault"
+      ].sort()
+    )
+    expect(body).toMatchObject({
+      chainId: 31337,
+      vault: devnet.deployment.vault,
+      asset: usdt,
+      adapter: zeroAddress,
+      action: "claim",
+      relayer: devnetAccount(devnetRoles.relayer).address,
+      gasEstimate: gasTable.claimDirect.toString()
+    })
+    const gasPrice = BigInt(String(body.gasPrice))
+    expect(gasPrice).toBeGreaterThan(0n)
+    expect(BigInt(String(body.relayerFee))).toBe(expectedFee(gasTable.claimDirect, gasPrice, usdt))
+    expect(body.validUntil).toBeGreaterThanOrEqual(before + 60)
+    expect(body.validUntil).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 60)
+  })
+
+  it("converts with each asset's decimals and price", async () => {
+    for (const asset of [usdc, weth]) {
+      const { status, body } = await quote({ asset, adapter: zeroAddress, action: "ping" })
+      expect(status).toBe(200)
+      const fee = expectedFee(gasTable.pingWithFee, BigInt(String(body.gasPrice)), asset)
+      expect(BigInt(String(body.relayerFee))).toBe(fee)
+    }
+  })
+
+  it("budgets every action, adapter and flag from the table", async () => {
+    const cases: ReadonlyArray<readonly [Record<string, string>, bigint]> = [
+      [{ adapter: devnet.deployment.shieldAdapter }, gasTable.claimShield],
+      [{ register: "1" }, gasTable.claimDirect + gasTable.register + gasTable.claimMulticall],
+      [{ consolidate: "1" }, gasTable.claimDirect + gasTable.consolidateStep + gasTable.claimMulticall],
+      [{ action: "consolidate" }, gasTable.consolidateWithFee],
+      [
+        { action: "shield-templates", templates: "1" },
+        gasTable.shieldTemplatesWithFeeBase + gasTable.shieldTemplatesPerTemplate
+      ],
+      [
+        { action: "shield-templates", templates: "32", register: "1" },
+        gasTable.shieldTemplatesWithFeeBase + 32n * gasTable.shieldTemplatesPerTemplate + gasTable.register
+      ],
+      [{ action: "rotate-owner" }, gasTable.rotateOwnerWithFee],
+      [{ action: "ping", register: "1" }, gasTable.pingWithFee + gasTable.register]
+    ]
+    for (const [params, gas] of cases) {
+      const { status, body } = await quote({ asset: usdt, adapter: zeroAddress, ...params })
+      expect(status, JSON.stringify(params)).toBe(200)
+      expect(body.gasEstimate, JSON.stringify(params)).toBe(gas.toString())
+      expect(body.action).toBe(params.action ?? "claim")
+      expect(BigInt(String(body.relayerFee))).toBe(expectedFee(gas, BigInt(String(body.gasPrice)), usdt))
+    }
+  })
+
+  it("accepts a legacy amount, ignores it and does not echo it", async () => {
+    const plain = await quote({ asset: usdt, adapter: zeroAddress, action: "rotate-owner" })
+    const withAmount = await quote({
+      asset: usdt,
+      adapter: zeroAddress,
+      action: "rotate-owner",
+      amount: "123456789000000000000"
+    })
+    expect(withAmount.status).toBe(200)
+    expect(withAmount.body).toEqual(plain.body)
+    expect(withAmount.body).not.toHaveProperty("amount")
+  })
+
+  it("serves the same cached quote to the same question, and takes addresses in any case", async () => {
+    const a = await quote({ asset: usdt, adapter: zeroAddress, action: "consolidate" })
+    const b = await quote({ asset: usdt.toLowerCase(), adapter: zeroAddress, action: "consolidate" })
+    expect(b.status).toBe(200)
+    expect(b.body).toEqual(a.body)
+    expect(b.body.asset).toBe(usdt)
+  })
+
+  const refusals: ReadonlyArray<readonly [string, () => Record<string, string>, number, string]> = [
+    ["an unknown adapter", () => ({ asset: usdt, adapter: weth }), 400, "adapter_not_allowed"],
+    [
+      "the shield adapter with another asset",
+      () => ({ asset: usdc, adapter: devnet.deployment.shieldAdapter }),
+      400,
+      "adapter_not_allowed"
+    ],
+    [
+      "the shield adapter on a non-claim action",
+      () => ({ asset: usdt, adapter: devnet.deployment.shieldAdapter, action: "ping" }),
+      400,
+      "adapter_not_allowed"
+    ],
+    [
+      "the shield adapter on shield-templates",
+      () => ({
+        asset: usdt,
+        adapter: devnet.deployment.shieldAdapter,
+        action: "shield-templates",
+        templates: "2"
+      }),
+      400,
+      "adapter_not_allowed"
+    ],
+    [
+      "shield-templates without templates",
+      () => ({ asset: usdt, adapter: zeroAddress, action: "shield-templates" }),
+      400,
+      "bad_request"
+    ],
+    ...["0", "33", "01", "1.5", "-1", ""].map(
+      (templates) =>
+        [
+          `templates=${JSON.stringify(templates)}`,
+          () => ({ asset: usdt, adapter: zeroAddress, action: "shield-templates", templates }),
+          400,
+          "bad_request"
+        ] as const
+    ),
+    [
+      "templates on another action",
+      () => ({ asset: usdt, adapter: zeroAddress, action: "ping", templates: "2" }),
+      400,
+      "bad_request"
+    ],
+    [
+      "consolidate=1 on an action",
+      () => ({ asset: usdt, adapter: zeroAddress, action: "ping", consolidate: "1" }),
+      400,
+      "bad_request"
+    ],
+    [
+      "consolidate=1 with another asset",
+      () => ({ asset: weth, adapter: zeroAddress, consolidate: "1" }),
+      400,
+      "bad_request"
+    ],
+    ["consolidate=0", () => ({ asset: usdt, adapter: zeroAddress, consolidate: "0" }), 400, "bad_request"],
+    ["register=true", () => ({ asset: usdt, adapter: zeroAddress, register: "true" }), 400, "bad_request"],
+    [
+      "an unknown action",
+      () => ({ asset: usdt, adapter: zeroAddress, action: "cancel-bind" }),
+      400,
+      "bad_request"
+    ],
+    ["no asset", () => ({ adapter: zeroAddress }), 400, "bad_request"],
+    ["no adapter", () => ({ asset: usdt }), 400, "bad_request"],
+    ["an asset that is no address", () => ({ asset: "0x1234", adapter: zeroAddress }), 400, "bad_request"],
+    [
+      "a mixed-case address with a wrong checksum",
+      () => ({ asset: flipCase(usdt), adapter: zeroAddress }),
+      400,
+      "bad_request"
+    ],
+    [
+      "an asset the relayer does not price",
+      () => ({ asset: getAddress("0x000000000000000000000000000000000000beef"), adapter: zeroAddress }),
+      400,
+      "bad_request"
+    ]
+  ]
+
+  for (const [name, params, status, code] of refusals)
+    it(`refuses ${name} with ${status} ${code}`, async () => {
+      const reply = await quote(params())
+      expect(reply.status).toBe(status)
+      expect(reply.body).toMatchObject({ code })
+      expect(typeof reply.body.error).toBe("string")
+    })
+
+  it("counts quotes by action and shows the gas price in the metrics", async () => {
+    await quote({ asset: usdt, adapter: zeroAddress, action: "ping" })
+    const text = await metricsText()
+    expect(text).toMatch(/relayer_quotes_total\{action="claim"\} [1-9]/)
+    expect(text).toMatch(/relayer_quotes_total\{action="ping"\} [1-9]/)
+    expect(text).toMatch(/relayer_gas_price_wei [1-9]/)
+  })
+
+  it("documents both endpoints in the OpenAPI document", async () => {
+    const reply = await get("/v1/openapi.json")
+    const paths = reply.body.paths as Record<string, { get?: { parameters?: Array<{ name: string }> } }>
+    expect(paths["/v1/config"]?.get).toBeDefined()
+    expect(paths["/v1/quote"]?.get?.parameters?.map((p) => p.name).sort()).toEqual(
+      ["action", "adapter", "asset", "consolidate", "register", "templates"].sort()
+    )
+  })
+})
+
+describe("price sources on the reference contracts (live chain client)", () => {
+  /** A fee oracle over the devnet's chain with these extra settings. */
+  const oracleWith = (env: Record<string, string>) => {
+    const settings = Layer.effect(RelayerSettings, loadRelayerSettings).pipe(
+      Layer.provide(
+        Layer.setConfigProvider(
+          ConfigProvider.fromMap(
+            new Map(
+              Object.entries({
+                RPC_URL: devnet.anvil.rpcUrl,
+                DEPLOYMENT_FILE: devnet.deploymentFile,
+                RELAYER_PRIVATE_KEY: devnetKeys.relayer,
+                ...env
+              })
+            )
+          )
+        )
+      )
+    )
+    const chain = chainClientLayer({ rpcUrl: devnet.anvil.rpcUrl, timeoutMs: 5_000 })
+    return feeOracleLayer.pipe(Layer.provide(Layer.merge(settings, chain)))
+  }
+
+  const request = (asset: Address): QuoteRequest => ({
+    asset,
+    adapter: zeroAddress,
+    action: "claim",
+    consolidate: false,
+    register: false
+  })
+
+  const quotesFor = (env: Record<string, string>) =>
+    Effect.gen(function* () {
+      const oracle = yield* FeeOracle
+      return yield* Effect.forEach([usdt, usdc, weth], (asset) => oracle.quote(request(asset)))
+    }).pipe(Effect.provide(oracleWith(env)))
+
+  it.live("feeds and the DEX quote agree on the devnet's prices", () =>
+    Effect.gen(function* () {
+      const feeds = yield* quotesFor({ PRICE_SOURCES: "feed" })
+      const dex = yield* quotesFor({ PRICE_SOURCES: "dex", WRAPPED_NATIVE: weth })
+      for (const [i, asset] of [usdt, usdc, weth].entries()) {
+        const viaFeed = feeds[i]!
+        const viaDex = dex[i]!
+        expect(viaFeed.relayerFee).toBe(expectedFee(viaFeed.gasEstimate, viaFeed.gasPrice, asset))
+        expect(viaDex.relayerFee).toBe(expectedFee(viaDex.gasEstimate, viaDex.gasPrice, asset))
+      }
+    })
+  )
+
+  it.live("a static price is used as given", () =>
+    Effect.gen(function* () {
+      const [usdtQuote] = yield* quotesFor({ STATIC_PRICES: `${usdt}=1500`, PRICE_SOURCES: "static,feed" })
+      const q = usdtQuote!
+      expect(q.relayerFee).toBe(ceilDiv(q.gasEstimate * q.gasPrice * 13_000n * 1500n, 10_000n))
+    })
+  )
+})

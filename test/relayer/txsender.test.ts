@@ -1,0 +1,509 @@
+/**
+ * The transaction sender against anvil, on PGlite and (with `DATABASE_URL`) PostgreSQL: nonces
+ * under concurrency and across replicas, stuck transactions, restarts, nonces used by another
+ * process, gaps and an unfunded key. Each test sends from a hot key of its own.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, ManagedRuntime, Option, type Scope } from "effect"
+import { type Address, type Hex, keccak256, parseGwei, parseTransaction, toHex } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { type AnvilInstance, spawnAnvil } from "../../src/chain/anvil.js"
+import {
+  ChainClient,
+  type ChainClientShape,
+  type ChainRequestError,
+  ChainUnavailable,
+  chainClientLayer,
+  RpcRejected,
+  type RpcRejectionKind
+} from "../../src/chain/ChainClient.js"
+import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
+import {
+  HotKeyUnderfunded,
+  SendUnavailable,
+  TxRejected,
+  TxSender,
+  type TxSenderOptions,
+  type TxSenderShape,
+  txSenderLayerWith
+} from "../../src/relayer/TxSender.js"
+import { bumped } from "../../src/relayer/txsender/fees.js"
+import { migrate } from "../../src/store/migrations.js"
+import { testDatabases } from "../support/database.js"
+import {
+  eventually,
+  mine,
+  nonceOf,
+  outsiderSend,
+  poolOf,
+  rpc,
+  rpcEffect,
+  setAutomine,
+  settledStatus,
+  startRacingProxy,
+  testKey,
+  transactionOf
+} from "./txsender-support.js"
+
+let anvil: AnvilInstance
+let url: string
+
+beforeAll(async () => {
+  anvil = await spawnAnvil({ accounts: 40 })
+  url = anvil.rpcUrl
+})
+afterAll(() => anvil?.stop())
+
+/** Accounts #3.. of the mnemonic, one per test, so that tests never share a nonce sequence. */
+let nextAccount = 3
+const freshKey = () => testKey(nextAccount++)
+
+const SINK: Address = "0x00000000000000000000000000000000000051a4"
+
+const selfTransfer = (value = 1n) => ({ to: SINK, data: "0x" as Hex, value, gas: 21_000n })
+
+const buildSender = (
+  key: { readonly privateKey: Hex },
+  overrides: Partial<TxSenderOptions> = {},
+  rpcUrl: string = url
+): Effect.Effect<TxSenderShape, never, SqlClient | Scope.Scope> =>
+  Layer.build(
+    txSenderLayerWith({
+      privateKey: key.privateKey,
+      chainId: Option.some(31337),
+      replaceAfter: "30 seconds",
+      maxReplacements: 1,
+      maxFeePerGas: parseGwei("100"),
+      pollInterval: "100 millis",
+      ...overrides
+    }).pipe(Layer.provide(chainClientLayer({ rpcUrl, timeoutMs: 5_000, retries: 2, retryBaseDelayMs: 20 })))
+  ).pipe(Effect.map((context) => Context.get(context, TxSender)))
+
+/**
+ * A node for tests of the sender's error handling: it answers each broadcast as `answer` says,
+ * and its pending nonce counts the broadcasts it accepted.
+ */
+const scriptedChain = (answer: (nth: number) => "accept" | "outage" | RpcRejectionKind) => {
+  const sent: Array<Hex> = []
+  let accepted = 0
+  let feesAvailable = true
+  const shape: ChainClientShape = makeMockChainClient({
+    chainId: Effect.succeed(31337),
+    getTransactionCount: (_, tag) => Effect.succeed(tag === "pending" ? accepted : 0),
+    getBalance: () => Effect.succeed(10n ** 18n),
+    getTransactionReceipt: () => Effect.succeed(Option.none()),
+    call: () => Effect.succeed("0x"),
+    estimateFeesPerGas: Effect.suspend(() =>
+      feesAvailable
+        ? Effect.succeed({ maxFeePerGas: parseGwei("2"), maxPriorityFeePerGas: parseGwei("1") })
+        : Effect.fail(
+            new ChainUnavailable({
+              operation: "estimateFeesPerGas",
+              reason: "down",
+              attempts: 3,
+              cause: null
+            })
+          )
+    ),
+    sendRawTransaction: (raw) =>
+      Effect.suspend((): Effect.Effect<Hex, ChainRequestError> => {
+        sent.push(raw)
+        const outcome = answer(sent.length)
+        if (outcome === "accept") {
+          accepted++
+          return Effect.succeed(keccak256(raw))
+        }
+        if (outcome === "outage")
+          return Effect.fail(
+            new ChainUnavailable({
+              operation: "eth_sendRawTransaction",
+              reason: "down",
+              attempts: 3,
+              cause: null
+            })
+          )
+        return Effect.fail(
+          new RpcRejected({
+            operation: "eth_sendRawTransaction",
+            code: -32000,
+            httpStatus: undefined,
+            rpcMessage: outcome,
+            kind: outcome,
+            cause: null
+          })
+        )
+      })
+  })
+  return {
+    layer: Layer.succeed(ChainClient, shape),
+    sent,
+    parsed: (nth: number) => parseTransaction(sent[nth] as Hex),
+    setFeesAvailable: (on: boolean) => {
+      feesAvailable = on
+    }
+  }
+}
+
+const buildMockSender = (
+  chain: Layer.Layer<ChainClient>,
+  overrides: Partial<TxSenderOptions> = {}
+): Effect.Effect<TxSenderShape, never, SqlClient | Scope.Scope> =>
+  Layer.build(
+    txSenderLayerWith({
+      privateKey: generatePrivateKey(),
+      chainId: Option.some(31337),
+      replaceAfter: "1 hour",
+      maxReplacements: 1,
+      maxFeePerGas: parseGwei("100"),
+      pollInterval: "1 hour",
+      ...overrides
+    }).pipe(Layer.provide(chain))
+  ).pipe(Effect.map((context) => Context.get(context, TxSender)))
+
+const nonceOfTx = (hash: Hex) =>
+  Effect.flatMap(transactionOf(url, hash), (tx) =>
+    tx === null ? Effect.dieMessage("transaction not found") : Effect.succeed(Number(tx.nonce))
+  )
+
+/** The transaction's hash in the pool at `nonce` once it differs from `not`. */
+const poolEntry = (address: Address, nonce: number, predicate: (hash: Hex) => boolean) =>
+  eventually(
+    Effect.flatMap(poolOf(url, address), (pool) => {
+      const tx = pool[String(nonce)]
+      return tx !== undefined && predicate(tx.hash) ? Effect.succeed(tx) : Effect.fail("not in the pool yet")
+    })
+  )
+
+/** Waits until the chain has mined the key's transactions up to nonce `count - 1`. */
+const minedUpTo = (address: Address, count: number) =>
+  eventually(
+    Effect.flatMap(nonceOf(url, address), (n) => (n >= count ? Effect.void : Effect.fail("not yet" as const)))
+  )
+
+const withoutAutomine = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  setAutomine(url, false).pipe(Effect.zipRight(effect), Effect.ensuring(setAutomine(url, true)))
+
+const attemptsOf = (hash: Hex) =>
+  Effect.flatMap(
+    SqlClient,
+    (sql) => sql<{ hash: Hex; kind: string }>`
+      SELECT a2.hash, a2.kind FROM relayer_tx_attempts a1
+      JOIN relayer_tx_attempts a2 ON a2.tx_id = a1.tx_id
+      WHERE a1.hash = ${hash} ORDER BY a2.seq`
+  )
+
+for (const database of testDatabases()) {
+  describe(database.name, () => {
+    const storage = Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer))
+    let db: ManagedRuntime.ManagedRuntime<SqlClient, unknown>
+    beforeAll(async () => {
+      db = ManagedRuntime.make(storage)
+      await db.runtime()
+    }, 60_000)
+    afterAll(() => db?.dispose())
+
+    const run = <A, E>(program: Effect.Effect<A, E, SqlClient | Scope.Scope>) =>
+      Effect.scoped(program).pipe(Effect.provide(db))
+
+    it.live("50 concurrent submissions are all mined, with contiguous nonces", () =>
+      run(
+        Effect.gen(function* () {
+          const key = freshKey()
+          const sender = yield* buildSender(key)
+          expect(sender.address).toBe(key.address)
+          const base = yield* nonceOf(url, key.address)
+          const hashes = yield* Effect.forEach(
+            Array.from({ length: 50 }, (_, i) => i),
+            (i) => sender.submit(selfTransfer(BigInt(i + 1))),
+            { concurrency: "unbounded" }
+          )
+          expect(new Set(hashes).size).toBe(50)
+          yield* minedUpTo(key.address, base + 50)
+          const statuses = yield* Effect.forEach(hashes, (hash) => settledStatus(sender, hash), {
+            concurrency: 8
+          })
+          expect(statuses.map((s) => s.status)).toEqual(hashes.map(() => "success"))
+          const nonces = yield* Effect.forEach(hashes, nonceOfTx, { concurrency: 8 })
+          expect([...nonces].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => base + i))
+          expect(yield* nonceOf(url, key.address)).toBe(base + 50)
+        })
+      )
+    )
+
+    it.live("two senders of one key on one database never share a nonce", () =>
+      run(
+        Effect.gen(function* () {
+          const key = freshKey()
+          // On PostgreSQL each replica gets its own in-process lock, so only the advisory lock
+          // keeps them apart; PGlite is one session, where the process-wide lock does.
+          const own = database.name === "postgresql"
+          const replicas = yield* Effect.all([
+            buildSender(key, own ? { semaphore: Effect.unsafeMakeSemaphore(1) } : {}),
+            buildSender(key, own ? { semaphore: Effect.unsafeMakeSemaphore(1) } : {})
+          ])
+          const hashes = yield* Effect.forEach(
+            Array.from({ length: 30 }, (_, i) => i),
+            (i) => (replicas[i % 2] as TxSenderShape).submit(selfTransfer(BigInt(i + 1))),
+            { concurrency: "unbounded" }
+          )
+          const first = replicas[0] as TxSenderShape
+          yield* minedUpTo(key.address, 30)
+          const statuses = yield* Effect.forEach(hashes, (hash) => settledStatus(first, hash), {
+            concurrency: 8
+          })
+          expect(statuses.every((s) => s.status === "success")).toBe(true)
+          const nonces = yield* Effect.forEach(hashes, nonceOfTx, { concurrency: 8 })
+          expect([...nonces].sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i))
+        })
+      )
+    )
+
+    it.live(
+      "replaces a stuck transaction at its nonce with higher fees; both hashes report the mined outcome",
+      () =>
+        run(
+          withoutAutomine(
+            Effect.gen(function* () {
+              const key = freshKey()
+              const sender = yield* buildSender(key, { replaceAfter: "1 second" })
+              const original = yield* sender.submit(selfTransfer())
+              const nonce = yield* nonceOfTx(original)
+              const before = yield* transactionOf(url, original)
+              expect(yield* sender.status(original)).toEqual({ txHash: original, status: "pending" })
+              const replacement = yield* poolEntry(key.address, nonce, (hash) => hash !== original)
+              expect(BigInt(replacement.maxFeePerGas ?? "0x0")).toBeGreaterThanOrEqual(
+                bumped(BigInt(before?.maxFeePerGas ?? "0x0"))
+              )
+              expect(BigInt(replacement.maxPriorityFeePerGas ?? "0x0")).toBeGreaterThanOrEqual(
+                bumped(BigInt(before?.maxPriorityFeePerGas ?? "0x0"))
+              )
+              expect((yield* attemptsOf(original)).map((a) => a.kind)).toEqual(["original", "bump"])
+              yield* mine(url)
+              const a = yield* settledStatus(sender, original)
+              const b = yield* settledStatus(sender, replacement.hash)
+              expect(a).toMatchObject({ txHash: original, status: "success" })
+              expect(b).toEqual({ txHash: replacement.hash, status: "success", blockNumber: a.blockNumber })
+              // Only the replacement is on chain; the original's hash follows it.
+              expect(yield* transactionOf(url, original)).toBeNull()
+            })
+          )
+        )
+    )
+
+    it.live("replaces a transaction that would now revert with a no-op; its hashes report reverted", () =>
+      run(
+        withoutAutomine(
+          Effect.gen(function* () {
+            const key = freshKey()
+            const target: Address = `0x${"c0de".repeat(9)}${toHex(nextAccount, { size: 2 }).slice(2)}`
+            const sender = yield* buildSender(key, { replaceAfter: "1 second" })
+            const original = yield* sender.submit({ to: target, data: "0x12345678", gas: 60_000n })
+            const nonce = yield* nonceOfTx(original)
+            // Whatever it called now reverts (PUSH1 0 PUSH1 0 REVERT).
+            yield* rpcEffect(url, "anvil_setCode", [target, "0x60006000fd"])
+            const noop = yield* poolEntry(key.address, nonce, (hash) => hash !== original)
+            expect(noop.to?.toLowerCase()).toBe(key.address.toLowerCase())
+            expect(noop.input).toBe("0x")
+            yield* mine(url)
+            const status = yield* settledStatus(sender, original)
+            expect(status).toMatchObject({ txHash: original, status: "reverted" })
+            expect(status.blockNumber).toBeGreaterThan(0)
+            expect(yield* settledStatus(sender, noop.hash)).toMatchObject({ status: "reverted" })
+            expect((yield* attemptsOf(original)).map((a) => a.kind)).toEqual(["original", "cancel"])
+          })
+        )
+      )
+    )
+
+    it.live(
+      "after a restart a pending transaction is still tracked and the next one takes the next nonce",
+      () =>
+        run(
+          withoutAutomine(
+            Effect.gen(function* () {
+              const key = freshKey()
+              const first = yield* Effect.scoped(
+                Effect.flatMap(buildSender(key), (sender) => sender.submit(selfTransfer()))
+              )
+              const nonce = yield* nonceOfTx(first)
+              // While the sender is down, the node loses the transaction too.
+              yield* rpcEffect(url, "anvil_dropTransaction", [first])
+              const sender = yield* buildSender(key)
+              expect(yield* sender.status(first)).toEqual({ txHash: first, status: "pending" })
+              const second = yield* sender.submit(selfTransfer(2n))
+              // The restarted sender broadcasts the lost one again.
+              yield* poolEntry(key.address, nonce, (hash) => hash === first)
+              yield* poolEntry(key.address, nonce + 1, (hash) => hash === second)
+              yield* mine(url)
+              expect(yield* settledStatus(sender, first)).toMatchObject({ status: "success" })
+              expect(yield* settledStatus(sender, second)).toMatchObject({ status: "success" })
+              expect(yield* nonceOfTx(second)).toBe(nonce + 1)
+              expect(yield* nonceOf(url, key.address)).toBe(nonce + 2)
+            })
+          )
+        )
+    )
+
+    it.live("re-signs at the next nonce when another process used it just before the broadcast", () =>
+      Effect.gen(function* () {
+        const key = freshKey()
+        let taken = -1
+        const proxy = yield* Effect.acquireRelease(
+          Effect.promise(() =>
+            startRacingProxy(url, async () => {
+              taken = Number(await rpc<Hex>(url, "eth_getTransactionCount", [key.address, "pending"]))
+              await outsiderSend(url, key.privateKey, taken)
+            })
+          ),
+          (p) => Effect.promise(() => p.close())
+        )
+        const sender = yield* buildSender(key, {}, proxy.url)
+        const hash = yield* sender.submit(selfTransfer())
+        expect(yield* settledStatus(sender, hash)).toMatchObject({ status: "success" })
+        expect(yield* nonceOfTx(hash)).toBe(taken + 1)
+        const attempts = yield* attemptsOf(hash)
+        expect(attempts.map((a) => a.kind)).toEqual(["original", "renonce"])
+        // The hash the node refused reports the outcome of the one that was mined.
+        const refused = attempts[0]?.hash as Hex
+        expect(yield* settledStatus(sender, refused)).toMatchObject({ status: "success" })
+      }).pipe(run)
+    )
+
+    it.live("re-signs a pending transaction whose nonce another process used and got mined", () =>
+      run(
+        withoutAutomine(
+          Effect.gen(function* () {
+            const key = freshKey()
+            const sender = yield* buildSender(key)
+            const hash = yield* sender.submit(selfTransfer())
+            const nonce = yield* nonceOfTx(hash)
+            // Same nonce, far higher fees: the node swaps it in for ours, and it is mined.
+            const outsider = yield* Effect.promise(() => outsiderSend(url, key.privateKey, nonce))
+            yield* mine(url)
+            expect(yield* transactionOf(url, outsider)).not.toBeNull()
+            yield* poolEntry(key.address, nonce + 1, (h) => h !== outsider)
+            yield* mine(url)
+            expect(yield* settledStatus(sender, hash)).toMatchObject({ status: "success" })
+            expect((yield* attemptsOf(hash)).map((a) => a.kind)).toEqual(["original", "renonce"])
+            expect(yield* nonceOf(url, key.address)).toBe(nonce + 2)
+          })
+        )
+      )
+    )
+
+    it.live("fills a nonce gap nobody holds with a no-op self-transfer", () =>
+      run(
+        withoutAutomine(
+          Effect.gen(function* () {
+            const key = freshKey()
+            const gap = yield* nonceOf(url, key.address, "pending")
+            // Another process holds the next nonce in the pool...
+            const outsider = yield* Effect.promise(() => outsiderSend(url, key.privateKey, gap))
+            const sender = yield* buildSender(key)
+            const hash = yield* sender.submit(selfTransfer())
+            expect(yield* nonceOfTx(hash)).toBe(gap + 1)
+            // ...and then the node drops it: nothing at `gap` any more, ours cannot be mined.
+            yield* rpcEffect(url, "anvil_dropTransaction", [outsider])
+            const filler = yield* poolEntry(key.address, gap, (h) => h !== outsider)
+            expect(filler.to?.toLowerCase()).toBe(key.address.toLowerCase())
+            expect(filler.input).toBe("0x")
+            yield* mine(url)
+            expect(yield* settledStatus(sender, hash)).toMatchObject({ status: "success" })
+            expect(yield* settledStatus(sender, filler.hash)).toMatchObject({ status: "success" })
+            expect(yield* nonceOf(url, key.address)).toBe(gap + 2)
+          })
+        )
+      )
+    )
+
+    it.live(
+      "refuses with HotKeyUnderfunded and sends nothing; the nonce is used once the key is funded",
+      () =>
+        run(
+          Effect.gen(function* () {
+            const privateKey = generatePrivateKey()
+            const address = privateKeyToAccount(privateKey).address
+            const sender = yield* buildSender({ privateKey })
+            const error = yield* Effect.flip(sender.submit(selfTransfer()))
+            expect(error).toBeInstanceOf(HotKeyUnderfunded)
+            const sql = yield* SqlClient
+            const rows = yield* sql<{ state: string; outcome: string }>`
+            SELECT state, outcome FROM relayer_txs WHERE sender = ${address.toLowerCase()}`
+            expect(rows).toEqual([{ state: "dropped", outcome: "insufficient_funds" }])
+            yield* rpcEffect(url, "anvil_setBalance", [address, toHex(10n ** 18n)])
+            const hash = yield* sender.submit(selfTransfer())
+            expect(yield* settledStatus(sender, hash)).toMatchObject({ status: "success" })
+            expect(yield* nonceOfTx(hash)).toBe(0)
+          })
+        )
+    )
+
+    it.live("re-signs an underpriced transaction at its nonce with fees at least 12.5% higher", () =>
+      run(
+        Effect.gen(function* () {
+          const chain = scriptedChain((nth) => (nth === 1 ? "underpriced" : "accept"))
+          const sender = yield* buildMockSender(chain.layer)
+          const hash = yield* sender.submit(selfTransfer())
+          expect(hash).toBe(keccak256(chain.sent[1] as Hex))
+          const [first, second] = [chain.parsed(0), chain.parsed(1)]
+          expect(second.nonce).toBe(first.nonce)
+          expect(second.maxFeePerGas).toBeGreaterThanOrEqual(bumped(first.maxFeePerGas ?? 0n))
+          expect(second.maxPriorityFeePerGas).toBeGreaterThanOrEqual(bumped(first.maxPriorityFeePerGas ?? 0n))
+          expect((yield* attemptsOf(hash)).map((a) => a.kind)).toEqual(["original", "reprice"])
+          const refused = keccak256(chain.sent[0] as Hex)
+          expect(yield* sender.status(refused)).toEqual({ txHash: refused, status: "pending" })
+        })
+      )
+    )
+
+    it.live(
+      "a refused transaction is dropped and its nonce reused; an outage before signing sends nothing",
+      () =>
+        run(
+          Effect.gen(function* () {
+            const chain = scriptedChain((nth) => (nth === 1 ? "other" : "accept"))
+            const sender = yield* buildMockSender(chain.layer)
+            const refused = yield* Effect.flip(sender.submit(selfTransfer()))
+            expect(refused).toBeInstanceOf(TxRejected)
+            expect(yield* sender.status(keccak256(chain.sent[0] as Hex))).toMatchObject({ status: "unknown" })
+            const hash = yield* sender.submit(selfTransfer(2n))
+            expect(chain.parsed(1).nonce).toBe(chain.parsed(0).nonce)
+            expect(yield* sender.status(hash)).toEqual({ txHash: hash, status: "pending" })
+            chain.setFeesAvailable(false)
+            const down = yield* Effect.flip(sender.submit(selfTransfer(3n)))
+            expect(down).toEqual(new SendUnavailable({ reason: "chain" }))
+            expect(chain.sent).toHaveLength(2)
+          })
+        )
+    )
+
+    it.live(
+      "a broadcast lost to an outage is returned, kept pending and broadcast again by the monitor",
+      () =>
+        run(
+          Effect.gen(function* () {
+            const chain = scriptedChain((nth) => (nth === 1 ? "outage" : "accept"))
+            const sender = yield* buildMockSender(chain.layer, { pollInterval: "100 millis" })
+            const hash = yield* sender.submit(selfTransfer())
+            expect(hash).toBe(keccak256(chain.sent[0] as Hex))
+            expect(yield* sender.status(hash)).toEqual({ txHash: hash, status: "pending" })
+            yield* eventually(
+              Effect.suspend(() => (chain.sent.length >= 2 ? Effect.void : Effect.fail("not yet")))
+            )
+            expect(chain.sent[1]).toBe(chain.sent[0])
+          })
+        )
+    )
+
+    it.live("answers unknown for a hash it never sent", () =>
+      run(
+        Effect.gen(function* () {
+          const sender = yield* buildSender(freshKey())
+          const random = keccak256(toHex(`${Math.random()}`))
+          expect(yield* sender.status(random)).toEqual({ txHash: random, status: "unknown" })
+        })
+      )
+    )
+  })
+}
