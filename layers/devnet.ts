@@ -149,6 +149,8 @@ export const relayerEnv = (chain: DevnetChain, port: number): Record<string, str
   RPC_URL: chain.anvil.rpcUrl,
   DEPLOYMENT_FILE: chain.deploymentFile,
   RELAYER_PRIVATE_KEY: devnetKeys.relayer,
+  // The devnet's WETH stands in for the wrapped native coin, so the DEX price source works too.
+  ...(chain.deployment.tokens.WETH !== undefined ? { WRAPPED_NATIVE: chain.deployment.tokens.WETH } : {}),
   METRICS_TOKEN: DEVNET_METRICS_TOKEN,
   DENY_LIST: chain.denyListFile,
   DATA_DIR: join(chain.dir, "data", "relayer"),
