@@ -40,7 +40,9 @@ const relayerDevnet = Layer.scoped(
         ...relayerEnv(chain, port),
         // Dozens of quotes from one address: the per-IP limit is not what these tests are about.
         RATE_LIMIT_IP_BURST: "100000",
-        RATE_LIMIT_IP_PER_MINUTE: "100000"
+        RATE_LIMIT_IP_PER_MINUTE: "100000",
+        // Static and feed prices only, so a broken feed leaves no source (the DEX has its own test).
+        PRICE_SOURCES: "static,feed"
       }),
       yield* Effect.scope
     )
