@@ -16,7 +16,8 @@
  * - reorg: when the stored tip is no longer the chain's block at that height, walk back through
  *   the stored blocks to the common ancestor, mark the abandoned ones orphaned, and go on from
  *   there (the next steps fetch the new branch);
- * - after each batch, nonces of the touched accounts are reconciled with the chain's.
+ * - after each batch, the nonces of the accounts whose nonces it moved are reconciled with the
+ *   chain's at its last block (the chain wins).
  */
 import { Cause, Context, Data, Duration, Effect, Either, Exit, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex, Log } from "viem"
@@ -31,7 +32,7 @@ import {
   type VaultRef
 } from "../store/EventStore.js"
 import type { AccountsProjection } from "../store/projections/AccountsProjection.js"
-import { type AccountState, applyToAccount } from "../store/projections/accounts.js"
+import { type AccountState, applyToAccount, consumesNonce } from "../store/projections/accounts.js"
 import { decodeVaultEvent, isAccountEvent, type VaultEvent } from "../store/projections/vaultEvents.js"
 import { type Committed, ProjectionFollower } from "./follower.js"
 import { decodeVaultLog, makeLogFetcher, minedLog } from "./logs.js"
@@ -122,6 +123,8 @@ const RANGES_BEFORE_CONSOLIDATING = 256
 /** A chain that keeps moving during a follow step is looked at again after this long. */
 const MOVED_RETRY = Duration.millis(100)
 const HEADER_CONCURRENCY = 4
+/** Most blocks one follow step fetches header by header. */
+const MAX_FOLLOW_SPAN = 256
 
 /**
  * A failure for the log: the tag and message of a typed error (they name operations, blocks and
@@ -237,23 +240,25 @@ export const makeIndexer = (config: IndexerConfig) =>
             if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
             if (decoded.right !== undefined) inputs.push(decoded.right)
           }
-          if (inputs.length === 0) return [] as Array<NonceReconciliation>
+          // Only nonce-consuming events move a counted nonce, so the accounts they touched are the
+          // ones to check; every other account's nonces were checked when they last moved.
+          const checked = new Set(inputs.filter(consumesNonce).map((input) => input.id))
+          if (checked.size === 0) return [] as Array<NonceReconciliation>
           const expected = new Map<Hex, AccountState>()
           for (const input of inputs)
-            expected.set(
-              input.id,
-              applyToAccount(context, expected.get(input.id) ?? f.projection.get(input.id), input)
-            )
-          const read = yield* Effect.either(
-            readChainNonces(chain, config.vault, [...expected.keys()], toBlock)
-          )
+            if (checked.has(input.id))
+              expected.set(
+                input.id,
+                applyToAccount(context, expected.get(input.id) ?? f.projection.get(input.id), input)
+              )
+          const read = yield* Effect.either(readChainNonces(chain, config.vault, [...checked], toBlock))
           if (Either.isLeft(read)) {
             yield* Metric.increment(M.nonceChecksSkipped)
             // A node without the state of old blocks refuses every batch of a long backfill: say it once.
             if (!reconcileSkipping)
-              yield* Effect.logWarning("nonce reconciliation skipped: the chain's state at the batch could not be read").pipe(
-                Effect.annotateLogs({ reason: read.left._tag, block: toBlock })
-              )
+              yield* Effect.logWarning(
+                "nonce reconciliation skipped: the chain's state at the batch could not be read"
+              ).pipe(Effect.annotateLogs({ reason: read.left._tag, block: toBlock }))
             reconcileSkipping = true
             return [] as Array<NonceReconciliation>
           }
@@ -427,7 +432,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         const gapEnd = (f.ranges.nextCovered(next, f.isCanonical) ?? Number.POSITIVE_INFINITY) - 1
         const safe = headNumber - depth
         if (next <= safe) return yield* backfill(next, Math.min(safe, gapEnd))
-        return yield* follow(next, Math.min(headNumber, gapEnd), head)
+        return yield* follow(next, Math.min(headNumber, gapEnd, next + MAX_FOLLOW_SPAN - 1), head)
       }) satisfies Effect.Effect<StepOutcome, unknown, unknown>
 
       return Effect.gen(function* () {
@@ -463,6 +468,7 @@ export const makeIndexer = (config: IndexerConfig) =>
           }
           yield* setState("standby")
           yield* sync(f)
+          // Only for the lag in health and metrics: a standby serves from the store with the chain down.
           const head = yield* Effect.option(chain.blockNumber)
           if (Option.isSome(head)) yield* setHead(Number(head.value))
           yield* Effect.sleep(Duration.millis(config.pollIntervalMs))

@@ -251,3 +251,13 @@ export class ProjectionFollower {
     }
   }
 }
+
+/** The projection rebuilt from scratch from the store: a fresh follower brought up to its coverage. */
+export const rebuildProjection = (
+  store: EventStoreShape,
+  options: FollowerOptions
+): Effect.Effect<ProjectionFollower, EventStoreError | MalformedEvent> =>
+  Effect.suspend(() => {
+    const follower = new ProjectionFollower(options)
+    return Effect.as(follower.sync(store), follower)
+  })

@@ -1,7 +1,7 @@
 /**
- * Nonce reconciliation: after a batch, the nonces counted from events for every account the batch
- * touched are compared with the vault's `nonces(id)` and `bindNonces(id)` at the batch's last
- * block. Where they disagree the chain wins. The reads go through the vault's own `multicall`
+ * Nonce reconciliation: after a batch, the nonces counted from events for the accounts whose
+ * nonces the batch moved are compared with the vault's `nonces(id)` and `bindNonces(id)` at the
+ * batch's last block. Where they disagree the chain wins. The reads go through the vault's own `multicall`
  * (a delegatecall to itself, so view calls work in `eth_call`), many ids per request.
  */
 import { Data, Effect } from "effect"

@@ -10,10 +10,12 @@
  * committed meanwhile, its base block still canonical): with two writers racing, the later one
  * fails with `WriterConflict` instead of appending a branch the store has already left.
  */
+
 import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Context, Data, Effect, Layer, type Scope } from "effect"
 import { type Address, type Hex, keccak256, stringToHex } from "viem"
+import { isEmbeddedDatabase } from "./sql.js"
 
 export interface VaultRef {
   readonly chainId: number
@@ -95,8 +97,14 @@ export class EventStoreError extends Data.TaggedError("EventStoreError")<{
   readonly operation: string
   readonly cause: SqlError
 }> {
+  /** The database's messages can quote the row that failed, so only the SQLSTATE is shown. */
   override get message() {
-    return `event store ${this.operation} failed: ${this.cause.message}`
+    const inner: unknown = this.cause.cause
+    const code =
+      typeof inner === "object" && inner !== null && "code" in inner && typeof inner.code === "string"
+        ? ` (SQLSTATE ${inner.code})`
+        : ""
+    return `event store ${this.operation} failed${code}`
   }
 }
 
@@ -469,6 +477,16 @@ export const makeEventStore = Effect.gen(function* () {
 
   const leadership: EventStoreShape["leadership"] = (ref) =>
     Effect.gen(function* () {
+      // The embedded database is this process's alone, and its single connection must not be
+      // held for the lifetime of the indexer.
+      if (
+        yield* isEmbeddedDatabase.pipe(
+          Effect.provideService(SqlClient, sql),
+          Effect.mapError(failed("leadership"))
+        )
+      ) {
+        return { tryAcquire: Effect.succeed(true), check: Effect.void } satisfies Leadership
+      }
       const connection = yield* sql.reserve.pipe(Effect.mapError(failed("leadership")))
       const key = indexerLockKey(ref)
       let held = false

@@ -4,15 +4,23 @@
  * port so that the very same `@effect/sql-pg` client (and the same SQL) talks to either.
  */
 import { mkdir } from "node:fs/promises"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Data, Effect, Layer, Option, type Redacted } from "effect"
 import { migrate } from "./migrations.js"
 
-/** Pool size of the client; the embedded server accepts a few more so a pool refill never waits. */
+/** Pool size of the client on PostgreSQL. */
 export const POOL_SIZE = 8
-const EMBEDDED_MAX_CONNECTIONS = POOL_SIZE * 2
+/**
+ * The embedded database is one PGlite session that the socket server feeds one protocol message at
+ * a time: the Parse/Bind/Execute sequences of two connections could interleave and bind one
+ * statement with another's parameters. One client connection keeps every statement whole.
+ */
+const EMBEDDED_POOL_SIZE = 1
+/** The socket server accepts a few more, so a replaced connection never waits for a slot. */
+const EMBEDDED_MAX_CONNECTIONS = 4
 
 export class EmbeddedDatabaseError extends Data.TaggedError("EmbeddedDatabaseError")<{
   readonly message: string
@@ -66,7 +74,7 @@ export const sqlLayer = (options: StorageOptions) =>
             port,
             database: "postgres",
             username: "postgres",
-            maxConnections: POOL_SIZE,
+            maxConnections: EMBEDDED_POOL_SIZE,
             applicationName: options.applicationName
           })
         )
@@ -76,3 +84,13 @@ export const sqlLayer = (options: StorageOptions) =>
 /** The SQL client with every migration applied before anything else uses it. */
 export const storageLayer = (options: StorageOptions) =>
   Layer.effectDiscard(migrate).pipe(Layer.provideMerge(sqlLayer(options)))
+
+/**
+ * Whether the client talks to the embedded database. It belongs to this process alone, so
+ * single-writer elections (advisory locks) are decided in-process there.
+ */
+export const isEmbeddedDatabase = Effect.flatMap(SqlClient, (sql) =>
+  sql<{ readonly v: string }>`SELECT version() AS v`.pipe(
+    Effect.map((rows) => /PGlite/i.test(rows[0]?.v ?? ""))
+  )
+)

@@ -10,11 +10,10 @@ import { gunzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { accountRecord } from "../../src/store/projections/accounts.js"
 import {
-  accountsAtHead,
+  coversHead,
   databaseKinds,
   eventually,
   expectMatchesChain,
-  getAccounts,
   makeStorage,
   type RunningRelayer,
   rebuild,
@@ -65,7 +64,7 @@ for (const kind of databaseKinds()) {
     })
 
     it("serves every account with the vault's views at the served block", async () => {
-      const served = await accountsAtHead(ctx, relayer.url)
+      const served = await coversHead(ctx, relayer)
       expect(served.accounts.length).toBeGreaterThanOrEqual(24)
       await expectMatchesChain(ctx, served)
       // A projection rebuilt from scratch from the store equals the live one.
@@ -76,12 +75,12 @@ for (const kind of databaseKinds()) {
 
     it("follows new blocks and keeps matching the chain", async () => {
       await branchActivity(ctx, 1, 6)
-      const served = await accountsAtHead(ctx, relayer.url)
+      const served = await coversHead(ctx, relayer)
       await expectMatchesChain(ctx, served)
     })
 
     it("answers with an ETag, Cache-Control, 304 on a match, and gzip when accepted", async () => {
-      const served = await accountsAtHead(ctx, relayer.url)
+      const served = await coversHead(ctx, relayer)
       const plain = await rawGet(`${relayer.url}/v1/accounts`, {})
       expect(plain.status).toBe(200)
       expect(plain.headers["cache-control"]).toBe("public, max-age=15")
@@ -120,14 +119,14 @@ for (const kind of databaseKinds()) {
 
       // New content (a new block), new tag; the old one no longer matches.
       await ctx.testClient.mine({ blocks: 1 })
-      await accountsAtHead(ctx, relayer.url)
+      await coversHead(ctx, relayer)
       const changed = await rawGet(`${relayer.url}/v1/accounts`, { "if-none-match": etag })
       expect(changed.status).toBe(200)
       expect(changed.headers.etag).not.toBe(etag)
     })
 
     it("reports the indexer in health and metrics", async () => {
-      const served = await accountsAtHead(ctx, relayer.url)
+      const served = await coversHead(ctx, relayer)
       const health = await eventually(
         "health to show the indexer following",
         async () =>
@@ -166,25 +165,6 @@ describe("with INDEXER_ENABLED=false", () => {
         indexer?: { state: string }
       }
       expect(health.indexer).toEqual({ state: "disabled" })
-    } finally {
-      await relayer.stop()
-    }
-  })
-})
-
-describe("before the first range is indexed", () => {
-  it("answers 503 unavailable", async () => {
-    // The RPC answers nothing, so the index never covers a block.
-    const relayer = await startRelayer({
-      ...relayerEnv(ctx, { kind: "pglite", dataDir: "memory://" }),
-      RPC_URL: "http://127.0.0.1:1",
-      RPC_TIMEOUT_MS: "200"
-    })
-    try {
-      const res = await fetch(`${relayer.url}/v1/accounts`)
-      expect(res.status).toBe(503)
-      expect(await res.json()).toMatchObject({ code: "unavailable" })
-      void getAccounts
     } finally {
       await relayer.stop()
     }

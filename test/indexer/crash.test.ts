@@ -61,7 +61,7 @@ for (const kind of databaseKinds()) {
       try {
         const child = startService("relayer", {
           ...relayerEnv(ctx, db.storage, slowBackfill),
-          LOG_LEVEL: "error"
+          LOG_LEVEL: "info"
         })
         try {
           const url = await child.url()

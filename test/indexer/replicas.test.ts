@@ -56,7 +56,7 @@ describe.skipIf(databaseUrl === undefined)("two relayers on one PostgreSQL datab
   it("lets the other take over when the writer stops", async () => {
     await first.stop()
     await branchActivity(ctx, 2, 4)
-    const served = await coversHead(ctx, second)
+    const served = await coversHead(ctx, second, 60_000)
     expect((await second.status()).leader).toBe(true)
     await expectConsistent(ctx, second, served)
   })

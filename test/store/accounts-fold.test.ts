@@ -12,6 +12,7 @@ import {
   accountJson,
   accountRecord,
   applyToAccount,
+  consumesNonce,
   foldAccounts,
   type ProjectionInput
 } from "../../src/store/projections/accounts.js"
@@ -217,6 +218,17 @@ describe("the Accounts fold", () => {
     const accounts = fold(events)
     expect(accounts.get(idA)).toMatchObject({ nonce: 5n, bindNonce: 2n })
     expect(accounts.has(idB)).toBe(false)
+  })
+
+  it("knows which events consume a nonce (owner cancels do, vetoes do not)", () => {
+    const consuming = (e: VaultEvent) => consumesNonce(e)
+    expect(consuming(at(1, { name: "Pinged", id: idA, nonce: 0n }))).toBe(true)
+    expect(consuming(at(1, { name: "BindCancelled", id: idA, by: ownerA, vetoed: false }))).toBe(true)
+    expect(consuming(at(1, { name: "BindCancelled", id: idA, by: ownerA, vetoed: true }))).toBe(false)
+    expect(consuming(at(1, { name: "Deposited", id: idA, asset: USDT, from: ownerB, amount: 1n }))).toBe(
+      false
+    )
+    expect(consuming(registered(idA))).toBe(false)
   })
 
   it("does not change the map it starts from", () => {

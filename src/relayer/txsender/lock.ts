@@ -33,16 +33,7 @@ export const processLock = (key: string): Effect.Semaphore => {
   return made
 }
 
-/**
- * Whether the SQL client talks to embedded PGlite. Its socket server runs every connection in one
- * session, one protocol message at a time: statements of concurrent connections can interleave
- * there, so callers serialize their own statements (`embeddedStatements`).
- */
-export const isEmbeddedDatabase = Effect.flatMap(SqlClient, (sql) =>
-  sql<{ readonly v: string }>`SELECT version() AS v`.pipe(
-    Effect.map((rows) => /PGlite/i.test(rows[0]?.v ?? ""))
-  )
-)
+export { isEmbeddedDatabase } from "../../store/sql.js"
 
 /** Serializes this process's statements on an embedded database. */
 export const embeddedStatements: Effect.Semaphore = Effect.unsafeMakeSemaphore(1)

@@ -172,6 +172,26 @@ export const applyToAccount = (
 }
 
 /**
+ * Whether an event consumes a nonce or bind nonce (PROTOCOL.md §4): the events after which the
+ * counted nonces are checked against the chain.
+ */
+export const consumesNonce = (event: VaultEvent): boolean => {
+  switch (event.name) {
+    case "Claimed":
+    case "Consolidated":
+    case "ShieldTemplatesRegistered":
+    case "OwnerRotated":
+    case "Pinged":
+    case "BindProposed":
+      return true
+    case "BindCancelled":
+      return !event.vetoed
+    default:
+      return false
+  }
+}
+
+/**
  * Folds inputs in chain order over `initial` (empty by default) into a new map; `initial` is not
  * touched. A nonce correction for an id the events never mentioned creates nothing.
  */

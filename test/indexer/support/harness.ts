@@ -18,7 +18,7 @@ import { relayerServer, relayerServices } from "../../../layers/relayer.js"
 import { AccountsResponse } from "../../../schema/relayer.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { serverUrl } from "../../../src/http/server.js"
-import { ProjectionFollower } from "../../../src/indexer/follower.js"
+import { rebuildProjection } from "../../../src/indexer/follower.js"
 import { Indexer, type IndexerStatus } from "../../../src/indexer/Indexer.js"
 import { EventStore, eventStoreLayer } from "../../../src/store/EventStore.js"
 import { type AccountState, accountRecord } from "../../../src/store/projections/accounts.js"
@@ -107,7 +107,15 @@ export async function startRelayer(env: Record<string, string>): Promise<Running
     relayerServer.pipe(
       Layer.provideMerge(relayerServices),
       Layer.provideMerge(settings),
-      Layer.provide(Logger.minimumLogLevel(LogLevel.Error))
+      Layer.provide(
+        Logger.minimumLogLevel(
+          process.env.TEST_LOG === "debug"
+            ? LogLevel.Debug
+            : process.env.TEST_LOG === "warn"
+              ? LogLevel.Warning
+              : LogLevel.Error
+        )
+      )
     )
   )
   const url = await runtime.runPromise(serverUrl)
@@ -139,7 +147,8 @@ export async function eventually<A>(
     if (check(last)) return last
     await new Promise((r) => setTimeout(r, 50))
   }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`)
+  const shown = JSON.stringify(last, (_, v) => (typeof v === "bigint" ? v.toString() : v))
+  throw new Error(`timed out waiting for ${what}; last: ${shown}`)
 }
 
 export const latestBlock = async (ctx: Ctx) => ctx.publicClient.getBlock()
@@ -150,22 +159,6 @@ export type Accounts = typeof AccountsResponse.Type
 export async function getAccounts(base: string): Promise<Accounts> {
   const res = await fetch(`${base}/v1/accounts`)
   expect(res.status).toBe(200)
-  return Effect.runPromise(decodeAccounts(await res.json()))
-}
-
-/** Waits until the relayer serves accounts at the chain's head block (and that head's hash). */
-export async function accountsAtHead(ctx: Ctx, base: string, timeoutMs = 30_000) {
-  return eventually(
-    "the index to reach the head",
-    async () => ({ head: await latestBlock(ctx), accounts: await fetchAccountsOrNull(base) }),
-    ({ head, accounts }) => accounts !== null && accounts.block === Number(head.number),
-    timeoutMs
-  ).then(({ accounts }) => accounts as typeof AccountsResponse.Type)
-}
-
-async function fetchAccountsOrNull(base: string) {
-  const res = await fetch(`${base}/v1/accounts`)
-  if (res.status !== 200) return null
   return Effect.runPromise(decodeAccounts(await res.json()))
 }
 
@@ -237,14 +230,12 @@ export interface Rebuilt {
 /** A projection rebuilt from scratch from what the store holds (a fresh follower), registered accounts by id. */
 export const rebuild = (ctx: Ctx, confirmationDepth = 64) =>
   Effect.gen(function* () {
-    const store = yield* EventStore
-    const follower = new ProjectionFollower({
+    const follower = yield* rebuildProjection(yield* EventStore, {
       ref: { chainId: ctx.chainId, vault: ctx.vault },
       startBlock: ctx.deployment.startBlock,
       settlementAsset: ctx.usdt,
       confirmationDepth
     })
-    yield* follower.sync(store)
     const accounts = [...follower.projection.accounts.values()]
       .filter((a) => a.registration !== undefined)
       .sort((a, b) => (a.id < b.id ? -1 : 1))

@@ -8,12 +8,10 @@ import {
   createTestClient,
   createWalletClient,
   defineChain,
-  encodeFunctionData,
   type Hex,
   http,
   keccak256,
-  numberToHex,
-  padHex
+  numberToHex
 } from "viem"
 import type { HDAccount } from "viem/accounts"
 import { feeVaultAbi } from "../../../contracts/abi.js"
@@ -32,7 +30,6 @@ import {
   advance,
   type Ctx,
   claimMessage,
-  EMPTY_HASH,
   encodeVaultCall,
   events,
   FAR_DEADLINE,
@@ -48,8 +45,8 @@ import {
 export type { Ctx }
 
 /** Starts anvil and deploys the devnet contracts; `ctx.anvil.stop()` ends it. */
-export async function startVault(options: { readonly blockTime?: number } = {}): Promise<Ctx> {
-  const anvil = await spawnAnvil(options.blockTime === undefined ? {} : { blockTime: options.blockTime })
+export async function startVault(): Promise<Ctx> {
+  const anvil = await spawnAnvil()
   try {
     const deployment = await deployDevnet(anvil.rpcUrl)
     const chain = defineChain({
@@ -81,8 +78,6 @@ export async function startVault(options: { readonly blockTime?: number } = {}):
     throw error
   }
 }
-
-export const assetsOf = (ctx: Ctx): ReadonlyArray<Address> => [ctx.usdt, ctx.weth, ctx.usdc]
 
 const funder = () => account(9)
 const fallbackRecipient = () => account(6).address
@@ -357,10 +352,3 @@ export async function branchActivity(ctx: Ctx, seed: number, count: number): Pro
     else await fund(ctx, id, (seed + i) % 2 === 0 ? ctx.usdt : ctx.weth, units(BigInt(1 + seed + i)))
   }
 }
-
-/** Raw call data of a vault function, for tests that build their own transactions. */
-export const vaultCall = (functionName: "ping", args: readonly [Hex, bigint, Hex]) =>
-  encodeFunctionData({ abi: feeVaultAbi, functionName, args })
-
-export const bytes32 = (n: number): Hex => padHex(numberToHex(n), { size: 32 })
-export { EMPTY_HASH }
