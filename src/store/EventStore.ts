@@ -117,9 +117,12 @@ export class WriterConflict extends Data.TaggedError("WriterConflict")<{
   }
 }
 
-/** Single-writer election for one vault: a session advisory lock on a connection of its own. */
+/**
+ * Single-writer election for one vault: on PostgreSQL a session advisory lock on a connection of
+ * its own; on the embedded database an in-process election among the leaderships of one client.
+ */
 export interface Leadership {
-  /** Takes the lock if it is free; true while this process holds it. */
+  /** Takes the lock if it is free; true while this holder holds it. */
   readonly tryAcquire: Effect.Effect<boolean, EventStoreError>
   /** Fails when the connection that holds the lock is gone (and with it the lock). */
   readonly check: Effect.Effect<void, EventStoreError>
@@ -179,6 +182,37 @@ export const advisoryKey = (name: string): string =>
 const chainWriteKey = (chainId: number) => advisoryKey(`event-store-writes:${chainId}`)
 export const indexerLockKey = (ref: VaultRef) =>
   advisoryKey(`vault-indexer:${ref.chainId}:${ref.vault.toLowerCase()}`)
+
+/**
+ * The in-process election of embedded databases: per SQL client, the holder of each lock key.
+ * PGlite multiplexes every connection onto one session, where advisory locks exclude nothing.
+ */
+const embeddedHolders = new WeakMap<SqlClient, Map<string, object>>()
+
+/** One candidate of the in-process election; its scope's end gives the lock up. */
+const embeddedLeadership = (sql: SqlClient, key: string): Effect.Effect<Leadership, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    let holders = embeddedHolders.get(sql)
+    if (holders === undefined) {
+      holders = new Map()
+      embeddedHolders.set(sql, holders)
+    }
+    const table = holders
+    const token = {}
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        if (table.get(key) === token) table.delete(key)
+      })
+    )
+    return {
+      tryAcquire: Effect.sync(() => {
+        const holder = table.get(key)
+        if (holder === undefined) table.set(key, token)
+        return holder === undefined || holder === token
+      }),
+      check: Effect.void
+    } satisfies Leadership
+  })
 
 const PAGE_SIZE = 5_000
 const INSERT_CHUNK = 2_000
@@ -477,18 +511,18 @@ export const makeEventStore = Effect.gen(function* () {
 
   const leadership: EventStoreShape["leadership"] = (ref) =>
     Effect.gen(function* () {
+      const key = indexerLockKey(ref)
       // The embedded database is this process's alone, and its single connection must not be
-      // held for the lifetime of the indexer.
+      // held for the lifetime of the indexer: the election is decided in-process, per client.
       if (
         yield* isEmbeddedDatabase.pipe(
           Effect.provideService(SqlClient, sql),
           Effect.mapError(failed("leadership"))
         )
       ) {
-        return { tryAcquire: Effect.succeed(true), check: Effect.void } satisfies Leadership
+        return yield* embeddedLeadership(sql, key)
       }
       const connection = yield* sql.reserve.pipe(Effect.mapError(failed("leadership")))
-      const key = indexerLockKey(ref)
       let held = false
       // A session lock outlives the scope on a pooled connection unless it is given back.
       yield* Effect.addFinalizer(() =>
