@@ -82,6 +82,11 @@ export interface RelayerSettingsShape {
   readonly txMaxFeePerGas: bigint
   /** How often the sender reconciles nonces, settles receipts and looks for stuck transactions. */
   readonly txPollIntervalMs: number
+  /**
+   * How deep (the including block counts as 1) a mined transaction must be before the sender
+   * stops watching it for reorgs; until then a reorg that takes it out makes it pending again.
+   */
+  readonly txConfirmations: number
 }
 
 /** A positive amount of gwei with at most 9 decimals, as wei. */
@@ -143,7 +148,8 @@ export const loadRelayerSettings = Effect.gen(function* () {
     txReplaceAfterSeconds: positiveInt("TX_REPLACE_AFTER_SECONDS", 60, 86_400),
     txMaxReplacements: nonNegativeInt("TX_MAX_REPLACEMENTS", 5, 100),
     txMaxFeePerGas: gwei("TX_MAX_FEE_GWEI", "500"),
-    txPollIntervalMs: positiveInt("TX_POLL_INTERVAL_MS", 2_000, 600_000)
+    txPollIntervalMs: positiveInt("TX_POLL_INTERVAL_MS", 2_000, 600_000),
+    txConfirmations: positiveInt("TX_CONFIRMATIONS", 12, 10_000)
   })
   const indexerStartBlock = Option.getOrElse(
     Option.orElse(startBlockSetting, () => fromDeployment((d) => d.startBlock)),

@@ -52,6 +52,7 @@ import {
   pendingTransactions,
   recordGapFill,
   recordRenonce,
+  recordReorged,
   recordReplacement,
   recordReplacementSkipped,
   recordRestart,
@@ -145,7 +146,14 @@ export interface TxSenderOptions {
   readonly lockTimeout?: Duration.DurationInput
   /** Excludes other senders of this process; by default the process-wide one of the key. */
   readonly semaphore?: Effect.Semaphore
+  /**
+   * How deep (the including block counts as 1) a mined transaction must be before the sender
+   * stops watching it for reorgs. Default `DEFAULT_TX_CONFIRMATIONS`.
+   */
+  readonly confirmations?: number
 }
+
+export const DEFAULT_TX_CONFIRMATIONS = 12
 
 // ---------------------------------------------------------------------------------------------
 // Implementation
@@ -213,6 +221,7 @@ export const makeTxSender = (
     const address = account.address
     const cap = options.maxFeePerGas
     const replaceAfterMs = Duration.toMillis(options.replaceAfter)
+    const confirmations = Math.max(1, options.confirmations ?? DEFAULT_TX_CONFIRMATIONS)
     const withLock: KeyLock = yield* makeKeyLock({
       key: lockKeyOf(`relayer-tx-sender:${address.toLowerCase()}`),
       timeout: options.lockTimeout ?? Duration.seconds(30),
@@ -475,6 +484,10 @@ export const makeTxSender = (
 
     /** Transactions whose nonce the chain has passed without any of their hashes being mined. */
     let suspects = new Set<string>()
+    /** Mined, unconfirmed transactions whose receipt the node did not have on the last round. */
+    let vanishing = new Set<string>()
+    /** The head at which every mined, unconfirmed transaction was last found where it was stored. */
+    let verifiedHead: Hex | undefined
     /** Transactions whose skipped replacement was already counted, so each is counted once. */
     const skipReported = new Set<string>()
 
@@ -587,6 +600,52 @@ export const makeTxSender = (
         ).pipe(Effect.annotateLogs({ replacement: replacements + 1, class: sendOutcome(result) }))
       })
 
+    /**
+     * Mined transactions stay watched until they are `confirmations` deep: whenever the head
+     * changes, each is looked up again. One a reorg moved to another block (or whose other
+     * attempt is mined now) is recorded there; one whose receipt is gone on two rounds in a row
+     * (not a lagging node) is pending again, so the monitor re-broadcasts or replaces it like
+     * any stuck transaction. Deep enough, it is confirmed and never looked at again.
+     */
+    const watchMined = (s: Sender) =>
+      Effect.gen(function* () {
+        const mined = yield* store.unconfirmed(s)
+        if (mined.length === 0) {
+          vanishing = new Set()
+          verifiedHead = undefined
+          return
+        }
+        const latest = yield* chain
+          .getBlock()
+          .pipe(Effect.catchTag("BlockNotFound", () => Effect.succeed(undefined)))
+        if (latest === undefined || latest.hash === verifiedHead) return
+        const head = latest
+        const nextVanishing = new Set<string>()
+        for (const tx of mined) {
+          const found = yield* findMined(tx)
+          if (Option.isNone(found)) {
+            if (!vanishing.has(tx.id)) {
+              nextVanishing.add(tx.id)
+              continue
+            }
+            yield* store.unmined(tx.id)
+            yield* recordReorged
+            yield* Effect.logWarning(
+              "tx sender: a reorg took out a mined transaction before it was confirmed; it is pending again"
+            )
+            continue
+          }
+          const { attempt, outcome, blockNumber } = found.value
+          if (attempt.hash !== tx.minedHash || blockNumber !== tx.blockNumber || outcome !== tx.outcome) {
+            yield* store.remined(tx.id, outcome, attempt.hash, blockNumber)
+            yield* Effect.logInfo("tx sender: a reorg moved a mined transaction to another block")
+          }
+          if (head.number - blockNumber + 1n >= BigInt(confirmations)) yield* store.markConfirmed(tx.id)
+        }
+        vanishing = nextVanishing
+        verifiedHead = nextVanishing.size === 0 ? head.hash : undefined
+      })
+
     /** The work that allocates nonces or sends, done holding the key. */
     const maintain = (s: Sender, taken: ReadonlySet<string>) =>
       Effect.gen(function* () {
@@ -612,6 +671,8 @@ export const makeTxSender = (
 
     const tick = Effect.gen(function* () {
       const s = yield* sender
+      // First, so a transaction a reorg took out is among the pending ones below.
+      yield* watchMined(s)
       const [latest, chainNext, balance, live] = yield* Effect.all(
         [
           chain.getTransactionCount(address, "latest"),
@@ -797,7 +858,8 @@ export const txSenderOptions = (settings: RelayerSettingsShape): TxSenderOptions
   replaceAfter: Duration.seconds(settings.txReplaceAfterSeconds),
   maxReplacements: settings.txMaxReplacements,
   maxFeePerGas: settings.txMaxFeePerGas,
-  pollInterval: Duration.millis(settings.txPollIntervalMs)
+  pollInterval: Duration.millis(settings.txPollIntervalMs),
+  confirmations: settings.txConfirmations
 })
 
 /** The sender of the relayer's hot key; its fibers stop when the layer's scope closes. */

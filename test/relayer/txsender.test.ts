@@ -193,6 +193,15 @@ const attemptsOf = (hash: Hex) =>
       WHERE a1.hash = ${hash} ORDER BY a2.seq`
   )
 
+/** The stored state of the transaction a hash belongs to. */
+const rowOf = (hash: Hex) =>
+  Effect.flatMap(
+    SqlClient,
+    (sql) => sql<{ state: string; confirmed: boolean }>`
+      SELECT t.state, t.confirmed_at IS NOT NULL AS confirmed FROM relayer_tx_attempts a
+      JOIN relayer_txs t ON t.id = a.tx_id WHERE a.hash = ${hash} ORDER BY a.seq DESC LIMIT 1`
+  ).pipe(Effect.map((rows) => rows[0]))
+
 for (const database of testDatabases()) {
   describe(database.name, () => {
     const storage = Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer))
@@ -342,6 +351,61 @@ for (const database of testDatabases()) {
               expect(yield* nonceOf(url, key.address)).toBe(nonce + 2)
             })
           )
+        )
+    )
+
+    it.live(
+      "watches a mined transaction until TX_CONFIRMATIONS deep; a reorg before that makes it pending again",
+      () =>
+        run(
+          Effect.gen(function* () {
+            const key = freshKey()
+            const sender = yield* buildSender(key, { confirmations: 4 })
+            const snapshot = yield* rpcEffect<Hex>(url, "evm_snapshot")
+            const hash = yield* sender.submit(selfTransfer())
+            const nonce = yield* nonceOfTx(hash)
+            const first = yield* settledStatus(sender, hash)
+            expect(first).toMatchObject({ txHash: hash, status: "success" })
+            yield* eventually(
+              Effect.flatMap(rowOf(hash), (row) =>
+                row?.state === "mined" ? Effect.succeed(row) : Effect.fail("not recorded yet" as const)
+              )
+            )
+            expect(yield* rowOf(hash)).toEqual({ state: "mined", confirmed: false })
+            yield* withoutAutomine(
+              Effect.gen(function* () {
+                // A reorg: the chain goes back to before the transaction's block, and the node
+                // forgets the transaction too.
+                expect(yield* rpcEffect<boolean>(url, "evm_revert", [snapshot])).toBe(true)
+                yield* rpcEffect(url, "anvil_dropTransaction", [hash])
+                expect(yield* transactionOf(url, hash)).toBeNull()
+                // The sender notices, tracks it as pending again and broadcasts it again.
+                yield* eventually(
+                  Effect.flatMap(sender.status(hash), (status) =>
+                    status.status === "pending" ? Effect.void : Effect.fail("still reported mined" as const)
+                  )
+                )
+                expect(yield* rowOf(hash)).toEqual({ state: "pending", confirmed: false })
+                yield* poolEntry(key.address, nonce, (h) => h === hash)
+                yield* mine(url)
+                const again = yield* settledStatus(sender, hash)
+                expect(again).toMatchObject({ txHash: hash, status: "success" })
+                // Two blocks on top: 3 deep, still watched.
+                yield* rpcEffect(url, "anvil_mine", ["0x2"])
+                yield* Effect.sleep("600 millis")
+                expect(yield* rowOf(hash)).toEqual({ state: "mined", confirmed: false })
+                // One more: 4 deep, confirmed and no longer watched.
+                yield* mine(url)
+                yield* eventually(
+                  Effect.flatMap(rowOf(hash), (row) =>
+                    row?.confirmed === true ? Effect.void : Effect.fail("not confirmed yet" as const)
+                  )
+                )
+              })
+            )
+            expect(yield* nonceOfTx(hash)).toBe(nonce)
+            expect(yield* nonceOf(url, key.address)).toBe(nonce + 1)
+          })
         )
     )
 

@@ -48,6 +48,11 @@ const renonced = Metric.counter("relayer_tx_renonced_total", {
   incremental: true
 })
 
+const reorged = Metric.counter("relayer_tx_reorged_total", {
+  description: "Mined transactions a reorg took out before TX_CONFIRMATIONS; each became pending again",
+  incremental: true
+})
+
 const restarts = Metric.counter("relayer_tx_sender_restarts_total", {
   description: "Restarts of the sender's fibers after a failure",
   incremental: true
@@ -77,6 +82,8 @@ export const recordGapFill = Metric.increment(gapFills)
 
 export const recordRenonce = Metric.increment(renonced)
 
+export const recordReorged = Metric.increment(reorged)
+
 export const recordRestart = (fiber: "sender" | "monitor") =>
   Metric.increment(Metric.tagged(restarts, "fiber", fiber))
 
@@ -86,7 +93,8 @@ export const initialiseMetrics = Effect.all(
     Metric.update(Metric.tagged(sends, "outcome", "accepted"), 0),
     Metric.update(Metric.tagged(replacements, "kind", "bump"), 0),
     Metric.update(Metric.tagged(replacements, "kind", "cancel"), 0),
-    Metric.update(pendingTransactions, 0)
+    Metric.update(pendingTransactions, 0),
+    Metric.update(reorged, 0)
   ],
   { discard: true }
 )

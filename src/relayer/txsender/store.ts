@@ -59,6 +59,10 @@ export interface StoredTx {
   readonly state: TxState
   readonly outcome: string | null
   readonly blockNumber: bigint | null
+  /** The attempt that was mined, while `state` is mined. */
+  readonly minedHash: Hex | null
+  /** Mined and at least `TX_CONFIRMATIONS` deep: no longer watched for reorgs. */
+  readonly confirmed: boolean
   /** Oldest first; never empty. */
   readonly attempts: ReadonlyArray<StoredAttempt>
 }
@@ -74,6 +78,8 @@ interface TxRow {
   readonly state: string
   readonly outcome: string | null
   readonly block_number: string | null
+  readonly mined_hash: string | null
+  readonly confirmed: boolean
 }
 
 interface AttemptRow {
@@ -113,6 +119,8 @@ const txOf = (row: TxRow, attempts: ReadonlyArray<StoredAttempt>): StoredTx => (
   state: states.find((s) => s === row.state) ?? "pending",
   outcome: row.outcome,
   blockNumber: row.block_number === null ? null : BigInt(row.block_number),
+  minedHash: row.mined_hash === null ? null : (row.mined_hash as Hex),
+  confirmed: row.confirmed === true,
   attempts
 })
 
@@ -167,6 +175,10 @@ export const makeTxStore = (guard: StatementGuard) =>
         })
       )
 
+    const columns = sql.literal(
+      "id, nonce, purpose, to_address, data, value, gas, state, outcome, block_number, mined_hash, confirmed_at IS NOT NULL AS confirmed"
+    )
+
     const ops = {
       /** One above the highest nonce held by a live (pending or mined) transaction; 0 when none. */
       nextNonce: (sender: Sender) =>
@@ -210,6 +222,39 @@ export const makeTxStore = (guard: StatementGuard) =>
           block_number = ${blockNumber.toString()}, settled_at = now()
         WHERE id = ${txId} AND state = 'pending'`.pipe(Effect.asVoid, Effect.mapError(failed("markMined"))),
 
+      /**
+       * A reorg moved a mined, unconfirmed transaction: another of its attempts, or another
+       * block, holds it now.
+       */
+      remined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
+        sql`
+        UPDATE relayer_txs
+        SET outcome = ${outcome}, mined_hash = ${hash}, block_number = ${blockNumber.toString()},
+          settled_at = now()
+        WHERE id = ${txId} AND state = 'mined' AND confirmed_at IS NULL`.pipe(
+          Effect.asVoid,
+          Effect.mapError(failed("remined"))
+        ),
+
+      /** A reorg took a mined, unconfirmed transaction out of the chain: it is pending again. */
+      unmined: (txId: string) =>
+        sql`
+        UPDATE relayer_txs
+        SET state = 'pending', outcome = NULL, mined_hash = NULL, block_number = NULL, settled_at = NULL
+        WHERE id = ${txId} AND state = 'mined' AND confirmed_at IS NULL`.pipe(
+          Effect.asVoid,
+          Effect.mapError(failed("unmined"))
+        ),
+
+      /** Deep enough: no longer watched for reorgs. */
+      markConfirmed: (txId: string) =>
+        sql`
+        UPDATE relayer_txs SET confirmed_at = now()
+        WHERE id = ${txId} AND state = 'mined' AND confirmed_at IS NULL`.pipe(
+          Effect.asVoid,
+          Effect.mapError(failed("markConfirmed"))
+        ),
+
       /** For a transaction no node holds: its nonce is free again. */
       markDropped: (txId: string, reason: string) =>
         sql`
@@ -219,16 +264,36 @@ export const makeTxStore = (guard: StatementGuard) =>
       /** Every pending transaction of the sender, lowest nonce first. */
       pending: (sender: Sender) =>
         sql<TxRow>`
-        SELECT id, nonce, purpose, to_address, data, value, gas, state, outcome, block_number
-        FROM relayer_txs
+        SELECT ${columns} FROM relayer_txs
         WHERE chain_id = ${sender.chainId} AND sender = ${sender.address} AND state = 'pending'
         ORDER BY nonce`.pipe(Effect.flatMap(withAttempts), Effect.mapError(failed("pending"))),
+
+      /** Mined transactions of the sender still watched for reorgs, lowest nonce first. */
+      unconfirmed: (sender: Sender) =>
+        sql<TxRow>`
+        SELECT ${columns} FROM relayer_txs
+        WHERE chain_id = ${sender.chainId} AND sender = ${sender.address} AND state = 'mined'
+          AND confirmed_at IS NULL
+        ORDER BY nonce`.pipe(Effect.flatMap(withAttempts), Effect.mapError(failed("unconfirmed"))),
+
+      /** How many transactions of the sender are pending, and the nonce the next one gets. */
+      summary: (sender: Sender) =>
+        sql<{ readonly pending: string | number; readonly next: string | null }>`
+        SELECT count(*) FILTER (WHERE state = 'pending') AS pending,
+          MAX(nonce) FILTER (WHERE state <> 'dropped') + 1 AS next
+        FROM relayer_txs WHERE chain_id = ${sender.chainId} AND sender = ${sender.address}`.pipe(
+          Effect.map((rows) => ({
+            pending: Number(rows[0]?.pending ?? 0),
+            nextNonce: rows[0]?.next === null || rows[0]?.next === undefined ? 0n : BigInt(rows[0].next)
+          })),
+          Effect.mapError(failed("summary"))
+        ),
 
       /** The transaction a hash was sent under, by any of its attempts; a live one before a dropped one. */
       byHash: (hash: Hex) =>
         sql<TxRow>`
         SELECT t.id, t.nonce, t.purpose, t.to_address, t.data, t.value, t.gas, t.state, t.outcome,
-          t.block_number
+          t.block_number, t.mined_hash, t.confirmed_at IS NOT NULL AS confirmed
         FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
         WHERE a.hash = ${hash.toLowerCase()}
         ORDER BY t.state = 'dropped', a.seq DESC
@@ -246,7 +311,13 @@ export const makeTxStore = (guard: StatementGuard) =>
       markMined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
         guard(ops.markMined(txId, outcome, hash, blockNumber)),
       markDropped: (txId: string, reason: string) => guard(ops.markDropped(txId, reason)),
+      remined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
+        guard(ops.remined(txId, outcome, hash, blockNumber)),
+      unmined: (txId: string) => guard(ops.unmined(txId)),
+      markConfirmed: (txId: string) => guard(ops.markConfirmed(txId)),
       pending: (sender: Sender) => guard(ops.pending(sender)),
+      unconfirmed: (sender: Sender) => guard(ops.unconfirmed(sender)),
+      summary: (sender: Sender) => guard(ops.summary(sender)),
       byHash: (hash: Hex) => guard(ops.byHash(hash))
     }
   })
