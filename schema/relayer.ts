@@ -385,10 +385,24 @@ export const IndexerHealth = Schema.Struct({
 }).annotations({ identifier: "IndexerHealth" })
 export type IndexerHealth = typeof IndexerHealth.Type
 
+/**
+ * The relayer's hot key as health reports it, and nothing about any other account: its address,
+ * how many of its transactions are pending, the nonce its next transaction gets, and its native
+ * balance in wei (as of the sender's last reconciliation with the chain).
+ */
+export const SenderHealth = Schema.Struct({
+  address: Address,
+  pending: NonNegativeInt,
+  nextNonce: Uint256,
+  balance: Uint256
+}).annotations({ identifier: "SenderHealth" })
+export type SenderHealth = typeof SenderHealth.Type
+
 export const HealthResponse = Schema.Struct({
   ok: Schema.Literal(true),
   chainId: ChainId,
   block: BlockNumber,
-  indexer: optional(IndexerHealth)
+  indexer: optional(IndexerHealth),
+  sender: optional(SenderHealth)
 }).annotations({ identifier: "HealthResponse" })
 export type HealthResponse = typeof HealthResponse.Type

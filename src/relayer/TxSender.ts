@@ -131,7 +131,23 @@ export interface TxSenderShape {
   readonly status: (hash: Hex) => Effect.Effect<TxStatus, Unavailable>
 }
 
+export interface SenderState {
+  readonly address: Address
+  /** Transactions sent and not yet mined or dropped. */
+  readonly pending: number
+  /** The nonce the next transaction gets (unless another sender uses it first). */
+  readonly nextNonce: bigint
+  /** Native balance in wei, as of the monitor's last round. */
+  readonly balance: bigint
+}
+
 export class TxSender extends Context.Tag("TxSender")<TxSender, TxSenderShape>() {}
+
+/** The hot key's state for health, from the same sender: nothing about any other account. */
+export class HotKeyState extends Context.Tag("HotKeyState")<
+  HotKeyState,
+  { readonly state: Effect.Effect<SenderState, Unavailable> }
+>() {}
 
 export interface TxSenderOptions {
   readonly privateKey: Hex
@@ -203,9 +219,14 @@ const lastAttempt = (tx: StoredTx): StoredAttempt => {
 
 const asBytes32 = (hash: Hex): Bytes32 => hash.toLowerCase() as Bytes32
 
-export const makeTxSender = (
+/** The sender and its health view; the sender's fibers stop when the scope closes. */
+export const makeTxSenderWithState = (
   options: TxSenderOptions
-): Effect.Effect<TxSenderShape, never, ChainClient | SqlClient | Scope.Scope> =>
+): Effect.Effect<
+  { readonly sender: TxSenderShape; readonly state: Effect.Effect<SenderState, Unavailable> },
+  never,
+  ChainClient | SqlClient | Scope.Scope
+> =>
   Effect.gen(function* () {
     const chain = yield* ChainClient
     // Detected once: the database answered the migrations a moment ago.
@@ -669,6 +690,9 @@ export const makeTxSender = (
         }
       })
 
+    /** What the monitor's last round read of the hot key on the chain. */
+    let observed: { readonly balance: bigint; readonly chainNext: bigint } | undefined
+
     const tick = Effect.gen(function* () {
       const s = yield* sender
       // First, so a transaction a reorg took out is among the pending ones below.
@@ -683,6 +707,7 @@ export const makeTxSender = (
         { concurrency: "unbounded" }
       )
       yield* Metric.set(hotKeyBalance, balance)
+      observed = { balance, chainNext: BigInt(chainNext) }
       const head = BigInt(latest)
       const taken = new Set<string>()
       const nextSuspects = new Set<string>()
@@ -848,8 +873,47 @@ export const makeTxSender = (
         )
       )
 
-    return { address, submit, status } satisfies TxSenderShape
+    // From the store and the monitor's last round: a health poll costs no RPC call once the
+    // monitor has run.
+    const state: Effect.Effect<SenderState, Unavailable> = Effect.gen(function* () {
+      const s = yield* sender
+      const summary = yield* store.summary(s)
+      const onChain =
+        observed ??
+        (yield* Effect.all({
+          balance: chain.getBalance(address),
+          chainNext: Effect.map(chain.getTransactionCount(address, "pending"), BigInt)
+        }))
+      return {
+        address,
+        pending: summary.pending,
+        nextNonce: maxBig(summary.nextNonce, onChain.chainNext),
+        balance: onChain.balance
+      }
+    }).pipe(
+      Effect.mapError(
+        (error) =>
+          new Unavailable({
+            message:
+              error._tag === "TxStoreError"
+                ? "the transaction store is not answering"
+                : "the chain RPC is not answering"
+          })
+      )
+    )
+
+    return { sender: { address, submit, status } satisfies TxSenderShape, state }
   })
+
+export const makeTxSender = (
+  options: TxSenderOptions
+): Effect.Effect<TxSenderShape, never, ChainClient | SqlClient | Scope.Scope> =>
+  Effect.map(makeTxSenderWithState(options), (made) => made.sender)
+
+const txSenderContext = (options: TxSenderOptions) =>
+  Effect.map(makeTxSenderWithState(options), ({ sender, state }) =>
+    Context.make(TxSender, sender).pipe(Context.add(HotKeyState, { state }))
+  )
 
 /** Options of the sender from the relayer's settings. */
 export const txSenderOptions = (settings: RelayerSettingsShape): TxSenderOptions => ({
@@ -863,16 +927,19 @@ export const txSenderOptions = (settings: RelayerSettingsShape): TxSenderOptions
 })
 
 /** The sender of the relayer's hot key; its fibers stop when the layer's scope closes. */
-export const txSenderLayer: Layer.Layer<TxSender, never, ChainClient | SqlClient | RelayerSettings> =
-  Layer.scoped(
-    TxSender,
-    Effect.flatMap(RelayerSettings, (settings) => makeTxSender(txSenderOptions(settings)))
-  )
+export const txSenderLayer: Layer.Layer<
+  TxSender | HotKeyState,
+  never,
+  ChainClient | SqlClient | RelayerSettings
+> = Layer.scopedContext(
+  Effect.flatMap(RelayerSettings, (settings) => txSenderContext(txSenderOptions(settings)))
+)
 
 /** The sender with explicit options, for tests that tune its timing. */
 export const txSenderLayerWith = (
   options: TxSenderOptions
-): Layer.Layer<TxSender, never, ChainClient | SqlClient> => Layer.scoped(TxSender, makeTxSender(options))
+): Layer.Layer<TxSender | HotKeyState, never, ChainClient | SqlClient> =>
+  Layer.scopedContext(txSenderContext(options))
 
 const notStubbed = (operation: string) => Effect.dieMessage(`TxSender.${operation} not stubbed`)
 

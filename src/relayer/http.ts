@@ -4,6 +4,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Unavailable } from "../../schema/errors.js"
+import type { Address } from "../../schema/primitives.js"
 import type { IndexerHealth } from "../../schema/relayer.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
@@ -11,6 +12,7 @@ import { handleMetrics } from "../http/operator.js"
 import { Indexer, type IndexerStatus } from "../indexer/Indexer.js"
 import { AccountsFeed } from "./accounts.js"
 import { RelayerApi } from "./api.js"
+import { HotKeyState } from "./TxSender.js"
 
 const indexerHealth = (s: IndexerStatus): IndexerHealth => ({
   state: s.state,
@@ -23,16 +25,24 @@ export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", 
     const chain = yield* ChainClient
     const settings = yield* RelayerSettings
     const indexer = yield* Indexer
+    const hotKey = yield* HotKeyState
     return handlers
       .handle("health", () =>
-        Effect.all({ chainId: chain.chainId, block: chain.blockNumber, indexer: indexer.status }).pipe(
-          Effect.map(({ chainId, block, indexer }) => ({
+        Effect.all({
+          chainId: chain.chainId,
+          block: chain.blockNumber,
+          indexer: indexer.status
+        }).pipe(
+          Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" })),
+          Effect.zip(hotKey.state),
+          Effect.map(([{ chainId, block, indexer }, sender]) => ({
             ok: true as const,
             chainId,
             block: Number(block),
-            indexer: indexerHealth(indexer)
-          })),
-          Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" }))
+            indexer: indexerHealth(indexer),
+            // The hot key's address comes checksummed from its private key.
+            sender: { ...sender, address: sender.address as Address }
+          }))
         )
       )
       .handle("metrics", handleMetrics(settings.metricsToken))

@@ -1,6 +1,6 @@
 /**
  * `npm run relayer` as an operator runs it: a deployment file and an RPC URL are enough to serve
- * health and the OpenAPI document; a missing RPC URL stops start-up with one line naming it.
+ * health (with the hot key's state) and the OpenAPI document; a missing RPC URL stops start-up with one line naming it.
  */
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -31,6 +31,7 @@ writeFileSync(
 
 /** Anvil's mnemonic account #1, the devnet's relayer hot key. */
 const HOT_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
+const HOT_KEY_ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
 let anvil: AnvilInstance
 const running: Array<ServiceProcess> = []
@@ -74,7 +75,15 @@ describe("relayer process", () => {
     })
     const health = await fetch(`${base}/v1/health`)
     expect(health.status).toBe(200)
-    expect(await health.json()).toMatchObject({ ok: true, chainId: 31337, block: 3 })
+    const body = (await health.json()) as { sender?: Record<string, unknown> }
+    expect(body).toMatchObject({ ok: true, chainId: 31337, block: 3 })
+    // The hot key's own state and nothing else: anvil's account #1 with its 10000 ETH, unused.
+    expect(body.sender).toEqual({
+      address: HOT_KEY_ADDRESS,
+      pending: 0,
+      nextNonce: "0",
+      balance: (10_000n * 10n ** 18n).toString()
+    })
     const openapi = await fetch(`${base}/v1/openapi.json`)
     expect(openapi.status).toBe(200)
     const spec = (await openapi.json()) as { paths: Record<string, unknown> }

@@ -160,7 +160,17 @@ export const relayer = {
       }
     ]
   },
-  HealthResponse: { ok: true, chainId: 31337, block: 0 }
+  HealthResponse: {
+    ok: true,
+    chainId: 31337,
+    block: 0,
+    sender: {
+      address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      pending: 1,
+      nextNonce: "7",
+      balance: "10000000000000000000000"
+    }
+  }
 } as const
 
 const session = "sEsSiOn_token-0123456789.abc~"
