@@ -1,0 +1,290 @@
+/**
+ * The relayer killed with a transaction pending (SIGKILL, no shutdown hook runs) and started again
+ * on the same database: the transaction is still tracked, the next claim gets the next nonce, and
+ * once mined both carry consecutive nonces from the hot key (no gap, no reuse). The relayer runs
+ * as its own Node process, the way an operator runs it; on its embedded database in a directory,
+ * and on PostgreSQL too when `DATABASE_URL` is set.
+ */
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Context, Effect, Layer, ManagedRuntime } from "effect"
+import {
+  type Address,
+  createPublicClient,
+  encodeAbiParameters,
+  type Hex,
+  http,
+  keccak256,
+  toHex,
+  zeroAddress
+} from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { feeVaultAbi, testTokenAbi } from "../../contracts/abi.js"
+import { devnetAccount, devnetClients } from "../../contracts/deploy.js"
+import {
+  type DevnetChain,
+  devnetChain,
+  devnetKeys,
+  freeLoopbackPort,
+  relayerEnv,
+  writeDevnetFile
+} from "../../layers/devnet.js"
+import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
+import { computeId, ownerCommitment } from "../../schema/ids.js"
+import { postgresSchema } from "../indexer/support/harness.js"
+import { rpc } from "../relayer/txsender-support.js"
+import { type ServiceProcess, startService } from "../support/process.js"
+
+// Each test starts the relayer process twice: slow on a busy machine.
+const TEST_TIMEOUT = 360_000
+const E18 = 10n ** 18n
+
+class RestartDevnet extends Context.Tag("RestartDevnet")<RestartDevnet, DevnetChain>() {}
+
+const runtime = ManagedRuntime.make(
+  Layer.scoped(RestartDevnet, devnetChain({ dir: join(tmpdir(), `relayer-restart-e2e-${process.pid}`) }))
+)
+let chain: DevnetChain
+let rpcUrl = ""
+const running: Array<ServiceProcess> = []
+const relayerAddress = privateKeyToAccount(devnetKeys.relayer).address
+
+beforeAll(async () => {
+  chain = await runtime.runPromise(RestartDevnet)
+  rpcUrl = chain.anvil.rpcUrl
+}, 180_000)
+afterAll(async () => {
+  for (const service of running) await service.stop()
+  await runtime.dispose()
+}, 60_000)
+
+// ---------------------------------------------------------------------------------------------
+// Chain helpers
+
+const publicClient = () => createPublicClient({ transport: http(rpcUrl) })
+
+const send = async (from: number, request: Record<string, unknown>) => {
+  const { publicClient: reader, walletClient } = await devnetClients(rpcUrl, devnetAccount(from))
+  const hash = await walletClient.writeContract(request as never)
+  const receipt = await reader.waitForTransactionReceipt({ hash })
+  if (receipt.status !== "success") throw new Error(`setup transaction reverted: ${hash}`)
+}
+
+const tokenBalance = (token: Address, holder: Address) =>
+  publicClient().readContract({
+    address: token,
+    abi: testTokenAbi,
+    functionName: "balanceOf",
+    args: [holder]
+  })
+
+/** A registered owner (EOA) with `amount` of the settlement asset in the vault. */
+const fundedOwner = async (amount: bigint) => {
+  const { vault, settlementAsset: usdt } = chain.deployment
+  const signer = privateKeyToAccount(generatePrivateKey())
+  const salt = keccak256(toHex(signer.address))
+  const id = computeId(1, ownerCommitment(signer.address, salt), zeroAddress, 0n)
+  await send(8, {
+    address: vault,
+    abi: feeVaultAbi,
+    functionName: "registerOwner",
+    args: [signer.address, salt, zeroAddress, 0n]
+  })
+  const depositor = devnetAccount(9).address
+  await send(9, { address: usdt, abi: testTokenAbi, functionName: "mint", args: [depositor, amount] })
+  await send(9, { address: usdt, abi: testTokenAbi, functionName: "approve", args: [vault, amount] })
+  await send(9, { address: vault, abi: feeVaultAbi, functionName: "deposit", args: [id, usdt, amount] })
+  return { signer, id }
+}
+
+const transactionOf = (hash: Hex) =>
+  rpc<{ nonce: Hex; from: Address; blockNumber: Hex | null } | null>(rpcUrl, "eth_getTransactionByHash", [
+    hash
+  ])
+
+const nonceOf = async (tag: "latest" | "pending") =>
+  Number(await rpc<Hex>(rpcUrl, "eth_getTransactionCount", [relayerAddress, tag]))
+
+const until = async <A>(what: string, check: () => Promise<A | undefined>, seconds = 60): Promise<A> => {
+  const deadline = Date.now() + seconds * 1000
+  while (Date.now() < deadline) {
+    const value = await check()
+    if (value !== undefined) return value
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers
+
+const json = (value: unknown) => JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v))
+
+const quote = async (base: string) => {
+  const query = new URLSearchParams({ asset: chain.deployment.settlementAsset, adapter: zeroAddress })
+  const res = await fetch(`${base}/v1/quote?${query}`)
+  expect(res.status).toBe(200)
+  return BigInt(((await res.json()) as { relayerFee: string }).relayerFee)
+}
+
+const postClaim = async (
+  base: string,
+  owner: Awaited<ReturnType<typeof fundedOwner>>,
+  recipient: Address,
+  amount: bigint,
+  fee: bigint
+): Promise<Hex> => {
+  const adapterData = encodeAbiParameters([{ type: "address" }], [recipient])
+  const claim = {
+    beneficiaryId: owner.id,
+    asset: chain.deployment.settlementAsset,
+    amount,
+    adapter: zeroAddress,
+    dataHash: keccak256(adapterData),
+    relayer: relayerAddress,
+    relayerFee: fee,
+    nonce: 0n,
+    deadline: BigInt(Math.floor(Date.now() / 1000) + 3600)
+  }
+  const signature = await owner.signer.signTypedData({
+    domain: vaultDomain(chain.deployment.chainId, chain.deployment.vault),
+    types: vaultTypes,
+    primaryType: "Claim",
+    message: claim
+  })
+  const res = await fetch(`${base}/v1/claim`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: json({ claim, adapterData, signature })
+  })
+  const body = (await res.json()) as { txHash?: Hex }
+  if (res.status !== 200 || body.txHash === undefined)
+    throw new Error(`claim refused: ${res.status} ${json(body)}`)
+  return body.txHash
+}
+
+const txStatus = async (base: string, txHash: Hex) => {
+  const res = await fetch(`${base}/v1/tx-status`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: json({ txHash })
+  })
+  expect(res.status).toBe(200)
+  return (await res.json()) as { txHash: Hex; status: string; blockNumber?: number }
+}
+
+const health = async (base: string) => {
+  const res = await fetch(`${base}/v1/health`)
+  expect(res.status).toBe(200)
+  return (await res.json()) as {
+    sender: { address: Address; pending: number; nextNonce: string; balance: string }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const kinds = process.env.DATABASE_URL ? (["pglite", "postgresql"] as const) : (["pglite"] as const)
+
+describe.each(kinds)("relayer killed with a transaction pending (%s)", (kind) => {
+  it("still tracks it after a restart, and the next claim gets the next nonce", {
+    timeout: TEST_TIMEOUT
+  }, async () => {
+    const storage =
+      kind === "postgresql"
+        ? await postgresSchema(process.env.DATABASE_URL as string)
+        : {
+            storage: { kind: "pglite" as const, dataDir: join(chain.dir, "data", `relayer-${Date.now()}`) },
+            drop: async () => {}
+          }
+    try {
+      const port = await Effect.runPromise(freeLoopbackPort)
+      await Effect.runPromise(
+        writeDevnetFile(chain, { relayerUrl: `http://127.0.0.1:${port}`, attestorUrl: "http://127.0.0.1:1" })
+      )
+      const env = {
+        ...relayerEnv(chain, port),
+        ...(storage.storage.kind === "postgresql"
+          ? { DATABASE_URL: storage.storage.url }
+          : { DATA_DIR: storage.storage.dataDir }),
+        INDEXER_ENABLED: "false",
+        TX_POLL_INTERVAL_MS: "200"
+      }
+      const first = await fundedOwner(100n * E18)
+      const second = await fundedOwner(100n * E18)
+      const [recipientA, recipientB] = [
+        privateKeyToAccount(generatePrivateKey()).address,
+        privateKeyToAccount(generatePrivateKey()).address
+      ]
+      const relayerTokensBefore = await tokenBalance(chain.deployment.settlementAsset, relayerAddress)
+
+      const before = startService("relayer", env)
+      running.push(before)
+      const base = await before.url()
+      const fee = await quote(base)
+      const start = await nonceOf("latest")
+
+      await rpc(rpcUrl, "evm_setAutomine", [false])
+      const hashA = await postClaim(base, first, recipientA, 40n * E18, fee)
+      expect((await txStatus(base, hashA)).status).toBe("pending")
+      const pooled = await until("the claim in the pool", () =>
+        transactionOf(hashA).then((t) => t ?? undefined)
+      )
+      expect(Number(pooled.nonce)).toBe(start)
+      expect(pooled.blockNumber).toBeNull()
+
+      // No shutdown hook runs: the process is gone mid-flight.
+      before.child.kill("SIGKILL")
+      expect(await before.exited).toBeNull()
+
+      const after = startService("relayer", env)
+      running.push(after)
+      expect(await after.url()).toBe(base)
+      expect(await txStatus(base, hashA)).toEqual({ txHash: hashA, status: "pending" })
+      expect((await health(base)).sender).toMatchObject({
+        address: relayerAddress,
+        pending: 1,
+        nextNonce: String(start + 1)
+      })
+
+      const hashB = await postClaim(base, second, recipientB, 30n * E18, fee)
+      expect(hashB).not.toBe(hashA)
+      await until("the second claim in the pool", () => transactionOf(hashB).then((t) => t ?? undefined))
+
+      await rpc(rpcUrl, "evm_mine")
+      await rpc(rpcUrl, "evm_setAutomine", [true])
+      const statusA = await until("the first claim mined", async () => {
+        const s = await txStatus(base, hashA)
+        return s.status === "pending" ? undefined : s
+      })
+      const statusB = await until("the second claim mined", async () => {
+        const s = await txStatus(base, hashB)
+        return s.status === "pending" ? undefined : s
+      })
+      expect(statusA).toMatchObject({ txHash: hashA, status: "success" })
+      expect(statusB).toMatchObject({ txHash: hashB, status: "success" })
+
+      // Consecutive nonces from the hot key, and nothing else sent: no gap, no reuse.
+      const [txA, txB] = [await transactionOf(hashA), await transactionOf(hashB)]
+      expect(txA?.from.toLowerCase()).toBe(relayerAddress.toLowerCase())
+      expect(txB?.from.toLowerCase()).toBe(relayerAddress.toLowerCase())
+      expect([Number(txA?.nonce), Number(txB?.nonce)]).toEqual([start, start + 1])
+      expect(await nonceOf("latest")).toBe(start + 2)
+      expect(await nonceOf("pending")).toBe(start + 2)
+
+      const usdt = chain.deployment.settlementAsset
+      expect(await tokenBalance(usdt, recipientA)).toBe(40n * E18 - fee)
+      expect(await tokenBalance(usdt, recipientB)).toBe(30n * E18 - fee)
+      expect(await tokenBalance(usdt, relayerAddress)).toBe(relayerTokensBefore + 2n * fee)
+      const settled = await until("health to show nothing pending", async () => {
+        const h = await health(base)
+        return h.sender.pending === 0 ? h : undefined
+      })
+      expect(settled.sender.nextNonce).toBe(String(start + 2))
+      expect(await after.stop()).toBe(0)
+    } finally {
+      await rpc(rpcUrl, "evm_setAutomine", [true])
+      await storage.drop()
+    }
+  })
+})
