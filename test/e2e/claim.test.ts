@@ -1,7 +1,8 @@
 /**
  * POST /v1/claim end to end on a private devnet: the relayer runs in this process with its real
- * fee oracle and transaction sender against anvil and the reference vault; claims go in over HTTP
- * and their effects are read from the chain. Every refusal is checked to have sent nothing (the hot
+ * fee oracle, transaction sender and indexer against anvil and the reference vault; claims go in
+ * over HTTP and their effects are read from the chain (and, for a direct claim, from
+ * `/v1/accounts`). Every refusal is checked to have sent nothing (the hot
  * key's nonce is unchanged).
  *
  * The relayer trusts one proxy hop here, so each scenario presents its own client address in
@@ -73,7 +74,8 @@ const devnet = Layer.scoped(
     yield* writeDevnetFile(chain, { relayerUrl, attestorUrl: "http://127.0.0.1:1" })
     const env = {
       ...relayerEnv(chain, port),
-      INDEXER_ENABLED: "false",
+      // The indexer runs, so /v1/accounts can be checked after a claim; it polls often here.
+      INDEXER_POLL_INTERVAL_MS: "100",
       TRUST_PROXY: "1",
       // One token a minute: a slow machine cannot refill an id's bucket during the test.
       RATE_LIMIT_ID_PER_MINUTE: "1",
@@ -235,6 +237,29 @@ const mined = async (res: Response) => {
   throw new Error("transaction not mined in time")
 }
 
+interface ServedAccounts {
+  readonly block: number
+  readonly accounts: ReadonlyArray<{
+    readonly id: Hex
+    readonly owner: Address
+    readonly balances: Readonly<Record<string, string>>
+    readonly nonce: string
+  }>
+}
+
+/** `/v1/accounts` once it covers `block`. */
+const accountsAtLeast = async (block: number): Promise<ServedAccounts> => {
+  for (let i = 0; i < 600; i++) {
+    const res = await fetch(`${relayerUrl}/v1/accounts`, { headers: { "x-forwarded-for": nextClient() } })
+    if (res.status === 200) {
+      const body = (await res.json()) as ServedAccounts
+      if (body.block >= block) return body
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`/v1/accounts did not reach block ${block}`)
+}
+
 const deadline = () => BigInt(Math.floor(Date.now() / 1000) + 3600)
 
 const claimFor = (owner: Owner, fields: Partial<LooseClaim> & { adapterData: Hex }): LooseClaim => {
@@ -265,7 +290,7 @@ const signedRequest = async (
 // ---------------------------------------------------------------------------------------------
 
 describe("accepted claims", () => {
-  it("direct: the recipient gets amount - relayerFee, the relayer the fee, tx-status reaches success", async () => {
+  it("direct: the recipient gets amount - relayerFee, the relayer the fee, tx-status reaches success, /v1/accounts shows the new balance and nonce", async () => {
     const owner = eoaOwner()
     await registerOnChain(owner)
     await deposit(owner.id, usdt, 100n * E18)
@@ -286,6 +311,13 @@ describe("accepted claims", () => {
     expect(await tokenBalance(usdt, recipient)).toBe(40n * E18 - fee)
     expect(await tokenBalance(usdt, relayerAddress)).toBe(relayerBefore + fee)
     expect(await vaultBalance(owner.id, usdt)).toBe(60n * E18)
+    // What a client does next (spec: wait for `block >= receipt.blockNumber`): the indexed
+    // account shows the new balance and the next nonce.
+    const served = await accountsAtLeast(status.blockNumber ?? 0)
+    const account = served.accounts.find((a) => a.id.toLowerCase() === owner.id.toLowerCase())
+    expect(account?.balances[getAddress(usdt)]).toBe((60n * E18).toString())
+    expect(account?.nonce).toBe("1")
+    expect(account?.owner).toBe(getAddress(owner.address))
   })
 
   it("with a kind-1 registration in the same transaction", async () => {
