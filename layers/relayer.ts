@@ -8,6 +8,7 @@ import { RelayerSettings } from "../src/config/relayer.js"
 import { serveApi } from "../src/http/server.js"
 import { Indexer, indexerLayer } from "../src/indexer/Indexer.js"
 import { accountsFeedLayer } from "../src/relayer/accounts.js"
+import { RelayerActionsLive } from "../src/relayer/actions.js"
 import { RelayerApi } from "../src/relayer/api.js"
 import { RelayerClaimsLive } from "../src/relayer/claims.js"
 import { RelayerAccountsLive, RelayerOperatorLive } from "../src/relayer/http.js"
@@ -23,7 +24,8 @@ const RelayerHandlers = Layer.mergeAll(
   RelayerAccountsLive,
   TransactionsLive,
   QuoteLive,
-  RelayerClaimsLive
+  RelayerClaimsLive,
+  RelayerActionsLive
 ).pipe(Layer.provide(feeOracleLayer))
 
 /** Everything below the HTTP server, given the settings. */

@@ -12,7 +12,6 @@ import {
   addressRecord,
   BlockNumber,
   Bytes32,
-  bytesOfLength,
   ChainId,
   Deadline,
   Hex,
@@ -235,32 +234,21 @@ export const ConsolidateRequest = Schema.Struct({
 }).annotations({ identifier: "ConsolidateRequest" })
 export type ConsolidateRequest = typeof ConsolidateRequest.Type
 
-/** One shield template: the 320-byte canonical payload `abi.encode(bytes32 id, ShieldRequest)`. */
-export const ShieldTemplate = bytesOfLength(SHIELD_PAYLOAD_BYTES).annotations({
-  identifier: "ShieldTemplate",
-  description: `0x-prefixed hex, exactly ${SHIELD_PAYLOAD_BYTES} bytes`
-})
-
 /**
- * Count (1..32) and size (320 bytes each) are checked here; uniqueness and canonical form need the
- * account id and the settlement asset and are the service's (`invalid_templates`).
+ * Shield templates as the wire carries them: any list of byte strings. Their count (1..32), size
+ * (320 bytes each), uniqueness and canonical form are checked by the service, which refuses every
+ * one of those with `invalid_templates` (PROTOCOL.md §7) rather than a generic `bad_request`.
  */
-export const ShieldTemplates = Schema.Array(ShieldTemplate).pipe(
-  Schema.minItems(1, { message: () => "expected at least 1 template" }),
-  Schema.maxItems(MAX_TEMPLATES, { message: () => `expected at most ${MAX_TEMPLATES} templates` }),
-  Schema.annotations({ identifier: "ShieldTemplates" })
-)
-
-/** Index of the first template equal to an earlier one, if any (templates decode to lowercase). */
-export const duplicateTemplateIndex = (templates: ReadonlyArray<string>): number | undefined => {
-  const seen = new Set<string>()
-  for (const [i, t] of templates.entries()) {
-    const key = t.toLowerCase()
-    if (seen.has(key)) return i
-    seen.add(key)
+export const ShieldTemplates = Schema.Array(Hex).annotations({
+  identifier: "ShieldTemplates",
+  description: `1..${MAX_TEMPLATES} unique canonical shield payloads, each 0x-prefixed hex of exactly ${SHIELD_PAYLOAD_BYTES} bytes; anything else is 400 invalid_templates`,
+  jsonSchema: {
+    type: "array",
+    minItems: 1,
+    maxItems: MAX_TEMPLATES,
+    items: { type: "string", pattern: `^0x[0-9a-fA-F]{${SHIELD_PAYLOAD_BYTES * 2}}$` }
   }
-  return undefined
-}
+})
 
 export const ShieldTemplatesRequest = Schema.Struct({
   id: Bytes32,

@@ -25,6 +25,8 @@ export interface AccountSnapshot {
   /** None when the id is not registered. */
   readonly account: Option.Option<VaultAccount>
   readonly nonce: bigint
+  /** `bindNonces(id)`: what `CancelBind` and attestors' `BindOwner` sign. */
+  readonly bindNonce: bigint
   /** The vault balance of one of the assets asked for (0 for any other). */
   readonly balance: (asset: Address) => bigint
 }
@@ -45,6 +47,7 @@ export class AccountReader extends Context.Tag("AccountReader")<AccountReader, A
           const calls: Array<Hex> = [
             encodeFunctionData({ abi: feeVaultAbi, functionName: "accountOf", args: [id] }),
             encodeFunctionData({ abi: feeVaultAbi, functionName: "nonces", args: [id] }),
+            encodeFunctionData({ abi: feeVaultAbi, functionName: "bindNonces", args: [id] }),
             ...assets.map((asset) =>
               encodeFunctionData({ abi: feeVaultAbi, functionName: "balanceOf", args: [id, asset] })
             )
@@ -80,8 +83,13 @@ export class AccountReader extends Context.Tag("AccountReader")<AccountReader, A
 
 const decodeSnapshot = (data: Hex, assets: ReadonlyArray<Address>): AccountSnapshot => {
   const results = decodeFunctionResult({ abi: feeVaultAbi, functionName: "multicall", data })
-  const [accountData, nonceData, ...balanceData] = results
-  if (accountData === undefined || nonceData === undefined || balanceData.length !== assets.length)
+  const [accountData, nonceData, bindNonceData, ...balanceData] = results
+  if (
+    accountData === undefined ||
+    nonceData === undefined ||
+    bindNonceData === undefined ||
+    balanceData.length !== assets.length
+  )
     throw new Error("multicall returned the wrong number of results")
   const [kind, owner, fallbackRecipient, fallbackDelay, , pendingOwner, pendingReadyAt] =
     decodeFunctionResult({
@@ -90,6 +98,11 @@ const decodeSnapshot = (data: Hex, assets: ReadonlyArray<Address>): AccountSnaps
       data: accountData
     })
   const nonce = decodeFunctionResult({ abi: feeVaultAbi, functionName: "nonces", data: nonceData })
+  const bindNonce = decodeFunctionResult({
+    abi: feeVaultAbi,
+    functionName: "bindNonces",
+    data: bindNonceData
+  })
   const balances = new Map<string, bigint>()
   assets.forEach((asset, i) => {
     balances.set(
@@ -103,6 +116,7 @@ const decodeSnapshot = (data: Hex, assets: ReadonlyArray<Address>): AccountSnaps
         ? Option.some({ kind, owner, fallbackRecipient, fallbackDelay, pendingOwner, pendingReadyAt })
         : Option.none(),
     nonce,
+    bindNonce,
     balance: (asset) => balances.get(asset.toLowerCase()) ?? 0n
   }
 }

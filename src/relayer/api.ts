@@ -8,6 +8,7 @@ import { Wire } from "../../schema/errors.js"
 import { AccountsResponse, HealthResponse } from "../../schema/relayer.js"
 import { serviceDocument } from "../http/openapi.js"
 import { metricsEndpoint } from "../http/operator.js"
+import { RelayerActionsGroup, RelayerBindsGroup } from "./actions.js"
 import { RelayerClaimsGroup } from "./claims.js"
 import { QuoteGroup } from "./quote.js"
 import { TransactionsGroup } from "./transactions.js"
@@ -40,6 +41,8 @@ export class RelayerApi extends HttpApi.make("relayer")
   .add(TransactionsGroup)
   .add(RelayerAccountsGroup)
   .add(RelayerClaimsGroup)
+  .add(RelayerActionsGroup)
+  .add(RelayerBindsGroup)
   .addError(Wire.BadRequest)
   .addError(Wire.PayloadTooLarge)
   .addError(Wire.RateLimited)

@@ -10,8 +10,7 @@
  *   4. fee against the current quote minus `QUOTE_TOLERANCE_BPS`
  *   5. build, simulate, cap, send
  */
-import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
-import type { Address, Hex } from "viem"
+import { Array as Arr, Clock, Context, Effect, Layer } from "effect"
 import {
   type AdapterNotAllowed,
   type BadRequest,
@@ -20,9 +19,9 @@ import {
   FeeTooLow,
   type GasCapExceeded,
   type InvalidAmount,
-  InvalidSignature,
+  type InvalidSignature,
   NonceMismatch,
-  NotFound,
+  type NotFound,
   type RateLimited,
   type RecipientDenied,
   type RelayerMismatch,
@@ -30,15 +29,15 @@ import {
   type Unavailable
 } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
-import type { Bytes32 } from "../../schema/primitives.js"
 import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
 import { RelayerSettings } from "../config/relayer.js"
-import { AccountReader, type AccountSnapshot } from "./AccountReader.js"
+import { AccountReader } from "./AccountReader.js"
 import { FeeOracle, type QuoteRequest } from "./FeeOracle.js"
-import { batchCalls, claimCall, consolidateCall, registerCall } from "./multicall.js"
+import { claimCall, consolidateCall, registerCall } from "./multicall.js"
 import { IdRateLimit } from "./rateLimits.js"
+import { relay } from "./relay.js"
 import { TxPreflight } from "./simulate.js"
-import { TxSender, txSubmitErrorToApi } from "./TxSender.js"
+import { TxSender } from "./TxSender.js"
 import {
   checkAdapter,
   checkAgainstConsolidated,
@@ -51,6 +50,7 @@ import {
   minimumFee
 } from "./validation/claimRules.js"
 import { DenyList, screenRecipients } from "./validation/denyList.js"
+import { expectedOwner } from "./validation/owner.js"
 import { VaultSignatures } from "./validation/signatures.js"
 
 /** Every refusal of POST /v1/claim (the endpoint declares exactly these). */
@@ -77,29 +77,6 @@ export interface ClaimsShape {
 
 export class Claims extends Context.Tag("Claims")<Claims, ClaimsShape>() {}
 
-/**
- * Whose signature the request must carry: the registering owner, else the registered one. A
- * handle account has no owner until a bind finalizes, so nobody can sign for it yet.
- */
-const expectedOwner = (
-  request: ClaimRequest,
-  snapshot: AccountSnapshot
-): Effect.Effect<Address, NotFound | InvalidSignature> => {
-  const noOwner = new InvalidSignature({
-    message: "a handle account has no owner until a bind finalizes, so no signature can be valid"
-  })
-  if (request.register !== undefined)
-    return request.register.kind === 1 ? Effect.succeed(request.register.owner) : Effect.fail(noOwner)
-  return Option.match(snapshot.account, {
-    onNone: () =>
-      Effect.fail(
-        new NotFound({ message: "the account is not registered; send its registration in register" })
-      ),
-    onSome: (account) =>
-      account.owner === ZERO_ADDRESS ? Effect.fail(noOwner) : Effect.succeed(account.owner)
-  })
-}
-
 export const ClaimsLive: Layer.Layer<
   Claims,
   never,
@@ -122,6 +99,7 @@ export const ClaimsLive: Layer.Layer<
     const preflight = yield* TxPreflight
     const idLimit = yield* IdRateLimit
     const sender = yield* TxSender
+    const send = relay({ vault: settings.vault, preflight, idLimit, sender })
     const rules = {
       settlementAsset: settings.settlementAsset,
       shieldAdapter: settings.shieldAdapter,
@@ -155,7 +133,7 @@ export const ClaimsLive: Layer.Layer<
 
         // Rule 3: owner signatures and nonces, against one read of the account.
         const snapshot = yield* accounts.read(id, consolidate === undefined ? [] : [settings.settlementAsset])
-        const owner = yield* expectedOwner(request, snapshot)
+        const owner = yield* expectedOwner(register, snapshot)
         yield* signatures.verifyOwner({
           owner,
           primaryType: "Claim",
@@ -205,21 +183,18 @@ export const ClaimsLive: Layer.Layer<
           })
 
         // Rule 5: build, simulate, cap, send.
-        const steps: ReadonlyArray<Hex> = [
-          ...(register === undefined ? [] : [registerCall(register)]),
-          ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
-        ]
-        const data = batchCalls(Arr.append(steps, claimCall(claim, adapterData, signature)))
-        const { gasLimit } = yield* preflight.check({
-          data,
+        return yield* send({
+          id,
+          calls: Arr.append(
+            [
+              ...(register === undefined ? [] : [registerCall(register)]),
+              ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
+            ],
+            claimCall(claim, adapterData, signature)
+          ),
           budget: oracle.gasBudget(quoteRequest),
           action: "claim"
         })
-        yield* idLimit.charge(id)
-        const txHash = yield* sender
-          .submit({ to: settings.vault, data, gas: gasLimit })
-          .pipe(Effect.mapError(txSubmitErrorToApi))
-        return { txHash: txHash as Bytes32 }
       }).pipe(Effect.withSpan("Claims.submit"))
 
     return { submit }

@@ -10,6 +10,12 @@ export const claimOutcomes = Metric.counter("relayer_claims_total", {
   incremental: true
 })
 
+export const actionOutcomes = Metric.counter("relayer_actions_total", {
+  description:
+    "Owner-action and bind requests (consolidate, shield-templates, rotate-owner, ping, cancel-bind, propose-bind, finalize-bind) by action and outcome: ok or the refusal's code",
+  incremental: true
+})
+
 export const simulationFailures = Metric.counter("relayer_simulation_failures_total", {
   description:
     "Relayed transactions whose simulation (eth_call or eth_estimateGas) reverted, by action and vault error",
@@ -18,6 +24,9 @@ export const simulationFailures = Metric.counter("relayer_simulation_failures_to
 
 export const recordClaimOutcome = (code: string) =>
   Metric.increment(Metric.tagged(claimOutcomes, "code", code))
+
+export const recordActionOutcome = (action: string) => (code: string) =>
+  Metric.increment(Metric.tagged(Metric.tagged(actionOutcomes, "action", action), "code", code))
 
 /** Names a revert may be labelled with: the vault's errors (which include the shield adapter's). */
 const knownErrors = new Set<string>([

@@ -1,11 +1,10 @@
 /**
- * The claim route: POST /v1/claim declared with every refusal it can answer, and its handler. The
- * handler decodes the body itself (the route declares it, so the OpenAPI document and typed
- * clients still see the schema) so that a malformed body is counted among the claim outcomes too.
+ * The claim route: POST /v1/claim declared with every refusal it can answer, and its handler
+ * (`relayedWrite`: decoded in the handler so that malformed bodies count among the outcomes).
  */
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiError, HttpApiGroup } from "@effect/platform"
-import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
-import { errorCatalog, Wire } from "../../schema/errors.js"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { Wire } from "../../schema/errors.js"
 import { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
 import { AccountReader } from "./AccountReader.js"
 import { Claims, ClaimsLive } from "./claim.js"
@@ -14,6 +13,7 @@ import { IdRateLimit } from "./rateLimits.js"
 import { TxPreflight } from "./simulate.js"
 import { DenyList } from "./validation/denyList.js"
 import { VaultSignatures } from "./validation/signatures.js"
+import { relayedWrite } from "./writeRoute.js"
 
 export const claimEndpoint = HttpApiEndpoint.post("claim", "/v1/claim")
   .setPayload(ClaimRequest)
@@ -43,36 +43,10 @@ export class RelayerClaimsGroup extends HttpApiGroup.make("claims").add(claimEnd
  */
 const ClaimsApiView = HttpApi.make("relayer").add(RelayerClaimsGroup)
 
-const decodeClaimRequest = Schema.decodeUnknown(ClaimRequest)
-
 /** The handlers alone; `Claims` comes from the caller (tests give a stub). */
 export const claimsHandlers = HttpApiBuilder.group(ClaimsApiView, "claims", (handlers) =>
   Effect.map(Claims, (claims) =>
-    handlers.handleRaw("claim", ({ request }) =>
-      request.json.pipe(
-        // The body guard already refused anything that is not a JSON object.
-        Effect.orDie,
-        Effect.flatMap((body) => decodeClaimRequest(body)),
-        Effect.catchTag("ParseError", (error) =>
-          Effect.flatMap(HttpApiError.HttpApiDecodeError.fromParseError(error), Effect.fail)
-        ),
-        Effect.flatMap(claims.submit),
-        Effect.onExit(
-          Exit.match({
-            onSuccess: () => recordClaimOutcome("ok"),
-            onFailure: (cause) =>
-              Option.match(Cause.failureOption(cause), {
-                onSome: (error) =>
-                  recordClaimOutcome(
-                    error._tag === "HttpApiDecodeError" ? "bad_request" : errorCatalog[error._tag].code
-                  ),
-                // A client that hangs up is no outcome; a defect is answered as 500 `internal`.
-                onNone: () => (Cause.isInterruptedOnly(cause) ? Effect.void : recordClaimOutcome("internal"))
-              })
-          })
-        )
-      )
-    )
+    handlers.handleRaw("claim", relayedWrite(ClaimRequest, recordClaimOutcome)(claims.submit))
   )
 )
 

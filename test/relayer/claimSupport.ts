@@ -220,6 +220,7 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         return {
           account: Option.fromNullable(entry?.account),
           nonce: entry?.nonce ?? 0n,
+          bindNonce: 0n,
           balance: (asset: string) => entry?.balances.get(asset.toLowerCase()) ?? 0n
         }
       })

@@ -6,7 +6,6 @@ import {
   CancelBindRequest,
   ClaimRequest,
   ConsolidateRequest,
-  duplicateTemplateIndex,
   FinalizeBindRequest,
   HealthResponse,
   PingRequest,
@@ -156,14 +155,6 @@ describe("QuoteQuery", () => {
   })
 })
 
-describe("duplicateTemplateIndex", () => {
-  it("finds the first repeated template, whatever its case", () => {
-    const other = `0x${"5b".repeat(320)}`
-    expect(duplicateTemplateIndex([template, other])).toBeUndefined()
-    expect(duplicateTemplateIndex([template, other, template.toUpperCase().replace("0X", "0x")])).toBe(2)
-  })
-})
-
 const without = (o: object, key: string) => Object.fromEntries(Object.entries(o).filter(([k]) => k !== key))
 const templates = (n: number, bytes = 320) =>
   Array.from({ length: n }, (_, i) => `0x${i.toString(16).padStart(2, "0").repeat(bytes)}`)
@@ -252,18 +243,6 @@ const malformed: ReadonlyArray<readonly [string, AnySchema, unknown]> = [
     { ...registerHandle, fallbackDelay: "60" }
   ],
   ["registration kind 2 with kind 1 fields", RegisterHandle, registerOwner],
-  [
-    "template of 319 bytes",
-    ShieldTemplatesRequest,
-    { ...examples.ShieldTemplatesRequest, templates: templates(1, 319) }
-  ],
-  [
-    "template of 321 bytes",
-    ShieldTemplatesRequest,
-    { ...examples.ShieldTemplatesRequest, templates: templates(1, 321) }
-  ],
-  ["33 templates", ShieldTemplatesRequest, { ...examples.ShieldTemplatesRequest, templates: templates(33) }],
-  ["0 templates", ShieldTemplatesRequest, { ...examples.ShieldTemplatesRequest, templates: [] }],
   [
     "templates not an array",
     ShieldTemplatesRequest,

@@ -1,0 +1,282 @@
+/**
+ * The bind endpoints (spec/relayer.md §3 bind rows, §4): unpaid, but simulated, gas-capped and
+ * charged to the account's rate limit like every other relayed transaction.
+ *
+ * - cancel-bind: the current owner's `CancelBind` over `bindNonces(id)`, only while a bind is
+ *   pending (409 `bind_state` otherwise).
+ * - propose-bind: attestor signatures over `BindOwner(id, newOwner, bindNonces(id), deadline)`;
+ *   the relayer recovers each, drops duplicates and non-attestors, requires `attestorThreshold()`
+ *   valid distinct ones (400 `insufficient_attestations`) and sends them sorted by signer, as the
+ *   vault demands. A kind-2 registration may travel with it. 409 `bind_state` while one is pending.
+ * - finalize-bind: permissionless once the chain's time reaches `pendingReadyAt` (409 `bind_state`
+ *   before, or with no pending bind).
+ */
+import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
+import { type Address, decodeFunctionResult, encodeFunctionData } from "viem"
+import { feeVaultAbi } from "../../contracts/abi.js"
+import {
+  BadRequest,
+  BindState,
+  type DeadlineTooSoon,
+  type GasCapExceeded,
+  InsufficientAttestations,
+  InvalidSignature,
+  NotFound,
+  type RateLimited,
+  type SimulationFailed,
+  Unavailable
+} from "../../schema/errors.js"
+import { ZERO_ADDRESS } from "../../schema/ids.js"
+import type {
+  CancelBindRequest,
+  FinalizeBindRequest,
+  ProposeBindRequest,
+  TxHashResponse
+} from "../../schema/relayer.js"
+import { ChainClient } from "../chain/ChainClient.js"
+import { RelayerSettings } from "../config/relayer.js"
+import { AccountReader, type AccountSnapshot, type VaultAccount } from "./AccountReader.js"
+import { bindGasBudgetOf } from "./fees/gasBudget.js"
+import { registerCall } from "./multicall.js"
+import { IdRateLimit } from "./rateLimits.js"
+import { relay } from "./relay.js"
+import { TxPreflight } from "./simulate.js"
+import { TxSender } from "./TxSender.js"
+import { checkDeadline, checkRegistration } from "./validation/claimRules.js"
+import { recoverEcdsa, VaultSignatures } from "./validation/signatures.js"
+
+/** Every refusal of the bind endpoints (each endpoint declares exactly these). */
+export type BindError =
+  | BadRequest
+  | DeadlineTooSoon
+  | InvalidSignature
+  | InsufficientAttestations
+  | NotFound
+  | BindState
+  | SimulationFailed
+  | GasCapExceeded
+  | RateLimited
+  | Unavailable
+
+type Submit<R> = (request: R) => Effect.Effect<TxHashResponse, BindError>
+
+export interface BindsShape {
+  readonly cancelBind: Submit<CancelBindRequest>
+  readonly proposeBind: Submit<ProposeBindRequest>
+  readonly finalizeBind: Submit<FinalizeBindRequest>
+}
+
+export class Binds extends Context.Tag("Binds")<Binds, BindsShape>() {}
+
+/** The attestor set as the vault holds it, for a list of candidate signers. */
+export interface AttestorView {
+  readonly threshold: bigint
+  readonly isAttestor: ReadonlyArray<boolean>
+}
+
+const registered = (snapshot: AccountSnapshot): Effect.Effect<VaultAccount, NotFound> =>
+  Option.match(snapshot.account, {
+    onNone: () => Effect.fail(new NotFound({ message: "the account is not registered" })),
+    onSome: Effect.succeed
+  })
+
+const unavailable = () => new Unavailable({ message: "the chain RPC is not answering" })
+
+/** Ascending by address as the vault compares them (as 160-bit numbers). */
+const bySigner = (a: { readonly signer: Address }, b: { readonly signer: Address }) =>
+  a.signer.toLowerCase() < b.signer.toLowerCase() ? -1 : 1
+
+export const BindsLive: Layer.Layer<
+  Binds,
+  never,
+  RelayerSettings | ChainClient | AccountReader | VaultSignatures | TxPreflight | IdRateLimit | TxSender
+> = Layer.effect(
+  Binds,
+  Effect.gen(function* () {
+    const settings = yield* RelayerSettings
+    const chain = yield* ChainClient
+    const accounts = yield* AccountReader
+    const signatures = yield* VaultSignatures
+    const send = relay({
+      vault: settings.vault,
+      preflight: yield* TxPreflight,
+      idLimit: yield* IdRateLimit,
+      sender: yield* TxSender
+    })
+    const budget = (input: Parameters<typeof bindGasBudgetOf>[0]) =>
+      bindGasBudgetOf(input, settings.gasBudgetBps)
+    const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+
+    /** `attestorThreshold()` and `isAttestor(s)` for each signer, in one call of the vault's multicall. */
+    const attestors = (signers: ReadonlyArray<Address>): Effect.Effect<AttestorView, Unavailable> =>
+      chain
+        .call({
+          to: settings.vault,
+          data: encodeFunctionData({
+            abi: feeVaultAbi,
+            functionName: "multicall",
+            args: [
+              [
+                encodeFunctionData({ abi: feeVaultAbi, functionName: "attestorThreshold" }),
+                ...signers.map((signer) =>
+                  encodeFunctionData({ abi: feeVaultAbi, functionName: "isAttestor", args: [signer] })
+                )
+              ]
+            ]
+          }),
+          errorAbi: feeVaultAbi
+        })
+        .pipe(
+          Effect.mapError(unavailable),
+          Effect.flatMap((data) =>
+            Effect.try({
+              try: () => {
+                const [threshold, ...flags] = decodeFunctionResult({
+                  abi: feeVaultAbi,
+                  functionName: "multicall",
+                  data
+                })
+                if (threshold === undefined || flags.length !== signers.length)
+                  throw new Error("short answer")
+                return {
+                  threshold: decodeFunctionResult({
+                    abi: feeVaultAbi,
+                    functionName: "attestorThreshold",
+                    data: threshold
+                  }),
+                  isAttestor: flags.map((flag) =>
+                    decodeFunctionResult({ abi: feeVaultAbi, functionName: "isAttestor", data: flag })
+                  )
+                }
+              },
+              catch: () => new Unavailable({ message: "the vault answered with unexpected data" })
+            })
+          )
+        )
+
+    const cancelBind: BindsShape["cancelBind"] = (request) =>
+      Effect.gen(function* () {
+        yield* checkDeadline(request.deadline, yield* nowSeconds, settings.minDeadlineSeconds, "deadline")
+        const snapshot = yield* accounts.read(request.id)
+        const account = yield* registered(snapshot)
+        if (account.pendingOwner === ZERO_ADDRESS)
+          return yield* new BindState({ message: "the account has no pending bind to cancel" })
+        if (account.owner === ZERO_ADDRESS)
+          return yield* new InvalidSignature({
+            message: "the account has no owner yet, so nobody can cancel its bind (an attestor can veto it)"
+          })
+        yield* signatures.verifyOwner({
+          owner: account.owner,
+          primaryType: "CancelBind",
+          message: { id: request.id, bindNonce: snapshot.bindNonce, deadline: request.deadline },
+          signature: request.signature,
+          what: `the cancel-bind (signed over the account's current bindNonce, ${snapshot.bindNonce})`
+        })
+        return yield* send({
+          id: request.id,
+          calls: [
+            encodeFunctionData({
+              abi: feeVaultAbi,
+              functionName: "cancelBind",
+              args: [request.id, request.deadline, request.signature]
+            })
+          ],
+          budget: budget({ action: "cancel-bind" }),
+          action: "cancel-bind"
+        })
+      }).pipe(Effect.withSpan("Binds.cancelBind"))
+
+    const proposeBind: BindsShape["proposeBind"] = (request) =>
+      Effect.gen(function* () {
+        const { id, newOwner, deadline, register } = request
+        yield* checkDeadline(deadline, yield* nowSeconds, settings.minDeadlineSeconds, "deadline")
+        if (newOwner === ZERO_ADDRESS)
+          return yield* new BadRequest({ message: "newOwner must not be the zero address" })
+        if (register !== undefined) yield* checkRegistration(id, register)
+
+        const snapshot = yield* accounts.read(id)
+        if (Option.isSome(snapshot.account)) {
+          const account = snapshot.account.value
+          if (register !== undefined)
+            return yield* new BadRequest({ message: "the account is already registered; leave out register" })
+          if (account.kind !== 2)
+            return yield* new BadRequest({ message: "binds apply to handle accounts (kind 2) only" })
+          if (account.pendingOwner !== ZERO_ADDRESS)
+            return yield* new BindState({
+              message:
+                "a bind is already pending for this account; it must be finalized, cancelled or vetoed first"
+            })
+        } else if (register === undefined) {
+          return yield* new NotFound({
+            message: "the account is not registered; send its kind-2 registration in register"
+          })
+        }
+
+        // Recover every signature over the one BindOwner message; keep one per signer.
+        const digest = signatures.digest("BindOwner", {
+          id,
+          newOwner,
+          bindNonce: snapshot.bindNonce,
+          deadline
+        })
+        const recovered = yield* Effect.forEach(request.signatures, (signature) =>
+          Effect.map(
+            recoverEcdsa(digest, signature),
+            Option.map((signer) => ({ signer, signature }))
+          )
+        )
+        const distinct = Arr.dedupeWith(Arr.getSomes(recovered), (a, b) => a.signer === b.signer)
+        const view = yield* attestors(distinct.map((s) => s.signer))
+        const valid = distinct.filter((_, i) => view.isAttestor[i] === true).sort(bySigner)
+        if (view.threshold === 0n)
+          return yield* new InsufficientAttestations({
+            message: "the vault has no attestor threshold set, so it accepts no bind"
+          })
+        if (BigInt(valid.length) < view.threshold)
+          return yield* new InsufficientAttestations({
+            message: `${valid.length} valid distinct attestor signature(s) over BindOwner at bindNonce ${snapshot.bindNonce}; the vault requires ${view.threshold}`
+          })
+
+        return yield* send({
+          id,
+          calls: Arr.prependAll(
+            Arr.of(
+              encodeFunctionData({
+                abi: feeVaultAbi,
+                functionName: "proposeBind",
+                args: [id, newOwner, deadline, valid.map((s) => s.signature)]
+              })
+            ),
+            register === undefined ? [] : [registerCall(register)]
+          ),
+          budget: budget({
+            action: "propose-bind",
+            register: register !== undefined,
+            signatures: valid.length
+          }),
+          action: "propose-bind"
+        })
+      }).pipe(Effect.withSpan("Binds.proposeBind"))
+
+    const finalizeBind: BindsShape["finalizeBind"] = (request) =>
+      Effect.gen(function* () {
+        const account = yield* registered(yield* accounts.read(request.id))
+        if (account.pendingOwner === ZERO_ADDRESS)
+          return yield* new BindState({ message: "the account has no pending bind to finalize" })
+        // The vault compares with its block time, which may run ahead of this machine's clock.
+        const head = yield* chain.getBlock().pipe(Effect.mapError(unavailable))
+        if (head.timestamp < account.pendingReadyAt)
+          return yield* new BindState({
+            message: `the pending bind is ready at ${account.pendingReadyAt} (chain time now ${head.timestamp})`
+          })
+        return yield* send({
+          id: request.id,
+          calls: [encodeFunctionData({ abi: feeVaultAbi, functionName: "finalizeBind", args: [request.id] })],
+          budget: budget({ action: "finalize-bind" }),
+          action: "finalize-bind"
+        })
+      }).pipe(Effect.withSpan("Binds.finalizeBind"))
+
+    return { cancelBind, proposeBind, finalizeBind }
+  })
+)

@@ -1,0 +1,53 @@
+/**
+ * The last step of every relayed write (spec/relayer.md §4 rule 5, §8): the steps batched into one
+ * transaction, simulated and gas-capped, the account's rate limit charged only once the vault has
+ * accepted the simulation, and the transaction handed to the hot key's sender.
+ */
+
+import { Effect } from "effect"
+import type { NonEmptyReadonlyArray } from "effect/Array"
+import type { Address, Hex } from "viem"
+import type { GasCapExceeded, RateLimited, SimulationFailed, Unavailable } from "../../schema/errors.js"
+import type { Bytes32 } from "../../schema/primitives.js"
+import type { TxHashResponse } from "../../schema/relayer.js"
+import { batchCalls } from "./multicall.js"
+import type { IdRateLimitShape } from "./rateLimits.js"
+import type { TxPreflightShape } from "./simulate.js"
+import { type TxSenderShape, txSubmitErrorToApi } from "./TxSender.js"
+
+export interface RelayDeps {
+  readonly vault: Address
+  readonly preflight: TxPreflightShape
+  readonly idLimit: IdRateLimitShape
+  readonly sender: TxSenderShape
+}
+
+export interface RelayRequest {
+  /** The account whose rate limit the transaction is charged to. */
+  readonly id: Hex
+  /** Vault calls in order; one call is sent unwrapped, several as one `multicall`. */
+  readonly calls: NonEmptyReadonlyArray<Hex>
+  /** The request's gas budget (its quote's `gasEstimate`). */
+  readonly budget: bigint
+  /** Labels the simulation-failure metric. */
+  readonly action: string
+}
+
+export type RelayError = SimulationFailed | GasCapExceeded | RateLimited | Unavailable
+
+export const relay =
+  (deps: RelayDeps) =>
+  (request: RelayRequest): Effect.Effect<TxHashResponse, RelayError> =>
+    Effect.gen(function* () {
+      const data = batchCalls(request.calls)
+      const { gasLimit } = yield* deps.preflight.check({
+        data,
+        budget: request.budget,
+        action: request.action
+      })
+      yield* deps.idLimit.charge(request.id)
+      const txHash = yield* deps.sender
+        .submit({ to: deps.vault, data, gas: gasLimit })
+        .pipe(Effect.mapError(txSubmitErrorToApi))
+      return { txHash: txHash as Bytes32 }
+    })

@@ -1,0 +1,31 @@
+/** Whose signature an owner-signed request must carry. */
+import { Effect, Option } from "effect"
+import type { Address } from "viem"
+import { InvalidSignature, NotFound } from "../../../schema/errors.js"
+import { ZERO_ADDRESS } from "../../../schema/ids.js"
+import type { Registration } from "../../../schema/relayer.js"
+import type { AccountSnapshot } from "../AccountReader.js"
+
+/**
+ * The registering owner, else the registered one. A handle account has no owner until a bind
+ * finalizes, so nobody can sign for it yet; an unregistered account without a registration is
+ * unknown.
+ */
+export const expectedOwner = (
+  register: Registration | undefined,
+  snapshot: AccountSnapshot
+): Effect.Effect<Address, NotFound | InvalidSignature> => {
+  const noOwner = new InvalidSignature({
+    message: "a handle account has no owner until a bind finalizes, so no signature can be valid"
+  })
+  if (register !== undefined)
+    return register.kind === 1 ? Effect.succeed(register.owner) : Effect.fail(noOwner)
+  return Option.match(snapshot.account, {
+    onNone: () =>
+      Effect.fail(
+        new NotFound({ message: "the account is not registered; send its registration in register" })
+      ),
+    onSome: (account) =>
+      account.owner === ZERO_ADDRESS ? Effect.fail(noOwner) : Effect.succeed(account.owner)
+  })
+}

@@ -1,0 +1,326 @@
+/**
+ * A private devnet with the relayer running in this process, for end-to-end tests that speak to
+ * it over HTTP the way an outside client does (viem, PROTOCOL.md and the deployment file), plus
+ * the chain helpers those tests share: funding accounts, reading vault state, signing messages,
+ * mining, and waiting for `/v1/accounts` to cover a block.
+ */
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Exit, Layer, Scope } from "effect"
+import {
+  type Address,
+  createPublicClient,
+  createTestClient,
+  type Hex,
+  http,
+  keccak256,
+  type TypedDataDefinition,
+  toHex,
+  zeroAddress
+} from "viem"
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import { expect } from "vitest"
+import { feeVaultAbi, testTokenAbi } from "../../../contracts/abi.js"
+import { devnetAccount, devnetClients } from "../../../contracts/deploy.js"
+import {
+  type DevnetChain,
+  devnetChain,
+  devnetKeys,
+  freeLoopbackPort,
+  relayerEnv,
+  withSettings,
+  writeDevnetFile
+} from "../../../layers/devnet.js"
+import { RelayerLive } from "../../../layers/relayer.js"
+import { vaultDomain, vaultTypes } from "../../../schema/eip712.js"
+import { computeId, ownerCommitment } from "../../../schema/ids.js"
+
+export const E18 = 10n ** 18n
+
+export type VaultPrimaryType = keyof typeof vaultTypes
+type VaultMessage<P extends VaultPrimaryType> = TypedDataDefinition<typeof vaultTypes, P>["message"]
+
+/** JSON with bigints as decimal strings, as the wire carries them. */
+export const json = (value: unknown) =>
+  JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v))
+
+export interface KindOneOwner {
+  readonly signer: PrivateKeyAccount
+  readonly address: Address
+  readonly salt: Hex
+  readonly id: Hex
+  /** The kind-1 registration payload of this account (no fallback). */
+  readonly register: {
+    readonly kind: 1
+    readonly owner: Address
+    readonly salt: Hex
+    readonly fallbackRecipient: Address
+    readonly fallbackDelay: bigint
+  }
+}
+
+/** A fresh key and the kind-1 account it would own. */
+export const freshOwner = (): KindOneOwner => {
+  const signer = privateKeyToAccount(generatePrivateKey())
+  const salt = keccak256(toHex(signer.address))
+  return {
+    signer,
+    address: signer.address,
+    salt,
+    id: computeId(1, ownerCommitment(signer.address, salt), zeroAddress, 0n),
+    register: { kind: 1, owner: signer.address, salt, fallbackRecipient: zeroAddress, fallbackDelay: 0n }
+  }
+}
+
+export const freshAddress = () => privateKeyToAccount(generatePrivateKey()).address
+
+/** A deadline far enough ahead to survive the tests' time travel. */
+export const farDeadline = () => BigInt(Math.floor(Date.now() / 1000) + 30 * 86_400)
+
+export interface IndexedAccount {
+  readonly id: Hex
+  readonly kind: number
+  readonly owner: Address
+  readonly pendingOwner: Address | null
+  readonly pendingReadyAt: string | null
+  readonly balances: Record<string, string>
+  readonly shieldTemplates: number
+  readonly nonce: string
+  readonly bindNonce: string
+}
+
+let clients = 0
+/** A client address of its own for each request, so the per-IP buckets stay apart (TRUST_PROXY=1). */
+export const nextClient = () => {
+  clients++
+  return `10.${(clients >> 16) & 255}.${(clients >> 8) & 255}.${clients & 255}`
+}
+
+export class RelayerDevnet {
+  readonly rpcUrl: string
+  readonly vault: Address
+  readonly settlementAsset: Address
+  readonly relayerAddress: Address = privateKeyToAccount(devnetKeys.relayer).address
+
+  private constructor(
+    readonly chain: DevnetChain,
+    readonly relayerUrl: string,
+    /** The relayer's settings, for tests that build parts of it against the same chain. */
+    readonly env: Record<string, string>,
+    private readonly scope: Scope.CloseableScope
+  ) {
+    this.rpcUrl = chain.anvil.rpcUrl
+    this.vault = chain.deployment.vault
+    this.settlementAsset = chain.deployment.settlementAsset
+  }
+
+  /** Anvil with the reference contracts and the relayer (indexer on), `env` on top of the devnet's. */
+  static async start(name: string, env: Record<string, string> = {}): Promise<RelayerDevnet> {
+    const scope = await Effect.runPromise(Scope.make())
+    const { chain, relayerUrl, settings } = await Effect.runPromise(
+      Effect.gen(function* () {
+        const chain = yield* devnetChain({ dir: join(tmpdir(), `${name}-${process.pid}`) })
+        const port = yield* freeLoopbackPort
+        const relayerUrl = `http://127.0.0.1:${port}`
+        yield* writeDevnetFile(chain, { relayerUrl, attestorUrl: "http://127.0.0.1:1" })
+        const settings = {
+          ...relayerEnv(chain, port),
+          TRUST_PROXY: "1",
+          TX_POLL_INTERVAL_MS: "100",
+          INDEXER_POLL_INTERVAL_MS: "100",
+          ...env
+        }
+        yield* Layer.buildWithScope(withSettings(RelayerLive, settings), scope)
+        return { chain, relayerUrl, settings }
+      }).pipe(Scope.extend(scope))
+    )
+    return new RelayerDevnet(chain, relayerUrl, settings, scope)
+  }
+
+  dispose(): Promise<void> {
+    return Effect.runPromise(Scope.close(this.scope, Exit.void))
+  }
+
+  token(symbol: string): Address {
+    const address = this.chain.deployment.tokens[symbol]
+    if (address === undefined) throw new Error(`the devnet has no ${symbol}`)
+    return address
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Chain
+
+  readonly publicClient = () => createPublicClient({ transport: http(this.rpcUrl) })
+
+  /** Sends a contract write from mnemonic account `from` and waits for its success. */
+  async send(from: number, request: Record<string, unknown>): Promise<void> {
+    const { publicClient, walletClient } = await devnetClients(this.rpcUrl, devnetAccount(from))
+    const hash = await walletClient.writeContract(request as never)
+    const receipt = await publicClient.waitForTransactionReceipt({ hash })
+    if (receipt.status !== "success") throw new Error(`setup transaction reverted: ${hash}`)
+  }
+
+  /** Mints to the depositor (#9), approves and deposits `amount` of `token` for `id`. */
+  async deposit(id: Hex, token: Address, amount: bigint): Promise<void> {
+    const depositor = devnetAccount(9).address
+    await this.send(9, { address: token, abi: testTokenAbi, functionName: "mint", args: [depositor, amount] })
+    await this.send(9, {
+      address: token,
+      abi: testTokenAbi,
+      functionName: "approve",
+      args: [this.vault, amount]
+    })
+    await this.send(9, {
+      address: this.vault,
+      abi: feeVaultAbi,
+      functionName: "deposit",
+      args: [id, token, amount]
+    })
+  }
+
+  tokenBalance(token: Address, holder: Address): Promise<bigint> {
+    return this.publicClient().readContract({
+      address: token,
+      abi: testTokenAbi,
+      functionName: "balanceOf",
+      args: [holder]
+    })
+  }
+
+  vaultBalance(id: Hex, asset: Address): Promise<bigint> {
+    return this.publicClient().readContract({
+      address: this.vault,
+      abi: feeVaultAbi,
+      functionName: "balanceOf",
+      args: [id, asset]
+    })
+  }
+
+  async vaultAccount(id: Hex) {
+    const client = this.publicClient()
+    const [kind, owner, , , , pendingOwner, pendingReadyAt] = await client.readContract({
+      address: this.vault,
+      abi: feeVaultAbi,
+      functionName: "accountOf",
+      args: [id]
+    })
+    return {
+      kind,
+      owner,
+      pendingOwner,
+      pendingReadyAt,
+      nonce: await client.readContract({
+        address: this.vault,
+        abi: feeVaultAbi,
+        functionName: "nonces",
+        args: [id]
+      }),
+      bindNonce: await client.readContract({
+        address: this.vault,
+        abi: feeVaultAbi,
+        functionName: "bindNonces",
+        args: [id]
+      }),
+      shieldTemplates: await client.readContract({
+        address: this.vault,
+        abi: feeVaultAbi,
+        functionName: "shieldTemplateCount",
+        args: [id]
+      })
+    }
+  }
+
+  /** The hot key's next nonce, pending transactions included: unchanged means nothing was sent. */
+  relayerNonce(): Promise<number> {
+    return this.publicClient().getTransactionCount({ address: this.relayerAddress, blockTag: "pending" })
+  }
+
+  /** Moves the chain's clock forward and mines a block. */
+  async timeTravel(seconds: number): Promise<void> {
+    const test = createTestClient({ mode: "anvil", transport: http(this.rpcUrl) })
+    await test.increaseTime({ seconds })
+    await test.mine({ blocks: 1 })
+  }
+
+  /** EIP-712 over the vault's domain. */
+  sign<P extends VaultPrimaryType>(
+    signer: PrivateKeyAccount,
+    primaryType: P,
+    message: VaultMessage<P>
+  ): Promise<Hex> {
+    return signer.signTypedData({
+      domain: vaultDomain(this.chain.deployment.chainId, this.vault),
+      types: vaultTypes,
+      primaryType,
+      message
+    } as never)
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // HTTP
+
+  post(path: string, body: unknown, client = nextClient()): Promise<Response> {
+    return fetch(`${this.relayerUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": client },
+      body: typeof body === "string" ? body : json(body)
+    })
+  }
+
+  /** `relayerFee` of GET /v1/quote with these parameters. */
+  async quote(params: Record<string, string>): Promise<bigint> {
+    const res = await fetch(`${this.relayerUrl}/v1/quote?${new URLSearchParams(params)}`, {
+      headers: { "x-forwarded-for": nextClient() }
+    })
+    const body = (await res.json()) as { relayerFee?: string }
+    expect(res.status, json(body)).toBe(200)
+    return BigInt(body.relayerFee!)
+  }
+
+  async txStatus(txHash: Hex): Promise<{ status: string; blockNumber?: number }> {
+    const res = await this.post("/v1/tx-status", { txHash })
+    return (await res.json()) as { status: string; blockNumber?: number }
+  }
+
+  /** The write endpoint's answer, once its transaction has been mined successfully. */
+  async mined(res: Response): Promise<{ txHash: Hex; blockNumber: number }> {
+    const body = (await res.json()) as { txHash?: Hex; code?: string; error?: string }
+    if (res.status !== 200) throw new Error(`refused: ${res.status} ${json(body)}`)
+    const txHash = body.txHash!
+    for (let i = 0; i < 400; i++) {
+      const status = await this.txStatus(txHash)
+      if (status.status === "success") return { txHash, blockNumber: status.blockNumber! }
+      if (status.status !== "pending") throw new Error(`transaction ended ${status.status}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    throw new Error("transaction not mined in time")
+  }
+
+  /** The indexed account once `/v1/accounts` covers `block`. */
+  async indexedAccount(id: Hex, block: number): Promise<IndexedAccount | undefined> {
+    for (let i = 0; i < 400; i++) {
+      const res = await fetch(`${this.relayerUrl}/v1/accounts`)
+      const body = (await res.json()) as { block: number; accounts: ReadonlyArray<IndexedAccount> }
+      if (res.status === 200 && body.block >= block)
+        return body.accounts.find((a) => a.id.toLowerCase() === id.toLowerCase())
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    throw new Error(`/v1/accounts did not reach block ${block}`)
+  }
+}
+
+/** Asserts a refusal's status and code, and that the relayer sent nothing for it. */
+export const expectRefusal = async (
+  net: RelayerDevnet,
+  request: () => Promise<Response>,
+  status: number,
+  code: string
+): Promise<string> => {
+  const before = await net.relayerNonce()
+  const res = await request()
+  const body = (await res.json()) as { error?: string; code?: string }
+  expect({ status: res.status, code: body.code }, json(body)).toEqual({ status, code })
+  expect(typeof body.error).toBe("string")
+  expect(await net.relayerNonce()).toBe(before)
+  return body.error ?? ""
+}
