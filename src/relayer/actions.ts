@@ -66,6 +66,7 @@ const bindEndpoint = <const Name extends string, P extends Schema.Schema.Any>(
     .addError(Wire.InvalidSignature)
     .addError(Wire.InsufficientAttestations)
     .addError(Wire.NotFound)
+    .addError(Wire.RecipientDenied)
     .addError(Wire.BindState)
     .addError(Wire.SimulationFailed)
     .addError(Wire.GasCapExceeded)

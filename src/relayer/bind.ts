@@ -7,7 +7,8 @@
  * - propose-bind: attestor signatures over `BindOwner(id, newOwner, bindNonces(id), deadline)`;
  *   the relayer recovers each, drops duplicates and non-attestors, requires `attestorThreshold()`
  *   valid distinct ones (400 `insufficient_attestations`) and sends them sorted by signer, as the
- *   vault demands. A kind-2 registration may travel with it. 409 `bind_state` while one is pending.
+ *   vault demands. A kind-2 registration may travel with it (its fallback recipient screened
+ *   against the deny list). 409 `bind_state` while one is pending.
  * - finalize-bind: permissionless once the chain's time reaches `pendingReadyAt` (409 `bind_state`
  *   before, or with no pending bind).
  */
@@ -23,6 +24,7 @@ import {
   InvalidSignature,
   NotFound,
   type RateLimited,
+  type RecipientDenied,
   type SimulationFailed,
   Unavailable
 } from "../../schema/errors.js"
@@ -43,6 +45,7 @@ import { relay } from "./relay.js"
 import { TxPreflight } from "./simulate.js"
 import { TxSender } from "./TxSender.js"
 import { checkDeadline, checkRegistration } from "./validation/claimRules.js"
+import { DenyList, screenRecipients } from "./validation/denyList.js"
 import { recoverEcdsa, VaultSignatures } from "./validation/signatures.js"
 
 /** Every refusal of the bind endpoints (each endpoint declares exactly these). */
@@ -52,6 +55,7 @@ export type BindError =
   | InvalidSignature
   | InsufficientAttestations
   | NotFound
+  | RecipientDenied
   | BindState
   | SimulationFailed
   | GasCapExceeded
@@ -89,7 +93,14 @@ const bySigner = (a: { readonly signer: Address }, b: { readonly signer: Address
 export const BindsLive: Layer.Layer<
   Binds,
   never,
-  RelayerSettings | ChainClient | AccountReader | VaultSignatures | TxPreflight | IdRateLimit | TxSender
+  | RelayerSettings
+  | ChainClient
+  | AccountReader
+  | VaultSignatures
+  | DenyList
+  | TxPreflight
+  | IdRateLimit
+  | TxSender
 > = Layer.effect(
   Binds,
   Effect.gen(function* () {
@@ -97,6 +108,7 @@ export const BindsLive: Layer.Layer<
     const chain = yield* ChainClient
     const accounts = yield* AccountReader
     const signatures = yield* VaultSignatures
+    const denyList = yield* DenyList
     const send = relay({
       vault: settings.vault,
       preflight: yield* TxPreflight,
@@ -193,6 +205,11 @@ export const BindsLive: Layer.Layer<
         if (newOwner === ZERO_ADDRESS)
           return yield* new BadRequest({ message: "newOwner must not be the zero address" })
         if (register !== undefined) yield* checkRegistration(id, register)
+        // The relayer does not help register a fallback it would not pay.
+        if (register !== undefined && register.fallbackRecipient !== ZERO_ADDRESS)
+          yield* screenRecipients(denyList, [
+            { label: "register.fallbackRecipient", address: register.fallbackRecipient }
+          ])
 
         const snapshot = yield* accounts.read(id)
         if (Option.isSome(snapshot.account)) {

@@ -1,0 +1,588 @@
+/**
+ * The bind endpoints end to end on a private devnet (spec/relayer.md §3 bind rows and §4,
+ * PROTOCOL.md §3-5 and §7): POST /v1/propose-bind, /v1/finalize-bind and /v1/cancel-bind over
+ * HTTP against anvil and the reference vault, each success read back from the chain and from
+ * /v1/accounts, each refusal checked for its status, its code and that nothing was sent.
+ *
+ * The devnet starts with one attestor (#2) and threshold 1; a second attestor and threshold 2 are
+ * added first, so that the relayer's deduplication, attestor filtering and sorting by signer
+ * decide whether a proposal reaches the threshold and passes the vault's strictly-ascending check.
+ *
+ * Every test works on handle accounts of its own. Setup that is not under test (registering,
+ * proposing, finalizing) goes straight to the vault from mnemonic account #3, so each test only
+ * depends on the endpoint it exercises.
+ */
+import { type Address, decodeFunctionData, type Hex, keccak256, zeroAddress } from "viem"
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { feeVaultAbi } from "../../contracts/abi.js"
+import { devnetKeys } from "../../layers/devnet.js"
+import { computeId } from "../../schema/ids.js"
+import {
+  expectRefusal,
+  farDeadline,
+  freshAddress,
+  freshOwner,
+  RelayerDevnet
+} from "./support/relayerDevnet.js"
+
+/** `bindDelay` of the devnet vault (PROTOCOL.md §9). */
+const BIND_DELAY = 3600
+
+/** Mnemonic account that sends the setup transactions (free for tests, PROTOCOL.md §9). */
+const SETUP = 3
+
+let net: RelayerDevnet
+
+const attestorA = privateKeyToAccount(devnetKeys.attestor)
+const attestorB = privateKeyToAccount(generatePrivateKey())
+/** Both attestors, ascending by address: the order the vault demands. */
+const attestors = [attestorA, attestorB].sort((a, b) =>
+  a.address.toLowerCase() < b.address.toLowerCase() ? -1 : 1
+) as [PrivateKeyAccount, PrivateKeyAccount]
+
+const freshKey = () => privateKeyToAccount(generatePrivateKey())
+
+beforeAll(async () => {
+  net = await RelayerDevnet.start("binds-e2e")
+  // Admin (#0) adds a second attestor and requires both.
+  await net.send(0, {
+    address: net.vault,
+    abi: feeVaultAbi,
+    functionName: "setAttestor",
+    args: [attestorB.address, true]
+  })
+  await net.send(0, {
+    address: net.vault,
+    abi: feeVaultAbi,
+    functionName: "setAttestorThreshold",
+    args: [2n]
+  })
+}, 180_000)
+afterAll(() => net?.dispose())
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+interface Handle {
+  readonly id: Hex
+  /** The kind-2 registration payload of the account. */
+  readonly register: {
+    readonly kind: 2
+    readonly handleCommitment: Hex
+    readonly fallbackRecipient: Address
+    readonly fallbackDelay: bigint
+  }
+}
+
+/** A handle account nobody has registered yet (any random bytes32 is a commitment). */
+const freshHandle = (fallback?: { recipient: Address; delay: bigint }): Handle => {
+  const register = {
+    kind: 2 as const,
+    handleCommitment: keccak256(generatePrivateKey()),
+    fallbackRecipient: fallback?.recipient ?? zeroAddress,
+    fallbackDelay: fallback?.delay ?? 0n
+  }
+  return {
+    id: computeId(2, register.handleCommitment, register.fallbackRecipient, register.fallbackDelay),
+    register
+  }
+}
+
+/** `BindOwner` signatures by `signers`, in their order. */
+const attest = (
+  signers: ReadonlyArray<PrivateKeyAccount>,
+  message: { id: Hex; newOwner: Address; bindNonce: bigint; deadline: bigint }
+): Promise<Array<Hex>> => Promise.all(signers.map((signer) => net.sign(signer, "BindOwner", message)))
+
+const cancelSignature = (signer: PrivateKeyAccount, id: Hex, bindNonce: bigint, deadline: bigint) =>
+  net.sign(signer, "CancelBind", { id, bindNonce, deadline })
+
+// Setup straight on the vault, not through the relayer.
+
+const registerOnChain = (handle: Handle) =>
+  net.send(SETUP, {
+    address: net.vault,
+    abi: feeVaultAbi,
+    functionName: "registerHandle",
+    args: [handle.register.handleCommitment, handle.register.fallbackRecipient, handle.register.fallbackDelay]
+  })
+
+/** Proposes `newOwner` with both attestors at the account's current bindNonce. */
+const proposeOnChain = async (id: Hex, newOwner: Address) => {
+  const deadline = farDeadline()
+  const { bindNonce } = await net.vaultAccount(id)
+  const signatures = await attest(attestors, { id, newOwner, bindNonce, deadline })
+  await net.send(SETUP, {
+    address: net.vault,
+    abi: feeVaultAbi,
+    functionName: "proposeBind",
+    args: [id, newOwner, deadline, signatures]
+  })
+}
+
+/** A registered handle account with a pending bind to a fresh key (owner still zero). */
+const pendingHandle = async () => {
+  const handle = freshHandle()
+  const pendingOwner = freshKey()
+  await registerOnChain(handle)
+  await proposeOnChain(handle.id, pendingOwner.address)
+  return { ...handle, pendingOwner }
+}
+
+/** A handle account bound to a fresh key (bindNonce 1, nothing pending). */
+const boundHandle = async () => {
+  const handle = freshHandle()
+  const owner = freshKey()
+  await registerOnChain(handle)
+  await proposeOnChain(handle.id, owner.address)
+  await net.timeTravel(BIND_DELAY + 1)
+  await net.send(SETUP, {
+    address: net.vault,
+    abi: feeVaultAbi,
+    functionName: "finalizeBind",
+    args: [handle.id]
+  })
+  expect((await net.vaultAccount(handle.id)).owner).toBe(owner.address)
+  return { ...handle, owner }
+}
+
+/** The vault calls of a relayed transaction (a lone call or the calls of its multicall). */
+const sentCalls = async (txHash: Hex) => {
+  const tx = await net.publicClient().getTransaction({ hash: txHash })
+  const outer = decodeFunctionData({ abi: feeVaultAbi, data: tx.input })
+  const calls: ReadonlyArray<Hex> = outer.functionName === "multicall" ? outer.args[0] : [tx.input]
+  return calls.map((data) => decodeFunctionData({ abi: feeVaultAbi, data }))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("bind lifecycle", () => {
+  it("propose-bind registers a handle account and proposes with the valid signatures only", async () => {
+    const handle = freshHandle({ recipient: freshAddress(), delay: 30n * 86_400n })
+    const newOwner = freshKey().address
+    const deadline = farDeadline()
+    const message = { id: handle.id, newOwner, bindNonce: 0n, deadline }
+    const [low, high] = await attest(attestors, message)
+    const [stranger] = await attest([freshKey()], message)
+    // 65 bytes with v = 27 and a low s: well-formed, recovers to nobody in particular.
+    const garbage: Hex = `0x${"11".repeat(64)}1b`
+    // Descending, duplicated, mixed with a non-attestor and garbage: the relayer must clean it up.
+    const signatures = [high, stranger, low, high, garbage, low]
+
+    const { txHash, blockNumber } = await net.mined(
+      await net.post("/v1/propose-bind", {
+        id: handle.id,
+        newOwner,
+        deadline,
+        signatures,
+        register: handle.register
+      })
+    )
+
+    // Sent as [register, proposeBind] with the two attestors once each, ascending.
+    const calls = await sentCalls(txHash)
+    expect(calls.map((c) => c.functionName)).toEqual(["registerHandle", "proposeBind"])
+    expect(calls[1]?.args?.[3]).toEqual([low, high])
+
+    const onChain = await net.vaultAccount(handle.id)
+    expect(onChain).toMatchObject({ kind: 2, owner: zeroAddress, pendingOwner: newOwner, bindNonce: 1n })
+    expect(onChain.pendingReadyAt).toBeGreaterThan(0n)
+
+    const indexed = await net.indexedAccount(handle.id, blockNumber)
+    expect(indexed).toMatchObject({
+      kind: 2,
+      owner: zeroAddress,
+      pendingOwner: newOwner,
+      pendingReadyAt: onChain.pendingReadyAt.toString(),
+      bindNonce: "1"
+    })
+  })
+
+  it("finalize-bind is refused before the timelock and succeeds after it", async () => {
+    const { id, pendingOwner } = await pendingHandle()
+
+    // Right after the proposal: ready only one bindDelay later in chain time.
+    await expectRefusal(net, () => net.post("/v1/finalize-bind", { id }), 409, "bind_state")
+
+    await net.timeTravel(BIND_DELAY + 1)
+    const { blockNumber } = await net.mined(await net.post("/v1/finalize-bind", { id }))
+
+    const onChain = await net.vaultAccount(id)
+    expect(onChain).toMatchObject({
+      owner: pendingOwner.address,
+      pendingOwner: zeroAddress,
+      pendingReadyAt: 0n,
+      bindNonce: 1n // finalizing does not consume the bind nonce
+    })
+    const indexed = await net.indexedAccount(id, blockNumber)
+    expect(indexed).toMatchObject({
+      owner: pendingOwner.address,
+      pendingOwner: null,
+      pendingReadyAt: null,
+      bindNonce: "1"
+    })
+  })
+
+  it("the bound owner cancels a later proposal; propose and cancel each consume the bind nonce", async () => {
+    const { id, owner } = await boundHandle()
+    const next = freshKey().address
+    const deadline = farDeadline()
+
+    const proposed = await net.mined(
+      await net.post("/v1/propose-bind", {
+        id,
+        newOwner: next,
+        deadline,
+        signatures: await attest(attestors, { id, newOwner: next, bindNonce: 1n, deadline })
+      })
+    )
+    expect(await net.vaultAccount(id)).toMatchObject({
+      owner: owner.address,
+      pendingOwner: next,
+      bindNonce: 2n
+    })
+    expect(await net.indexedAccount(id, proposed.blockNumber)).toMatchObject({
+      owner: owner.address,
+      pendingOwner: next,
+      bindNonce: "2"
+    })
+
+    // The owner signs CancelBind over the current bindNonce (2, as /v1/accounts shows it).
+    const cancelled = await net.mined(
+      await net.post("/v1/cancel-bind", {
+        id,
+        deadline,
+        signature: await cancelSignature(owner, id, 2n, deadline)
+      })
+    )
+    expect(await net.vaultAccount(id)).toMatchObject({
+      owner: owner.address,
+      pendingOwner: zeroAddress,
+      pendingReadyAt: 0n,
+      bindNonce: 3n
+    })
+    expect(await net.indexedAccount(id, cancelled.blockNumber)).toMatchObject({
+      owner: owner.address,
+      pendingOwner: null,
+      pendingReadyAt: null,
+      bindNonce: "3"
+    })
+  })
+})
+
+describe("bind refusals", () => {
+  describe("propose-bind", () => {
+    it("one valid attestor signature (even repeated) is below threshold 2", async () => {
+      const handle = freshHandle()
+      const newOwner = freshKey().address
+      const deadline = farDeadline()
+      const [only] = await attest([attestorA], { id: handle.id, newOwner, bindNonce: 0n, deadline })
+      await expectRefusal(
+        net,
+        () =>
+          net.post("/v1/propose-bind", {
+            id: handle.id,
+            newOwner,
+            deadline,
+            signatures: [only, only],
+            register: handle.register
+          }),
+        400,
+        "insufficient_attestations"
+      )
+    })
+
+    it("signatures of non-attestors do not count", async () => {
+      const handle = freshHandle()
+      await registerOnChain(handle)
+      const newOwner = freshKey().address
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id: handle.id,
+            newOwner,
+            deadline,
+            signatures: await attest([freshKey(), freshKey()], {
+              id: handle.id,
+              newOwner,
+              bindNonce: 0n,
+              deadline
+            })
+          }),
+        400,
+        "insufficient_attestations"
+      )
+    })
+
+    it("attestations over a stale bindNonce do not count", async () => {
+      // Bound once: bindNonce is 1, so signatures over 0 are for a message the vault no longer takes.
+      const { id } = await boundHandle()
+      const newOwner = freshKey().address
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id,
+            newOwner,
+            deadline,
+            signatures: await attest(attestors, { id, newOwner, bindNonce: 0n, deadline })
+          }),
+        400,
+        "insufficient_attestations"
+      )
+    })
+
+    it("a bind already pending is refused", async () => {
+      const { id } = await pendingHandle()
+      const newOwner = freshKey().address
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id,
+            newOwner,
+            deadline,
+            signatures: await attest(attestors, { id, newOwner, bindNonce: 1n, deadline })
+          }),
+        409,
+        "bind_state"
+      )
+    })
+
+    it("an unregistered account without register is not found", async () => {
+      const { id } = freshHandle()
+      const newOwner = freshKey().address
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id,
+            newOwner,
+            deadline,
+            signatures: await attest(attestors, { id, newOwner, bindNonce: 0n, deadline })
+          }),
+        404,
+        "not_found"
+      )
+    })
+
+    it("a registration whose fallback recipient is on the deny list is refused", async () => {
+      const handle = freshHandle({ recipient: "0x000000000000000000000000000000000000dEaD", delay: 86_400n })
+      const newOwner = freshKey().address
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id: handle.id,
+            newOwner,
+            deadline,
+            signatures: await attest(attestors, { id: handle.id, newOwner, bindNonce: 0n, deadline }),
+            register: handle.register
+          }),
+        403,
+        "recipient_denied"
+      )
+    })
+
+    it("a kind-1 account cannot be bound", async () => {
+      const owner = freshOwner()
+      await net.send(SETUP, {
+        address: net.vault,
+        abi: feeVaultAbi,
+        functionName: "registerOwner",
+        args: [owner.address, owner.salt, zeroAddress, 0n]
+      })
+      const newOwner = freshKey().address
+      const deadline = farDeadline()
+      const error = await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id: owner.id,
+            newOwner,
+            deadline,
+            signatures: await attest(attestors, { id: owner.id, newOwner, bindNonce: 0n, deadline })
+          }),
+        400,
+        "bad_request"
+      )
+      expect(error).toMatch(/kind 2/)
+    })
+
+    it("register for an account already registered is refused", async () => {
+      const handle = freshHandle()
+      await registerOnChain(handle)
+      const newOwner = freshKey().address
+      const deadline = farDeadline()
+      const error = await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id: handle.id,
+            newOwner,
+            deadline,
+            signatures: await attest(attestors, { id: handle.id, newOwner, bindNonce: 0n, deadline }),
+            register: handle.register
+          }),
+        400,
+        "bad_request"
+      )
+      expect(error).toMatch(/already registered/)
+    })
+
+    it("the zero address cannot become the owner", async () => {
+      const handle = freshHandle()
+      await registerOnChain(handle)
+      const deadline = farDeadline()
+      // Validly attested, so only the zero owner is wrong.
+      const error = await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id: handle.id,
+            newOwner: zeroAddress,
+            deadline,
+            signatures: await attest(attestors, {
+              id: handle.id,
+              newOwner: zeroAddress,
+              bindNonce: 0n,
+              deadline
+            })
+          }),
+        400,
+        "bad_request"
+      )
+      expect(error).toMatch(/zero address/)
+    })
+
+    it("a deadline 10 s ahead is too soon", async () => {
+      const handle = freshHandle()
+      const newOwner = freshKey().address
+      const deadline = BigInt(Math.floor(Date.now() / 1000) + 10)
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/propose-bind", {
+            id: handle.id,
+            newOwner,
+            deadline,
+            signatures: await attest(attestors, { id: handle.id, newOwner, bindNonce: 0n, deadline }),
+            register: handle.register
+          }),
+        400,
+        "deadline_too_soon"
+      )
+    })
+
+    it("a malformed body (no signatures) is refused", async () => {
+      const handle = freshHandle()
+      const error = await expectRefusal(
+        net,
+        () =>
+          net.post("/v1/propose-bind", {
+            id: handle.id,
+            newOwner: freshKey().address,
+            deadline: farDeadline(),
+            signatures: [],
+            register: handle.register
+          }),
+        400,
+        "bad_request"
+      )
+      expect(error).toMatch(/signatures/)
+    })
+  })
+
+  describe("cancel-bind", () => {
+    it("without a pending bind is refused", async () => {
+      // The owner's signature is valid: only the state is wrong.
+      const { id, owner } = await boundHandle()
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/cancel-bind", {
+            id,
+            deadline,
+            signature: await cancelSignature(owner, id, 1n, deadline)
+          }),
+        409,
+        "bind_state"
+      )
+    })
+
+    it("a stranger's signature is refused", async () => {
+      const { id } = await boundHandle()
+      await proposeOnChain(id, freshKey().address)
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/cancel-bind", {
+            id,
+            deadline,
+            signature: await cancelSignature(freshKey(), id, 2n, deadline)
+          }),
+        400,
+        "invalid_signature"
+      )
+    })
+
+    it("an unregistered account is not found", async () => {
+      const { id } = freshHandle()
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/cancel-bind", {
+            id,
+            deadline,
+            signature: await cancelSignature(freshKey(), id, 0n, deadline)
+          }),
+        404,
+        "not_found"
+      )
+    })
+
+    it("a handle account with no owner yet has nobody who can cancel", async () => {
+      // Not even the pending owner: it is not the owner until the bind finalizes.
+      const { id, pendingOwner } = await pendingHandle()
+      const deadline = farDeadline()
+      await expectRefusal(
+        net,
+        async () =>
+          net.post("/v1/cancel-bind", {
+            id,
+            deadline,
+            signature: await cancelSignature(pendingOwner, id, 1n, deadline)
+          }),
+        400,
+        "invalid_signature"
+      )
+    })
+  })
+
+  describe("finalize-bind", () => {
+    it("without a pending bind is refused", async () => {
+      const handle = freshHandle()
+      await registerOnChain(handle)
+      await expectRefusal(net, () => net.post("/v1/finalize-bind", { id: handle.id }), 409, "bind_state")
+    })
+
+    it("an unregistered account is not found", async () => {
+      await expectRefusal(
+        net,
+        () => net.post("/v1/finalize-bind", { id: freshHandle().id }),
+        404,
+        "not_found"
+      )
+    })
+  })
+})
