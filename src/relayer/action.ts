@@ -51,9 +51,7 @@ import { RelayerSettings } from "../config/relayer.js"
 import { AccountReader } from "./AccountReader.js"
 import { FeeOracle, type QuoteRequest } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { IdRateLimit } from "./rateLimits.js"
-import { relay } from "./relay.js"
-import { TxPreflight } from "./simulate.js"
+import { makeRelay, type WritePathServices } from "./relay.js"
 import { TxSender } from "./TxSender.js"
 import { checkFeeClaim, checkTemplates } from "./validation/actionRules.js"
 import {
@@ -118,18 +116,7 @@ interface ActionPlan<P extends VaultPrimaryType> {
   readonly call: Hex
 }
 
-export const OwnerActionsLive: Layer.Layer<
-  OwnerActions,
-  never,
-  | RelayerSettings
-  | AccountReader
-  | DenyList
-  | VaultSignatures
-  | FeeOracle
-  | TxPreflight
-  | IdRateLimit
-  | TxSender
-> = Layer.effect(
+export const OwnerActionsLive: Layer.Layer<OwnerActions, never, WritePathServices> = Layer.effect(
   OwnerActions,
   Effect.gen(function* () {
     const settings = yield* RelayerSettings
@@ -138,12 +125,7 @@ export const OwnerActionsLive: Layer.Layer<
     const signatures = yield* VaultSignatures
     const oracle = yield* FeeOracle
     const sender = yield* TxSender
-    const send = relay({
-      vault: settings.vault,
-      preflight: yield* TxPreflight,
-      idLimit: yield* IdRateLimit,
-      sender
-    })
+    const send = yield* makeRelay
     const rules = {
       settlementAsset: settings.settlementAsset,
       shieldAdapter: settings.shieldAdapter,

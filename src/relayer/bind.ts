@@ -41,7 +41,7 @@ import { AccountReader, type AccountSnapshot, type VaultAccount } from "./Accoun
 import { bindGasBudgetOf } from "./fees/gasBudget.js"
 import { registerCall } from "./multicall.js"
 import { IdRateLimit } from "./rateLimits.js"
-import { relay } from "./relay.js"
+import { makeRelay } from "./relay.js"
 import { TxPreflight } from "./simulate.js"
 import { TxSender } from "./TxSender.js"
 import { checkDeadline, checkRegistration } from "./validation/claimRules.js"
@@ -109,12 +109,7 @@ export const BindsLive: Layer.Layer<
     const accounts = yield* AccountReader
     const signatures = yield* VaultSignatures
     const denyList = yield* DenyList
-    const send = relay({
-      vault: settings.vault,
-      preflight: yield* TxPreflight,
-      idLimit: yield* IdRateLimit,
-      sender: yield* TxSender
-    })
+    const send = yield* makeRelay
     const budget = (input: Parameters<typeof bindGasBudgetOf>[0]) =>
       bindGasBudgetOf(input, settings.gasBudgetBps)
     const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))

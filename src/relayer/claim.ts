@@ -34,9 +34,7 @@ import { RelayerSettings } from "../config/relayer.js"
 import { AccountReader } from "./AccountReader.js"
 import { FeeOracle, type QuoteRequest } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { IdRateLimit } from "./rateLimits.js"
-import { relay } from "./relay.js"
-import { TxPreflight } from "./simulate.js"
+import { makeRelay, type WritePathServices } from "./relay.js"
 import { TxSender } from "./TxSender.js"
 import {
   checkAdapter,
@@ -77,18 +75,7 @@ export interface ClaimsShape {
 
 export class Claims extends Context.Tag("Claims")<Claims, ClaimsShape>() {}
 
-export const ClaimsLive: Layer.Layer<
-  Claims,
-  never,
-  | RelayerSettings
-  | AccountReader
-  | DenyList
-  | VaultSignatures
-  | FeeOracle
-  | TxPreflight
-  | IdRateLimit
-  | TxSender
-> = Layer.effect(
+export const ClaimsLive: Layer.Layer<Claims, never, WritePathServices> = Layer.effect(
   Claims,
   Effect.gen(function* () {
     const settings = yield* RelayerSettings
@@ -96,10 +83,8 @@ export const ClaimsLive: Layer.Layer<
     const denyList = yield* DenyList
     const signatures = yield* VaultSignatures
     const oracle = yield* FeeOracle
-    const preflight = yield* TxPreflight
-    const idLimit = yield* IdRateLimit
     const sender = yield* TxSender
-    const send = relay({ vault: settings.vault, preflight, idLimit, sender })
+    const send = yield* makeRelay
     const rules = {
       settlementAsset: settings.settlementAsset,
       shieldAdapter: settings.shieldAdapter,

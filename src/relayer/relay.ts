@@ -10,10 +10,26 @@ import type { Address, Hex } from "viem"
 import type { GasCapExceeded, RateLimited, SimulationFailed, Unavailable } from "../../schema/errors.js"
 import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxHashResponse } from "../../schema/relayer.js"
+import { RelayerSettings } from "../config/relayer.js"
+import type { AccountReader } from "./AccountReader.js"
+import type { FeeOracle } from "./FeeOracle.js"
 import { batchCalls } from "./multicall.js"
-import type { IdRateLimitShape } from "./rateLimits.js"
-import type { TxPreflightShape } from "./simulate.js"
-import { type TxSenderShape, txSubmitErrorToApi } from "./TxSender.js"
+import { IdRateLimit, type IdRateLimitShape } from "./rateLimits.js"
+import { TxPreflight, type TxPreflightShape } from "./simulate.js"
+import { TxSender, type TxSenderShape, txSubmitErrorToApi } from "./TxSender.js"
+import type { DenyList } from "./validation/denyList.js"
+import type { VaultSignatures } from "./validation/signatures.js"
+
+/** The services every owner-signed write path (claims, owner actions) is built from. */
+export type WritePathServices =
+  | RelayerSettings
+  | AccountReader
+  | DenyList
+  | VaultSignatures
+  | FeeOracle
+  | TxPreflight
+  | IdRateLimit
+  | TxSender
 
 export interface RelayDeps {
   readonly vault: Address
@@ -51,3 +67,18 @@ export const relay =
         .pipe(Effect.mapError(txSubmitErrorToApi))
       return { txHash: txHash as Bytes32 }
     })
+
+/** `relay` over the relayer's own preflight, account limits and sender. */
+export const makeRelay: Effect.Effect<
+  (request: RelayRequest) => Effect.Effect<TxHashResponse, RelayError>,
+  never,
+  RelayerSettings | TxPreflight | IdRateLimit | TxSender
+> = Effect.gen(function* () {
+  const settings = yield* RelayerSettings
+  return relay({
+    vault: settings.vault,
+    preflight: yield* TxPreflight,
+    idLimit: yield* IdRateLimit,
+    sender: yield* TxSender
+  })
+})
