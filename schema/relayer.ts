@@ -286,12 +286,22 @@ export const CancelBindRequest = Schema.Struct({
 }).annotations({ identifier: "CancelBindRequest" })
 export type CancelBindRequest = typeof CancelBindRequest.Type
 
+/**
+ * At most this many attestor signatures per proposal: each costs the relayer a recovery, and no
+ * attestor set needs more.
+ */
+export const MAX_BIND_SIGNATURES = 32
+
 /** Attestor signatures over one `BindOwner`; the relayer deduplicates and sorts them. */
 export const ProposeBindRequest = Schema.Struct({
   id: Bytes32,
   newOwner: Address,
   deadline: Deadline,
-  signatures: Schema.NonEmptyArray(Signature),
+  signatures: Schema.NonEmptyArray(Signature).pipe(
+    Schema.maxItems(MAX_BIND_SIGNATURES, {
+      message: () => `expected at most ${MAX_BIND_SIGNATURES} signatures`
+    })
+  ),
   register: optional(RegisterHandle)
 }).annotations({ identifier: "ProposeBindRequest" })
 export type ProposeBindRequest = typeof ProposeBindRequest.Type

@@ -231,7 +231,7 @@ export const BindsLive: Layer.Layer<
           bindNonce: snapshot.bindNonce,
           deadline
         })
-        const recovered = yield* Effect.forEach(request.signatures, (signature) =>
+        const recovered = yield* Effect.forEach(Arr.dedupe(request.signatures), (signature) =>
           Effect.map(
             recoverEcdsa(digest, signature),
             Option.map((signer) => ({ signer, signature }))

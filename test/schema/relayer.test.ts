@@ -250,6 +250,14 @@ const malformed: ReadonlyArray<readonly [string, AnySchema, unknown]> = [
   ],
   ["propose-bind without signatures", ProposeBindRequest, { ...examples.ProposeBindRequest, signatures: [] }],
   [
+    "propose-bind with 33 signatures",
+    ProposeBindRequest,
+    {
+      ...examples.ProposeBindRequest,
+      signatures: Array.from({ length: 33 }, () => examples.ProposeBindRequest.signatures[0])
+    }
+  ],
+  [
     "propose-bind registering a kind 1 account",
     ProposeBindRequest,
     { ...examples.ProposeBindRequest, register: registerOwner }
