@@ -5,32 +5,25 @@
  * every refusal is checked for its status and code and for having sent nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
-import { type Address, decodeFunctionData, type Hex, keccak256, toHex, zeroAddress } from "viem"
+import { Effect, Layer } from "effect"
+import { type Address, decodeFunctionData, type Hex, keccak256, zeroAddress } from "viem"
 import type { PrivateKeyAccount } from "viem/accounts"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
-import { errorCatalog, Unavailable } from "../../schema/errors.js"
+import { errorCatalog } from "../../schema/errors.js"
 import { EMPTY_DATA_HASH, QUOTED, shieldPayload } from "../../schema/ids.js"
 import type { PingRequest } from "../../schema/relayer.js"
-import { chainClientLayer } from "../../src/chain/ChainClient.js"
-import { RelayerSettings } from "../../src/config/relayer.js"
-import { AccountReader } from "../../src/relayer/AccountReader.js"
 import { OwnerActions, OwnerActionsLive } from "../../src/relayer/action.js"
-import { FeeOracle } from "../../src/relayer/FeeOracle.js"
-import { IdRateLimit } from "../../src/relayer/rateLimits.js"
-import { TxPreflight } from "../../src/relayer/simulate.js"
-import { type TxRequest, TxSender } from "../../src/relayer/TxSender.js"
-import { DenyList } from "../../src/relayer/validation/denyList.js"
-import { VaultSignatures } from "../../src/relayer/validation/signatures.js"
 import {
   E18,
   expectRefusal,
   farDeadline,
   freshOwner,
   type KindOneOwner,
-  RelayerDevnet
+  liveChainLayers,
+  RelayerDevnet,
+  recordingSender
 } from "./support/relayerDevnet.js"
 
 let net: RelayerDevnet
@@ -154,18 +147,10 @@ const consolidateBody = async (
   }
 }
 
-const registerOnChain = (owner: KindOneOwner) =>
-  net.send(8, {
-    address: net.vault,
-    abi: feeVaultAbi,
-    functionName: "registerOwner",
-    args: [owner.address, owner.salt, zeroAddress, 0n]
-  })
-
 /** A registered owner account holding `usdtBalance` of the settlement asset. */
 const fundedOwner = async (usdtBalance = 20n * E18) => {
   const owner = freshOwner()
-  await registerOnChain(owner)
+  await net.registerOwner(owner)
   if (usdtBalance > 0n) await net.deposit(owner.id, usdt, usdtBalance)
   return owner
 }
@@ -545,47 +530,11 @@ describe("refusals: status and code, nothing sent", () => {
 // ---------------------------------------------------------------------------------------------
 
 describe("the pipeline's settings on the live chain", () => {
-  const submitted: Array<TxRequest> = []
-  /** The action pipeline against the devnet's vault, with a sender that only records. */
-  const pipeline = (overrides: Record<string, string>) => {
-    const settings = RelayerSettings.layer.pipe(
-      Layer.provide(
-        Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ ...net.env, ...overrides }))))
-      )
-    )
-    const chainLayer = Layer.unwrapEffect(
-      Effect.map(RelayerSettings, (s) =>
-        chainClientLayer({ rpcUrl: s.rpcUrl.href, timeoutMs: s.rpcTimeoutMs, errorAbi: feeVaultAbi })
-      )
-    )
-    const sender = Layer.succeed(TxSender, {
-      address: net.relayerAddress,
-      submit: (request: TxRequest) => {
-        submitted.push(request)
-        return Effect.succeed(keccak256(toHex(submitted.length)))
-      },
-      status: () => Effect.fail(new Unavailable({ message: "not here" }))
-    } as never)
-    const oracle = Layer.succeed(FeeOracle, {
-      quote: () => Effect.succeed({ relayerFee: 1n, gasEstimate: 60_000n, gasPrice: 1n, validUntil: 0 }),
-      gasBudget: () => 60_000n
-    })
-    return OwnerActionsLive.pipe(
-      Layer.provide(
-        Layer.mergeAll(
-          AccountReader.layer,
-          DenyList.layer,
-          VaultSignatures.layer,
-          TxPreflight.layer,
-          IdRateLimit.layer,
-          oracle
-        )
-      ),
-      Layer.provide(sender),
-      Layer.provide(chainLayer),
-      Layer.provide(settings)
-    )
-  }
+  const sender = recordingSender()
+  const { submitted } = sender
+  /** The action pipeline against the devnet's vault, with a sender that only records; fees quote 1. */
+  const pipeline = (overrides: Record<string, string>) =>
+    OwnerActionsLive.pipe(Layer.provide(liveChainLayers(net.env, overrides, sender, 1n)))
   const ping = (body: unknown, overrides: Record<string, string>) =>
     Effect.flatMap(OwnerActions, (actions) => actions.ping(body as unknown as PingRequest)).pipe(
       Effect.provide(pipeline(overrides))

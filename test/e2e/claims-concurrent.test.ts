@@ -3,133 +3,48 @@
  * account in the same transaction, all are accepted and mined, every recipient is paid, and the
  * hot key's nonces come out contiguous, with no gap and no reuse, however the requests interleave.
  */
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { Context, Effect, Layer, ManagedRuntime } from "effect"
-import {
-  type Address,
-  createPublicClient,
-  encodeAbiParameters,
-  type Hex,
-  http,
-  keccak256,
-  toHex,
-  zeroAddress
-} from "viem"
+import { createPublicClient, encodeAbiParameters, type Hex, http, keccak256, zeroAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { feeVaultAbi, testTokenAbi } from "../../contracts/abi.js"
 import { devnetAccount, devnetClients } from "../../contracts/deploy.js"
-import {
-  type DevnetChain,
-  devnetChain,
-  devnetKeys,
-  freeLoopbackPort,
-  relayerEnv,
-  withSettings,
-  writeDevnetFile
-} from "../../layers/devnet.js"
-import { RelayerLive } from "../../layers/relayer.js"
-import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
-import { computeId, ownerCommitment } from "../../schema/ids.js"
+import { E18, freshOwner, json, RelayerDevnet } from "./support/relayerDevnet.js"
 
-const E18 = 10n ** 18n
 const CLAIMS = 50
 const AMOUNT = 10n * E18
 
-class ConcurrentDevnet extends Context.Tag("ConcurrentDevnet")<
-  ConcurrentDevnet,
-  { readonly chain: DevnetChain; readonly relayerUrl: string }
->() {}
-
-const devnet = Layer.scoped(
-  ConcurrentDevnet,
-  Effect.gen(function* () {
-    const chain = yield* devnetChain({ dir: join(tmpdir(), `claims-concurrent-e2e-${process.pid}`) })
-    const port = yield* freeLoopbackPort
-    const relayerUrl = `http://127.0.0.1:${port}`
-    yield* writeDevnetFile(chain, { relayerUrl, attestorUrl: "http://127.0.0.1:1" })
-    const env = {
-      ...relayerEnv(chain, port),
-      INDEXER_ENABLED: "false",
-      TRUST_PROXY: "1",
-      // Each request also has its own client address; the raised limits are a second guard.
-      RATE_LIMIT_IP_BURST: "1000",
-      RATE_LIMIT_IP_PER_MINUTE: "1000",
-      TX_POLL_INTERVAL_MS: "100"
-    }
-    yield* Layer.buildWithScope(withSettings(RelayerLive, env), yield* Effect.scope)
-    return { chain, relayerUrl }
-  })
-)
-
-const runtime = ManagedRuntime.make(devnet)
-let chain: DevnetChain
-let relayerUrl = ""
-let rpcUrl = ""
-let vault: Address
-let usdt: Address
-const relayerAddress = privateKeyToAccount(devnetKeys.relayer).address
+let net: RelayerDevnet
 
 beforeAll(async () => {
-  ;({ chain, relayerUrl } = await runtime.runPromise(ConcurrentDevnet))
-  rpcUrl = chain.anvil.rpcUrl
-  vault = chain.deployment.vault
-  usdt = chain.deployment.settlementAsset
+  net = await RelayerDevnet.start("claims-concurrent-e2e", {
+    INDEXER_ENABLED: "false",
+    // Each request also has its own client address; the raised limits are a second guard.
+    RATE_LIMIT_IP_BURST: "1000",
+    RATE_LIMIT_IP_PER_MINUTE: "1000"
+  })
 }, 180_000)
-afterAll(() => runtime.dispose())
+afterAll(() => net?.dispose())
 
 // No cache: the block number is read before and after the burst and must be fresh both times.
-const publicClient = () => createPublicClient({ transport: http(rpcUrl), cacheTime: 0 })
-
-let clients = 0
-const nextClient = () => {
-  clients++
-  return `10.${(clients >> 16) & 255}.${(clients >> 8) & 255}.${clients & 255}`
-}
-
-const json = (value: unknown) => JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v))
-
-const txStatus = async (txHash: Hex) => {
-  const res = await fetch(`${relayerUrl}/v1/tx-status`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-forwarded-for": nextClient() },
-    body: json({ txHash })
-  })
-  return (await res.json()) as { status: string; blockNumber?: number }
-}
+const publicClient = () => createPublicClient({ transport: http(net.rpcUrl), cacheTime: 0 })
 
 const untilSettled = async (txHash: Hex) => {
   for (let i = 0; i < 600; i++) {
-    const status = await txStatus(txHash)
+    const status = await net.txStatus(txHash)
     if (status.status !== "pending") return status.status
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   return "pending"
 }
 
-interface Account {
-  readonly owner: ReturnType<typeof privateKeyToAccount>
-  readonly salt: Hex
-  readonly id: Hex
-  readonly recipient: Address
-}
-
-const newAccount = (): Account => {
-  const owner = privateKeyToAccount(generatePrivateKey())
-  const salt = keccak256(toHex(owner.address))
-  return {
-    owner,
-    salt,
-    id: computeId(1, ownerCommitment(owner.address, salt), zeroAddress, 0n),
-    recipient: privateKeyToAccount(generatePrivateKey()).address
-  }
-}
+/** A fresh kind-1 account and a fresh recipient for its claim. */
+const newAccount = () => ({ ...freshOwner(), recipient: privateKeyToAccount(generatePrivateKey()).address })
 
 /** Funds every id from the admin (#0): one mint, one approval, then one deposit each. */
 const fund = async (ids: readonly Hex[], amount: bigint) => {
+  const { vault, settlementAsset: usdt } = net
   const admin = devnetAccount(0)
-  const { publicClient: reader, walletClient } = await devnetClients(rpcUrl, admin)
+  const { publicClient: reader, walletClient } = await devnetClients(net.rpcUrl, admin)
   let nonce = await reader.getTransactionCount({ address: admin.address, blockTag: "pending" })
   const hashes: Hex[] = []
   // Explicit nonces let the sends go out back to back without waiting for each receipt.
@@ -162,22 +77,10 @@ describe("concurrent claims", () => {
       accounts.map((a) => a.id),
       AMOUNT
     )
-    for (const a of accounts)
-      expect(
-        await publicClient().readContract({
-          address: vault,
-          abi: feeVaultAbi,
-          functionName: "balanceOf",
-          args: [a.id, usdt]
-        })
-      ).toBe(AMOUNT)
+    const { settlementAsset: usdt, relayerAddress } = net
+    for (const a of accounts) expect(await net.vaultBalance(a.id, usdt)).toBe(AMOUNT)
 
-    const query = new URLSearchParams({ asset: usdt, adapter: zeroAddress, register: "1" })
-    const quoted = await fetch(`${relayerUrl}/v1/quote?${query}`, {
-      headers: { "x-forwarded-for": nextClient() }
-    })
-    expect(quoted.status).toBe(200)
-    const fee = BigInt(((await quoted.json()) as { relayerFee: string }).relayerFee)
+    const fee = await net.quote({ asset: usdt, adapter: zeroAddress, register: "1" })
     expect(fee).toBeGreaterThan(0n)
     expect(fee).toBeLessThan(AMOUNT)
 
@@ -196,20 +99,8 @@ describe("concurrent claims", () => {
           nonce: 0n,
           deadline
         }
-        const signature = await a.owner.signTypedData({
-          domain: vaultDomain(chain.deployment.chainId, vault),
-          types: vaultTypes,
-          primaryType: "Claim",
-          message: claim
-        })
-        const register = {
-          kind: 1,
-          owner: a.owner.address,
-          salt: a.salt,
-          fallbackRecipient: zeroAddress,
-          fallbackDelay: 0n
-        }
-        return json({ claim, adapterData, signature, register })
+        const signature = await net.sign(a.signer, "Claim", claim)
+        return json({ claim, adapterData, signature, register: a.register })
       })
     )
 
@@ -219,11 +110,7 @@ describe("concurrent claims", () => {
 
     const answers = await Promise.all(
       bodies.map(async (body) => {
-        const res = await fetch(`${relayerUrl}/v1/claim`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-forwarded-for": nextClient() },
-          body
-        })
+        const res = await net.post("/v1/claim", body)
         return { status: res.status, body: (await res.json()) as { txHash?: Hex; code?: string } }
       })
     )
@@ -235,16 +122,7 @@ describe("concurrent claims", () => {
     const statuses = await Promise.all(hashes.map(untilSettled))
     expect(statuses).toEqual(Array(CLAIMS).fill("success"))
 
-    for (const a of accounts) {
-      expect(
-        await reader.readContract({
-          address: usdt,
-          abi: testTokenAbi,
-          functionName: "balanceOf",
-          args: [a.recipient]
-        })
-      ).toBe(AMOUNT - fee)
-    }
+    for (const a of accounts) expect(await net.tokenBalance(usdt, a.recipient)).toBe(AMOUNT - fee)
 
     // The hot key's mined transactions over the window, whichever hash (original or a
     // replacement) made it in: their nonces must be exactly start..start+49.

@@ -5,106 +5,49 @@
  * as its own Node process, the way an operator runs it; on its embedded database in a directory,
  * and on PostgreSQL too when `DATABASE_URL` is set.
  */
-import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Context, Effect, Layer, ManagedRuntime } from "effect"
-import {
-  type Address,
-  createPublicClient,
-  encodeAbiParameters,
-  type Hex,
-  http,
-  keccak256,
-  toHex,
-  zeroAddress
-} from "viem"
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { Effect } from "effect"
+import { type Address, encodeAbiParameters, type Hex, keccak256, zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { feeVaultAbi, testTokenAbi } from "../../contracts/abi.js"
-import { devnetAccount, devnetClients } from "../../contracts/deploy.js"
-import {
-  type DevnetChain,
-  devnetChain,
-  devnetKeys,
-  freeLoopbackPort,
-  relayerEnv,
-  writeDevnetFile
-} from "../../layers/devnet.js"
-import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
-import { computeId, ownerCommitment } from "../../schema/ids.js"
+import { freeLoopbackPort, relayerEnv, writeDevnetFile } from "../../layers/devnet.js"
 import { postgresSchema } from "../indexer/support/harness.js"
 import { rpc } from "../relayer/txsender-support.js"
 import { type ServiceProcess, startService } from "../support/process.js"
+import { E18, freshAddress, freshOwner, json, VaultDevnet } from "./support/relayerDevnet.js"
 
 // Each test starts the relayer process twice: slow on a busy machine.
 const TEST_TIMEOUT = 360_000
-const E18 = 10n ** 18n
 
-class RestartDevnet extends Context.Tag("RestartDevnet")<RestartDevnet, DevnetChain>() {}
-
-const runtime = ManagedRuntime.make(
-  Layer.scoped(RestartDevnet, devnetChain({ dir: join(tmpdir(), `relayer-restart-e2e-${process.pid}`) }))
-)
-let chain: DevnetChain
-let rpcUrl = ""
+// The chain only: the relayer runs as its own process here, so its HTTP helpers are this file's.
+let net: VaultDevnet
 const running: Array<ServiceProcess> = []
-const relayerAddress = privateKeyToAccount(devnetKeys.relayer).address
 
 beforeAll(async () => {
-  chain = await runtime.runPromise(RestartDevnet)
-  rpcUrl = chain.anvil.rpcUrl
+  net = await VaultDevnet.start("relayer-restart-e2e")
 }, 180_000)
 afterAll(async () => {
   for (const service of running) await service.stop()
-  await runtime.dispose()
+  await net?.dispose()
 }, 60_000)
 
 // ---------------------------------------------------------------------------------------------
 // Chain helpers
 
-const publicClient = () => createPublicClient({ transport: http(rpcUrl) })
-
-const send = async (from: number, request: Record<string, unknown>) => {
-  const { publicClient: reader, walletClient } = await devnetClients(rpcUrl, devnetAccount(from))
-  const hash = await walletClient.writeContract(request as never)
-  const receipt = await reader.waitForTransactionReceipt({ hash })
-  if (receipt.status !== "success") throw new Error(`setup transaction reverted: ${hash}`)
-}
-
-const tokenBalance = (token: Address, holder: Address) =>
-  publicClient().readContract({
-    address: token,
-    abi: testTokenAbi,
-    functionName: "balanceOf",
-    args: [holder]
-  })
-
 /** A registered owner (EOA) with `amount` of the settlement asset in the vault. */
 const fundedOwner = async (amount: bigint) => {
-  const { vault, settlementAsset: usdt } = chain.deployment
-  const signer = privateKeyToAccount(generatePrivateKey())
-  const salt = keccak256(toHex(signer.address))
-  const id = computeId(1, ownerCommitment(signer.address, salt), zeroAddress, 0n)
-  await send(8, {
-    address: vault,
-    abi: feeVaultAbi,
-    functionName: "registerOwner",
-    args: [signer.address, salt, zeroAddress, 0n]
-  })
-  const depositor = devnetAccount(9).address
-  await send(9, { address: usdt, abi: testTokenAbi, functionName: "mint", args: [depositor, amount] })
-  await send(9, { address: usdt, abi: testTokenAbi, functionName: "approve", args: [vault, amount] })
-  await send(9, { address: vault, abi: feeVaultAbi, functionName: "deposit", args: [id, usdt, amount] })
-  return { signer, id }
+  const owner = freshOwner()
+  await net.registerOwner(owner)
+  await net.deposit(owner.id, net.settlementAsset, amount)
+  return owner
 }
 
 const transactionOf = (hash: Hex) =>
-  rpc<{ nonce: Hex; from: Address; blockNumber: Hex | null } | null>(rpcUrl, "eth_getTransactionByHash", [
+  rpc<{ nonce: Hex; from: Address; blockNumber: Hex | null } | null>(net.rpcUrl, "eth_getTransactionByHash", [
     hash
   ])
 
 const nonceOf = async (tag: "latest" | "pending") =>
-  Number(await rpc<Hex>(rpcUrl, "eth_getTransactionCount", [relayerAddress, tag]))
+  Number(await rpc<Hex>(net.rpcUrl, "eth_getTransactionCount", [net.relayerAddress, tag]))
 
 const until = async <A>(what: string, check: () => Promise<A | undefined>, seconds = 60): Promise<A> => {
   const deadline = Date.now() + seconds * 1000
@@ -119,10 +62,8 @@ const until = async <A>(what: string, check: () => Promise<A | undefined>, secon
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers
 
-const json = (value: unknown) => JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v))
-
 const quote = async (base: string) => {
-  const query = new URLSearchParams({ asset: chain.deployment.settlementAsset, adapter: zeroAddress })
+  const query = new URLSearchParams({ asset: net.settlementAsset, adapter: zeroAddress })
   const res = await fetch(`${base}/v1/quote?${query}`)
   expect(res.status).toBe(200)
   return BigInt(((await res.json()) as { relayerFee: string }).relayerFee)
@@ -138,21 +79,16 @@ const postClaim = async (
   const adapterData = encodeAbiParameters([{ type: "address" }], [recipient])
   const claim = {
     beneficiaryId: owner.id,
-    asset: chain.deployment.settlementAsset,
+    asset: net.settlementAsset,
     amount,
     adapter: zeroAddress,
     dataHash: keccak256(adapterData),
-    relayer: relayerAddress,
+    relayer: net.relayerAddress,
     relayerFee: fee,
     nonce: 0n,
     deadline: BigInt(Math.floor(Date.now() / 1000) + 3600)
   }
-  const signature = await owner.signer.signTypedData({
-    domain: vaultDomain(chain.deployment.chainId, chain.deployment.vault),
-    types: vaultTypes,
-    primaryType: "Claim",
-    message: claim
-  })
+  const signature = await net.sign(owner.signer, "Claim", claim)
   const res = await fetch(`${base}/v1/claim`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -190,6 +126,7 @@ describe.each(kinds)("relayer killed with a transaction pending (%s)", (kind) =>
   it("still tracks it after a restart, and the next claim gets the next nonce", {
     timeout: TEST_TIMEOUT
   }, async () => {
+    const { chain, relayerAddress, settlementAsset: usdt } = net
     const storage =
       kind === "postgresql"
         ? await postgresSchema(process.env.DATABASE_URL as string)
@@ -212,11 +149,8 @@ describe.each(kinds)("relayer killed with a transaction pending (%s)", (kind) =>
       }
       const first = await fundedOwner(100n * E18)
       const second = await fundedOwner(100n * E18)
-      const [recipientA, recipientB] = [
-        privateKeyToAccount(generatePrivateKey()).address,
-        privateKeyToAccount(generatePrivateKey()).address
-      ]
-      const relayerTokensBefore = await tokenBalance(chain.deployment.settlementAsset, relayerAddress)
+      const [recipientA, recipientB] = [freshAddress(), freshAddress()]
+      const relayerTokensBefore = await net.tokenBalance(usdt, relayerAddress)
 
       const before = startService("relayer", env)
       running.push(before)
@@ -224,7 +158,7 @@ describe.each(kinds)("relayer killed with a transaction pending (%s)", (kind) =>
       const fee = await quote(base)
       const start = await nonceOf("latest")
 
-      await rpc(rpcUrl, "evm_setAutomine", [false])
+      await rpc(net.rpcUrl, "evm_setAutomine", [false])
       const hashA = await postClaim(base, first, recipientA, 40n * E18, fee)
       expect((await txStatus(base, hashA)).status).toBe("pending")
       const pooled = await until("the claim in the pool", () =>
@@ -251,8 +185,8 @@ describe.each(kinds)("relayer killed with a transaction pending (%s)", (kind) =>
       expect(hashB).not.toBe(hashA)
       await until("the second claim in the pool", () => transactionOf(hashB).then((t) => t ?? undefined))
 
-      await rpc(rpcUrl, "evm_mine")
-      await rpc(rpcUrl, "evm_setAutomine", [true])
+      await rpc(net.rpcUrl, "evm_mine")
+      await rpc(net.rpcUrl, "evm_setAutomine", [true])
       const statusA = await until("the first claim mined", async () => {
         const s = await txStatus(base, hashA)
         return s.status === "pending" ? undefined : s
@@ -272,10 +206,9 @@ describe.each(kinds)("relayer killed with a transaction pending (%s)", (kind) =>
       expect(await nonceOf("latest")).toBe(start + 2)
       expect(await nonceOf("pending")).toBe(start + 2)
 
-      const usdt = chain.deployment.settlementAsset
-      expect(await tokenBalance(usdt, recipientA)).toBe(40n * E18 - fee)
-      expect(await tokenBalance(usdt, recipientB)).toBe(30n * E18 - fee)
-      expect(await tokenBalance(usdt, relayerAddress)).toBe(relayerTokensBefore + 2n * fee)
+      expect(await net.tokenBalance(usdt, recipientA)).toBe(40n * E18 - fee)
+      expect(await net.tokenBalance(usdt, recipientB)).toBe(30n * E18 - fee)
+      expect(await net.tokenBalance(usdt, relayerAddress)).toBe(relayerTokensBefore + 2n * fee)
       const settled = await until("health to show nothing pending", async () => {
         const h = await health(base)
         return h.sender.pending === 0 ? h : undefined
@@ -283,7 +216,7 @@ describe.each(kinds)("relayer killed with a transaction pending (%s)", (kind) =>
       expect(settled.sender.nextNonce).toBe(String(start + 2))
       expect(await after.stop()).toBe(0)
     } finally {
-      await rpc(rpcUrl, "evm_setAutomine", [true])
+      await rpc(net.rpcUrl, "evm_setAutomine", [true])
       await storage.drop()
     }
   })

@@ -1,14 +1,19 @@
 /**
- * A private devnet with the relayer running in this process, for end-to-end tests that speak to
- * it over HTTP the way an outside client does (viem, PROTOCOL.md and the deployment file), plus
- * the chain helpers those tests share: funding accounts, reading vault state, signing messages,
- * mining, and waiting for `/v1/accounts` to cover a block.
+ * A private devnet for end-to-end tests that speak to the relayer over HTTP the way an outside
+ * client does (viem, PROTOCOL.md and the deployment file): `VaultDevnet` is anvil with the
+ * reference contracts and the chain helpers the tests share (funding accounts, registering them,
+ * reading vault state, signing messages, mining); `RelayerDevnet` adds the relayer running in this
+ * process and the HTTP helpers (posting, quoting, waiting for a transaction and for
+ * `/v1/accounts` to cover a block). `recordingSender` and `liveChainLayers` build a write pipeline
+ * on the same chain without HTTP and without sending, for tests of its settings.
  */
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit, Layer, Scope } from "effect"
 import {
   type Address,
+  type ContractFunctionArgs,
+  type ContractFunctionName,
   createPublicClient,
   createTestClient,
   type Hex,
@@ -33,7 +38,17 @@ import {
 } from "../../../layers/devnet.js"
 import { RelayerLive } from "../../../layers/relayer.js"
 import { vaultDomain, vaultTypes } from "../../../schema/eip712.js"
+import { Unavailable } from "../../../schema/errors.js"
 import { computeId, ownerCommitment } from "../../../schema/ids.js"
+import { chainClientLayer } from "../../../src/chain/ChainClient.js"
+import { RelayerSettings } from "../../../src/config/relayer.js"
+import { AccountReader } from "../../../src/relayer/AccountReader.js"
+import { FeeOracle } from "../../../src/relayer/FeeOracle.js"
+import { IdRateLimit } from "../../../src/relayer/rateLimits.js"
+import { TxPreflight } from "../../../src/relayer/simulate.js"
+import { type TxRequest, TxSender } from "../../../src/relayer/TxSender.js"
+import { DenyList } from "../../../src/relayer/validation/denyList.js"
+import { VaultSignatures } from "../../../src/relayer/validation/signatures.js"
 
 export const E18 = 10n ** 18n
 
@@ -96,17 +111,34 @@ export const nextClient = () => {
   return `10.${(clients >> 16) & 255}.${(clients >> 8) & 255}.${clients & 255}`
 }
 
-export class RelayerDevnet {
+/** The devnet's hot key: the address the relayer sends from. */
+export const devnetRelayerAddress: Address = privateKeyToAccount(devnetKeys.relayer).address
+
+type VaultWriteName = ContractFunctionName<typeof feeVaultAbi, "nonpayable" | "payable">
+
+/** Runs `effect` in a scope of its own that outlives it (closed at once if `effect` fails). */
+const inNewScope = async <A, E>(
+  effect: Effect.Effect<A, E, Scope.Scope>
+): Promise<readonly [A, Scope.CloseableScope]> => {
+  const scope = await Effect.runPromise(Scope.make())
+  const value = await Effect.runPromise(
+    effect.pipe(
+      Scope.extend(scope),
+      Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause)))
+    )
+  )
+  return [value, scope] as const
+}
+
+/** Anvil with the reference contracts, and the chain helpers; no relayer. */
+export class VaultDevnet {
   readonly rpcUrl: string
   readonly vault: Address
   readonly settlementAsset: Address
-  readonly relayerAddress: Address = privateKeyToAccount(devnetKeys.relayer).address
+  readonly relayerAddress: Address = devnetRelayerAddress
 
-  private constructor(
+  protected constructor(
     readonly chain: DevnetChain,
-    readonly relayerUrl: string,
-    /** The relayer's settings, for tests that build parts of it against the same chain. */
-    readonly env: Record<string, string>,
     private readonly scope: Scope.CloseableScope
   ) {
     this.rpcUrl = chain.anvil.rpcUrl
@@ -114,27 +146,10 @@ export class RelayerDevnet {
     this.settlementAsset = chain.deployment.settlementAsset
   }
 
-  /** Anvil with the reference contracts and the relayer (indexer on), `env` on top of the devnet's. */
-  static async start(name: string, env: Record<string, string> = {}): Promise<RelayerDevnet> {
-    const scope = await Effect.runPromise(Scope.make())
-    const { chain, relayerUrl, settings } = await Effect.runPromise(
-      Effect.gen(function* () {
-        const chain = yield* devnetChain({ dir: join(tmpdir(), `${name}-${process.pid}`) })
-        const port = yield* freeLoopbackPort
-        const relayerUrl = `http://127.0.0.1:${port}`
-        yield* writeDevnetFile(chain, { relayerUrl, attestorUrl: "http://127.0.0.1:1" })
-        const settings = {
-          ...relayerEnv(chain, port),
-          TRUST_PROXY: "1",
-          TX_POLL_INTERVAL_MS: "100",
-          INDEXER_POLL_INTERVAL_MS: "100",
-          ...env
-        }
-        yield* Layer.buildWithScope(withSettings(RelayerLive, settings), scope)
-        return { chain, relayerUrl, settings }
-      }).pipe(Scope.extend(scope))
-    )
-    return new RelayerDevnet(chain, relayerUrl, settings, scope)
+  /** The chain alone, for tests that run the relayer themselves (as a process, say). */
+  static async start(name: string): Promise<VaultDevnet> {
+    const [chain, scope] = await inNewScope(devnetChain({ dir: join(tmpdir(), `${name}-${process.pid}`) }))
+    return new VaultDevnet(chain, scope)
   }
 
   dispose(): Promise<void> {
@@ -147,9 +162,6 @@ export class RelayerDevnet {
     return address
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Chain
-
   readonly publicClient = () => createPublicClient({ transport: http(this.rpcUrl) })
 
   /** Sends a contract write from mnemonic account `from` and waits for its success. */
@@ -158,6 +170,20 @@ export class RelayerDevnet {
     const hash = await walletClient.writeContract(request as never)
     const receipt = await publicClient.waitForTransactionReceipt({ hash })
     if (receipt.status !== "success") throw new Error(`setup transaction reverted: ${hash}`)
+  }
+
+  /** `send` of a vault function, its arguments checked against the ABI. */
+  vaultWrite<F extends VaultWriteName>(
+    from: number,
+    functionName: F,
+    args: ContractFunctionArgs<typeof feeVaultAbi, "nonpayable" | "payable", F>
+  ): Promise<void> {
+    return this.send(from, { address: this.vault, abi: feeVaultAbi, functionName, args })
+  }
+
+  /** Registers `owner` as a kind-1 account without fallback, straight on the vault (from #8 unless told). */
+  registerOwner(owner: { readonly address: Address; readonly salt: Hex }, from = 8): Promise<void> {
+    return this.vaultWrite(from, "registerOwner", [owner.address, owner.salt, zeroAddress, 0n])
   }
 
   /** Mints to the depositor (#9), approves and deposits `amount` of `token` for `id`. */
@@ -170,12 +196,7 @@ export class RelayerDevnet {
       functionName: "approve",
       args: [this.vault, amount]
     })
-    await this.send(9, {
-      address: this.vault,
-      abi: feeVaultAbi,
-      functionName: "deposit",
-      args: [id, token, amount]
-    })
+    await this.vaultWrite(9, "deposit", [id, token, amount])
   }
 
   tokenBalance(token: Address, holder: Address): Promise<bigint> {
@@ -242,22 +263,59 @@ export class RelayerDevnet {
     await test.mine({ blocks: 1 })
   }
 
+  /** The EIP-712 definition of `message` over the vault's domain (to sign, or to hash). */
+  typedData<P extends VaultPrimaryType>(primaryType: P, message: VaultMessage<P>) {
+    return {
+      domain: vaultDomain(this.chain.deployment.chainId, this.vault),
+      types: vaultTypes,
+      primaryType,
+      message
+    } as TypedDataDefinition<typeof vaultTypes, P>
+  }
+
   /** EIP-712 over the vault's domain. */
   sign<P extends VaultPrimaryType>(
     signer: PrivateKeyAccount,
     primaryType: P,
     message: VaultMessage<P>
   ): Promise<Hex> {
-    return signer.signTypedData({
-      domain: vaultDomain(this.chain.deployment.chainId, this.vault),
-      types: vaultTypes,
-      primaryType,
-      message
-    } as never)
+    return signer.signTypedData(this.typedData(primaryType, message) as never)
+  }
+}
+
+/** The chain and the relayer running in this process, with the HTTP helpers. */
+export class RelayerDevnet extends VaultDevnet {
+  private constructor(
+    chain: DevnetChain,
+    readonly relayerUrl: string,
+    /** The relayer's settings, for tests that build parts of it against the same chain. */
+    readonly env: Record<string, string>,
+    scope: Scope.CloseableScope
+  ) {
+    super(chain, scope)
   }
 
-  // -------------------------------------------------------------------------------------------
-  // HTTP
+  /** Anvil with the reference contracts and the relayer (indexer on), `env` on top of the devnet's. */
+  static override async start(name: string, env: Record<string, string> = {}): Promise<RelayerDevnet> {
+    const [{ chain, relayerUrl, settings }, scope] = await inNewScope(
+      Effect.gen(function* () {
+        const chain = yield* devnetChain({ dir: join(tmpdir(), `${name}-${process.pid}`) })
+        const port = yield* freeLoopbackPort
+        const relayerUrl = `http://127.0.0.1:${port}`
+        yield* writeDevnetFile(chain, { relayerUrl, attestorUrl: "http://127.0.0.1:1" })
+        const settings = {
+          ...relayerEnv(chain, port),
+          TRUST_PROXY: "1",
+          TX_POLL_INTERVAL_MS: "100",
+          INDEXER_POLL_INTERVAL_MS: "100",
+          ...env
+        }
+        yield* Layer.buildWithScope(withSettings(RelayerLive, settings), yield* Effect.scope)
+        return { chain, relayerUrl, settings }
+      })
+    )
+    return new RelayerDevnet(chain, relayerUrl, settings, scope)
+  }
 
   post(path: string, body: unknown, client = nextClient()): Promise<Response> {
     return fetch(`${this.relayerUrl}${path}`, {
@@ -323,4 +381,59 @@ export const expectRefusal = async (
   expect(typeof body.error).toBe("string")
   expect(await net.relayerNonce()).toBe(before)
   return body.error ?? ""
+}
+
+// ---------------------------------------------------------------------------------------------
+// A write pipeline on the live chain, without HTTP and without sending
+
+export interface RecordingSender {
+  /** Every request handed to the sender, in order; shared by the pipelines built with it. */
+  readonly submitted: Array<TxRequest>
+  readonly layer: Layer.Layer<TxSender>
+}
+
+/** A `TxSender` for the devnet's hot key that sends nothing: it records each request and answers a made-up hash. */
+export const recordingSender = (): RecordingSender => {
+  const submitted: Array<TxRequest> = []
+  const layer = Layer.succeed(TxSender, {
+    address: devnetRelayerAddress,
+    submit: (request) => {
+      submitted.push(request)
+      return Effect.succeed(keccak256(toHex(submitted.length)))
+    },
+    status: () => Effect.fail(new Unavailable({ message: "not here" }))
+  })
+  return { submitted, layer }
+}
+
+/**
+ * Everything a write pipeline (`ClaimsLive`, `OwnerActionsLive`) is built from, against the
+ * devnet's chain: the relayer's settings `env` with `overrides` on top, the real chain client,
+ * account reader, deny list, signature checks, preflight and per-id rate limit; `sender` in place
+ * of the real one, and a fee oracle that quotes `relayerFee` on a 60k-gas budget at 1 wei a gas.
+ */
+export const liveChainLayers = (
+  env: Record<string, string>,
+  overrides: Record<string, string>,
+  sender: RecordingSender,
+  relayerFee: bigint
+) => {
+  const settings = withSettings(RelayerSettings.layer, { ...env, ...overrides })
+  const chainLayer = Layer.unwrapEffect(
+    Effect.map(RelayerSettings, (s) =>
+      chainClientLayer({ rpcUrl: s.rpcUrl.href, timeoutMs: s.rpcTimeoutMs, errorAbi: feeVaultAbi })
+    )
+  )
+  const oracle = Layer.succeed(FeeOracle, {
+    quote: () => Effect.succeed({ relayerFee, gasEstimate: 60_000n, gasPrice: 1n, validUntil: 0 }),
+    gasBudget: () => 60_000n
+  })
+  return Layer.mergeAll(
+    AccountReader.layer,
+    DenyList.layer,
+    VaultSignatures.layer,
+    TxPreflight.layer,
+    IdRateLimit.layer,
+    oracle
+  ).pipe(Layer.provideMerge(sender.layer), Layer.provideMerge(chainLayer), Layer.provideMerge(settings))
 }
