@@ -46,18 +46,8 @@ const freshKey = () => privateKeyToAccount(generatePrivateKey())
 beforeAll(async () => {
   net = await RelayerDevnet.start("binds-e2e")
   // Admin (#0) adds a second attestor and requires both.
-  await net.send(0, {
-    address: net.vault,
-    abi: feeVaultAbi,
-    functionName: "setAttestor",
-    args: [attestorB.address, true]
-  })
-  await net.send(0, {
-    address: net.vault,
-    abi: feeVaultAbi,
-    functionName: "setAttestorThreshold",
-    args: [2n]
-  })
+  await net.vaultWrite(0, "setAttestor", [attestorB.address, true])
+  await net.vaultWrite(0, "setAttestorThreshold", [2n])
 }, 180_000)
 afterAll(() => net?.dispose())
 
@@ -95,30 +85,58 @@ const attest = (
   message: { id: Hex; newOwner: Address; bindNonce: bigint; deadline: bigint }
 ): Promise<Array<Hex>> => Promise.all(signers.map((signer) => net.sign(signer, "BindOwner", message)))
 
-const cancelSignature = (signer: PrivateKeyAccount, id: Hex, bindNonce: bigint, deadline: bigint) =>
-  net.sign(signer, "CancelBind", { id, bindNonce, deadline })
+interface ProposeOptions {
+  /** A fresh key's address unless given. */
+  readonly newOwner?: Address
+  /** Who attests: both attestors unless given. */
+  readonly signers?: ReadonlyArray<PrivateKeyAccount>
+  /** The bind nonce the attestations are over: 0 unless given. */
+  readonly bindNonce?: bigint
+  readonly deadline?: bigint
+  /** Sent along only when given. */
+  readonly register?: Handle["register"]
+}
+
+/** A POST /v1/propose-bind body for account `id`, attested over `BindOwner` as `options` say. */
+const proposeBody = async (id: Hex, options: ProposeOptions = {}) => {
+  const newOwner = options.newOwner ?? freshKey().address
+  const deadline = options.deadline ?? farDeadline()
+  const signatures = await attest(options.signers ?? attestors, {
+    id,
+    newOwner,
+    bindNonce: options.bindNonce ?? 0n,
+    deadline
+  })
+  return { id, newOwner, deadline, signatures, ...(options.register ? { register: options.register } : {}) }
+}
+
+/** A POST /v1/cancel-bind body for account `id`, `signer` signing `CancelBind` over `bindNonce`. */
+const cancelBody = async (
+  signer: PrivateKeyAccount,
+  id: Hex,
+  bindNonce: bigint,
+  deadline = farDeadline()
+) => ({
+  id,
+  deadline,
+  signature: await net.sign(signer, "CancelBind", { id, bindNonce, deadline })
+})
 
 // Setup straight on the vault, not through the relayer.
 
 const registerOnChain = (handle: Handle) =>
-  net.send(SETUP, {
-    address: net.vault,
-    abi: feeVaultAbi,
-    functionName: "registerHandle",
-    args: [handle.register.handleCommitment, handle.register.fallbackRecipient, handle.register.fallbackDelay]
-  })
+  net.vaultWrite(SETUP, "registerHandle", [
+    handle.register.handleCommitment,
+    handle.register.fallbackRecipient,
+    handle.register.fallbackDelay
+  ])
 
 /** Proposes `newOwner` with both attestors at the account's current bindNonce. */
 const proposeOnChain = async (id: Hex, newOwner: Address) => {
   const deadline = farDeadline()
   const { bindNonce } = await net.vaultAccount(id)
   const signatures = await attest(attestors, { id, newOwner, bindNonce, deadline })
-  await net.send(SETUP, {
-    address: net.vault,
-    abi: feeVaultAbi,
-    functionName: "proposeBind",
-    args: [id, newOwner, deadline, signatures]
-  })
+  await net.vaultWrite(SETUP, "proposeBind", [id, newOwner, deadline, signatures])
 }
 
 /** A registered handle account with a pending bind to a fresh key (owner still zero). */
@@ -137,12 +155,7 @@ const boundHandle = async () => {
   await registerOnChain(handle)
   await proposeOnChain(handle.id, owner.address)
   await net.timeTravel(BIND_DELAY + 1)
-  await net.send(SETUP, {
-    address: net.vault,
-    abi: feeVaultAbi,
-    functionName: "finalizeBind",
-    args: [handle.id]
-  })
+  await net.vaultWrite(SETUP, "finalizeBind", [handle.id])
   expect((await net.vaultAccount(handle.id)).owner).toBe(owner.address)
   return { ...handle, owner }
 }
@@ -230,12 +243,7 @@ describe("bind lifecycle", () => {
     const deadline = farDeadline()
 
     const proposed = await net.mined(
-      await net.post("/v1/propose-bind", {
-        id,
-        newOwner: next,
-        deadline,
-        signatures: await attest(attestors, { id, newOwner: next, bindNonce: 1n, deadline })
-      })
+      await net.post("/v1/propose-bind", await proposeBody(id, { newOwner: next, bindNonce: 1n, deadline }))
     )
     expect(await net.vaultAccount(id)).toMatchObject({
       owner: owner.address,
@@ -250,11 +258,7 @@ describe("bind lifecycle", () => {
 
     // The owner signs CancelBind over the current bindNonce (2, as /v1/accounts shows it).
     const cancelled = await net.mined(
-      await net.post("/v1/cancel-bind", {
-        id,
-        deadline,
-        signature: await cancelSignature(owner, id, 2n, deadline)
-      })
+      await net.post("/v1/cancel-bind", await cancelBody(owner, id, 2n, deadline))
     )
     expect(await net.vaultAccount(id)).toMatchObject({
       owner: owner.address,
@@ -275,19 +279,14 @@ describe("bind refusals", () => {
   describe("propose-bind", () => {
     it("one valid attestor signature (even repeated) is below threshold 2", async () => {
       const handle = freshHandle()
-      const newOwner = freshKey().address
-      const deadline = farDeadline()
-      const [only] = await attest([attestorA], { id: handle.id, newOwner, bindNonce: 0n, deadline })
+      // Signing is deterministic: the same attestor twice gives the same signature twice.
       await expectRefusal(
         net,
-        () =>
-          net.post("/v1/propose-bind", {
-            id: handle.id,
-            newOwner,
-            deadline,
-            signatures: [only, only],
-            register: handle.register
-          }),
+        async () =>
+          net.post(
+            "/v1/propose-bind",
+            await proposeBody(handle.id, { signers: [attestorA, attestorA], register: handle.register })
+          ),
         400,
         "insufficient_attestations"
       )
@@ -296,22 +295,10 @@ describe("bind refusals", () => {
     it("signatures of non-attestors do not count", async () => {
       const handle = freshHandle()
       await registerOnChain(handle)
-      const newOwner = freshKey().address
-      const deadline = farDeadline()
       await expectRefusal(
         net,
         async () =>
-          net.post("/v1/propose-bind", {
-            id: handle.id,
-            newOwner,
-            deadline,
-            signatures: await attest([freshKey(), freshKey()], {
-              id: handle.id,
-              newOwner,
-              bindNonce: 0n,
-              deadline
-            })
-          }),
+          net.post("/v1/propose-bind", await proposeBody(handle.id, { signers: [freshKey(), freshKey()] })),
         400,
         "insufficient_attestations"
       )
@@ -320,17 +307,9 @@ describe("bind refusals", () => {
     it("attestations over a stale bindNonce do not count", async () => {
       // Bound once: bindNonce is 1, so signatures over 0 are for a message the vault no longer takes.
       const { id } = await boundHandle()
-      const newOwner = freshKey().address
-      const deadline = farDeadline()
       await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/propose-bind", {
-            id,
-            newOwner,
-            deadline,
-            signatures: await attest(attestors, { id, newOwner, bindNonce: 0n, deadline })
-          }),
+        async () => net.post("/v1/propose-bind", await proposeBody(id, { bindNonce: 0n })),
         400,
         "insufficient_attestations"
       )
@@ -338,17 +317,9 @@ describe("bind refusals", () => {
 
     it("a bind already pending is refused", async () => {
       const { id } = await pendingHandle()
-      const newOwner = freshKey().address
-      const deadline = farDeadline()
       await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/propose-bind", {
-            id,
-            newOwner,
-            deadline,
-            signatures: await attest(attestors, { id, newOwner, bindNonce: 1n, deadline })
-          }),
+        async () => net.post("/v1/propose-bind", await proposeBody(id, { bindNonce: 1n })),
         409,
         "bind_state"
       )
@@ -356,17 +327,9 @@ describe("bind refusals", () => {
 
     it("an unregistered account without register is not found", async () => {
       const { id } = freshHandle()
-      const newOwner = freshKey().address
-      const deadline = farDeadline()
       await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/propose-bind", {
-            id,
-            newOwner,
-            deadline,
-            signatures: await attest(attestors, { id, newOwner, bindNonce: 0n, deadline })
-          }),
+        async () => net.post("/v1/propose-bind", await proposeBody(id)),
         404,
         "not_found"
       )
@@ -374,18 +337,9 @@ describe("bind refusals", () => {
 
     it("a registration whose fallback recipient is on the deny list is refused", async () => {
       const handle = freshHandle({ recipient: "0x000000000000000000000000000000000000dEaD", delay: 86_400n })
-      const newOwner = freshKey().address
-      const deadline = farDeadline()
       await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/propose-bind", {
-            id: handle.id,
-            newOwner,
-            deadline,
-            signatures: await attest(attestors, { id: handle.id, newOwner, bindNonce: 0n, deadline }),
-            register: handle.register
-          }),
+        async () => net.post("/v1/propose-bind", await proposeBody(handle.id, { register: handle.register })),
         403,
         "recipient_denied"
       )
@@ -393,23 +347,10 @@ describe("bind refusals", () => {
 
     it("a kind-1 account cannot be bound", async () => {
       const owner = freshOwner()
-      await net.send(SETUP, {
-        address: net.vault,
-        abi: feeVaultAbi,
-        functionName: "registerOwner",
-        args: [owner.address, owner.salt, zeroAddress, 0n]
-      })
-      const newOwner = freshKey().address
-      const deadline = farDeadline()
+      await net.registerOwner(owner, SETUP)
       const error = await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/propose-bind", {
-            id: owner.id,
-            newOwner,
-            deadline,
-            signatures: await attest(attestors, { id: owner.id, newOwner, bindNonce: 0n, deadline })
-          }),
+        async () => net.post("/v1/propose-bind", await proposeBody(owner.id)),
         400,
         "bad_request"
       )
@@ -419,18 +360,9 @@ describe("bind refusals", () => {
     it("register for an account already registered is refused", async () => {
       const handle = freshHandle()
       await registerOnChain(handle)
-      const newOwner = freshKey().address
-      const deadline = farDeadline()
       const error = await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/propose-bind", {
-            id: handle.id,
-            newOwner,
-            deadline,
-            signatures: await attest(attestors, { id: handle.id, newOwner, bindNonce: 0n, deadline }),
-            register: handle.register
-          }),
+        async () => net.post("/v1/propose-bind", await proposeBody(handle.id, { register: handle.register })),
         400,
         "bad_request"
       )
@@ -440,22 +372,10 @@ describe("bind refusals", () => {
     it("the zero address cannot become the owner", async () => {
       const handle = freshHandle()
       await registerOnChain(handle)
-      const deadline = farDeadline()
       // Validly attested, so only the zero owner is wrong.
       const error = await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/propose-bind", {
-            id: handle.id,
-            newOwner: zeroAddress,
-            deadline,
-            signatures: await attest(attestors, {
-              id: handle.id,
-              newOwner: zeroAddress,
-              bindNonce: 0n,
-              deadline
-            })
-          }),
+        async () => net.post("/v1/propose-bind", await proposeBody(handle.id, { newOwner: zeroAddress })),
         400,
         "bad_request"
       )
@@ -464,18 +384,11 @@ describe("bind refusals", () => {
 
     it("a deadline 10 s ahead is too soon", async () => {
       const handle = freshHandle()
-      const newOwner = freshKey().address
       const deadline = BigInt(Math.floor(Date.now() / 1000) + 10)
       await expectRefusal(
         net,
         async () =>
-          net.post("/v1/propose-bind", {
-            id: handle.id,
-            newOwner,
-            deadline,
-            signatures: await attest(attestors, { id: handle.id, newOwner, bindNonce: 0n, deadline }),
-            register: handle.register
-          }),
+          net.post("/v1/propose-bind", await proposeBody(handle.id, { deadline, register: handle.register })),
         400,
         "deadline_too_soon"
       )
@@ -485,14 +398,11 @@ describe("bind refusals", () => {
       const handle = freshHandle()
       const error = await expectRefusal(
         net,
-        () =>
-          net.post("/v1/propose-bind", {
-            id: handle.id,
-            newOwner: freshKey().address,
-            deadline: farDeadline(),
-            signatures: [],
-            register: handle.register
-          }),
+        async () =>
+          net.post(
+            "/v1/propose-bind",
+            await proposeBody(handle.id, { signers: [], register: handle.register })
+          ),
         400,
         "bad_request"
       )
@@ -504,15 +414,9 @@ describe("bind refusals", () => {
     it("without a pending bind is refused", async () => {
       // The owner's signature is valid: only the state is wrong.
       const { id, owner } = await boundHandle()
-      const deadline = farDeadline()
       await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/cancel-bind", {
-            id,
-            deadline,
-            signature: await cancelSignature(owner, id, 1n, deadline)
-          }),
+        async () => net.post("/v1/cancel-bind", await cancelBody(owner, id, 1n)),
         409,
         "bind_state"
       )
@@ -521,15 +425,9 @@ describe("bind refusals", () => {
     it("a stranger's signature is refused", async () => {
       const { id } = await boundHandle()
       await proposeOnChain(id, freshKey().address)
-      const deadline = farDeadline()
       await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/cancel-bind", {
-            id,
-            deadline,
-            signature: await cancelSignature(freshKey(), id, 2n, deadline)
-          }),
+        async () => net.post("/v1/cancel-bind", await cancelBody(freshKey(), id, 2n)),
         400,
         "invalid_signature"
       )
@@ -537,15 +435,9 @@ describe("bind refusals", () => {
 
     it("an unregistered account is not found", async () => {
       const { id } = freshHandle()
-      const deadline = farDeadline()
       await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/cancel-bind", {
-            id,
-            deadline,
-            signature: await cancelSignature(freshKey(), id, 0n, deadline)
-          }),
+        async () => net.post("/v1/cancel-bind", await cancelBody(freshKey(), id, 0n)),
         404,
         "not_found"
       )
@@ -554,15 +446,9 @@ describe("bind refusals", () => {
     it("a handle account with no owner yet has nobody who can cancel", async () => {
       // Not even the pending owner: it is not the owner until the bind finalizes.
       const { id, pendingOwner } = await pendingHandle()
-      const deadline = farDeadline()
       await expectRefusal(
         net,
-        async () =>
-          net.post("/v1/cancel-bind", {
-            id,
-            deadline,
-            signature: await cancelSignature(pendingOwner, id, 1n, deadline)
-          }),
+        async () => net.post("/v1/cancel-bind", await cancelBody(pendingOwner, id, 1n)),
         400,
         "invalid_signature"
       )
