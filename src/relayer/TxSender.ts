@@ -861,17 +861,7 @@ export const makeTxSenderWithState = (
             })
           }
         }
-      }).pipe(
-        Effect.mapError(
-          (error) =>
-            new Unavailable({
-              message:
-                error._tag === "TxStoreError"
-                  ? "the transaction store is not answering"
-                  : "the chain RPC is not answering"
-            })
-        )
-      )
+      }).pipe(Effect.mapError(storeOrChainUnavailable))
 
     // From the store and the monitor's last round: a health poll costs no RPC call once the
     // monitor has run.
@@ -890,19 +880,18 @@ export const makeTxSenderWithState = (
         nextNonce: maxBig(summary.nextNonce, onChain.chainNext),
         balance: onChain.balance
       }
-    }).pipe(
-      Effect.mapError(
-        (error) =>
-          new Unavailable({
-            message:
-              error._tag === "TxStoreError"
-                ? "the transaction store is not answering"
-                : "the chain RPC is not answering"
-          })
-      )
-    )
+    }).pipe(Effect.mapError(storeOrChainUnavailable))
 
     return { sender: { address, submit, status } satisfies TxSenderShape, state }
+  })
+
+/** What a client is told when the sender cannot answer for its store or the chain. */
+const storeOrChainUnavailable = (error: { readonly _tag: string }) =>
+  new Unavailable({
+    message:
+      error._tag === "TxStoreError"
+        ? "the transaction store is not answering"
+        : "the chain RPC is not answering"
   })
 
 export const makeTxSender = (

@@ -47,12 +47,9 @@ import type {
   ShieldTemplatesRequest,
   TxHashResponse
 } from "../../schema/relayer.js"
-import { RelayerSettings } from "../config/relayer.js"
-import { AccountReader } from "./AccountReader.js"
-import { FeeOracle, type QuoteRequest } from "./FeeOracle.js"
+import type { QuoteRequest } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { makeRelay, type WritePathServices } from "./relay.js"
-import { TxSender } from "./TxSender.js"
+import { type WritePathServices, writePath } from "./relay.js"
 import { checkFeeClaim, checkTemplates } from "./validation/actionRules.js"
 import {
   checkConsolidateStep,
@@ -60,9 +57,9 @@ import {
   checkRegistration,
   minimumFee
 } from "./validation/claimRules.js"
-import { DenyList, screenRecipients } from "./validation/denyList.js"
+import { screenRecipients } from "./validation/denyList.js"
 import { expectedOwner } from "./validation/owner.js"
-import { type VaultMessage, VaultSignatures } from "./validation/signatures.js"
+import type { VaultMessage } from "./validation/signatures.js"
 
 /** Every refusal of the owner-action endpoints (each endpoint declares exactly these). */
 export type ActionError =
@@ -119,18 +116,7 @@ interface ActionPlan<P extends VaultPrimaryType> {
 export const OwnerActionsLive: Layer.Layer<OwnerActions, never, WritePathServices> = Layer.effect(
   OwnerActions,
   Effect.gen(function* () {
-    const settings = yield* RelayerSettings
-    const accounts = yield* AccountReader
-    const denyList = yield* DenyList
-    const signatures = yield* VaultSignatures
-    const oracle = yield* FeeOracle
-    const sender = yield* TxSender
-    const send = yield* makeRelay
-    const rules = {
-      settlementAsset: settings.settlementAsset,
-      shieldAdapter: settings.shieldAdapter,
-      quotedFullBalance: settings.quotedFullBalance
-    }
+    const { settings, accounts, denyList, signatures, oracle, sender, send, rules } = yield* writePath
 
     const run = <P extends VaultPrimaryType>(
       plan: ActionPlan<P>

@@ -30,12 +30,9 @@ import {
 } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
 import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
-import { RelayerSettings } from "../config/relayer.js"
-import { AccountReader } from "./AccountReader.js"
-import { FeeOracle, type QuoteRequest } from "./FeeOracle.js"
+import type { QuoteRequest } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { makeRelay, type WritePathServices } from "./relay.js"
-import { TxSender } from "./TxSender.js"
+import { type WritePathServices, writePath } from "./relay.js"
 import {
   checkAdapter,
   checkAgainstConsolidated,
@@ -47,9 +44,8 @@ import {
   checkRelayer,
   minimumFee
 } from "./validation/claimRules.js"
-import { DenyList, screenRecipients } from "./validation/denyList.js"
+import { screenRecipients } from "./validation/denyList.js"
 import { expectedOwner } from "./validation/owner.js"
-import { VaultSignatures } from "./validation/signatures.js"
 
 /** Every refusal of POST /v1/claim (the endpoint declares exactly these). */
 export type ClaimError =
@@ -78,18 +74,7 @@ export class Claims extends Context.Tag("Claims")<Claims, ClaimsShape>() {}
 export const ClaimsLive: Layer.Layer<Claims, never, WritePathServices> = Layer.effect(
   Claims,
   Effect.gen(function* () {
-    const settings = yield* RelayerSettings
-    const accounts = yield* AccountReader
-    const denyList = yield* DenyList
-    const signatures = yield* VaultSignatures
-    const oracle = yield* FeeOracle
-    const sender = yield* TxSender
-    const send = yield* makeRelay
-    const rules = {
-      settlementAsset: settings.settlementAsset,
-      shieldAdapter: settings.shieldAdapter,
-      quotedFullBalance: settings.quotedFullBalance
-    }
+    const { settings, accounts, denyList, signatures, oracle, sender, send, rules } = yield* writePath
 
     const submit = (request: ClaimRequest): Effect.Effect<TxHashResponse, ClaimError> =>
       Effect.gen(function* () {

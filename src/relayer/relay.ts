@@ -11,14 +11,14 @@ import type { GasCapExceeded, RateLimited, SimulationFailed, Unavailable } from 
 import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxHashResponse } from "../../schema/relayer.js"
 import { RelayerSettings } from "../config/relayer.js"
-import type { AccountReader } from "./AccountReader.js"
-import type { FeeOracle } from "./FeeOracle.js"
+import { AccountReader } from "./AccountReader.js"
+import { FeeOracle } from "./FeeOracle.js"
 import { batchCalls } from "./multicall.js"
 import { IdRateLimit, type IdRateLimitShape } from "./rateLimits.js"
 import { TxPreflight, type TxPreflightShape } from "./simulate.js"
 import { TxSender, type TxSenderShape, txSubmitErrorToApi } from "./TxSender.js"
-import type { DenyList } from "./validation/denyList.js"
-import type { VaultSignatures } from "./validation/signatures.js"
+import { DenyList } from "./validation/denyList.js"
+import { VaultSignatures } from "./validation/signatures.js"
 
 /** The services every owner-signed write path (claims, owner actions) is built from. */
 export type WritePathServices =
@@ -81,4 +81,24 @@ export const makeRelay: Effect.Effect<
     idLimit: yield* IdRateLimit,
     sender: yield* TxSender
   })
+})
+
+/** Everything an owner-signed write path works with, gathered once when its layer is built. */
+export const writePath = Effect.gen(function* () {
+  const settings = yield* RelayerSettings
+  return {
+    settings,
+    accounts: yield* AccountReader,
+    denyList: yield* DenyList,
+    signatures: yield* VaultSignatures,
+    oracle: yield* FeeOracle,
+    sender: yield* TxSender,
+    send: yield* makeRelay,
+    /** The claim and consolidation rules of this deployment. */
+    rules: {
+      settlementAsset: settings.settlementAsset,
+      shieldAdapter: settings.shieldAdapter,
+      quotedFullBalance: settings.quotedFullBalance
+    }
+  }
 })
