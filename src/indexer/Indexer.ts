@@ -17,7 +17,10 @@
  *   the stored blocks to the common ancestor, mark the abandoned ones orphaned, and go on from
  *   there (the next steps fetch the new branch);
  * - after each batch, the nonces of the accounts whose nonces it moved are reconciled with the
- *   chain's at its last block (the chain wins).
+ *   chain's at its last block (the chain wins);
+ * - while following, each time the tip has advanced `headerPruneIntervalBlocks` since the last
+ *   time, the headers more than `headerRetentionBlocks` below it (and below every other vault's
+ *   of the chain in the same database) are deleted: only the walk back of a reorg reads them.
  */
 import { Cause, Context, Data, Duration, Effect, Either, Exit, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex, Log } from "viem"
@@ -54,6 +57,14 @@ export interface IndexerConfig {
   readonly restartBaseDelayMs?: number
   /** Longest restart delay. Default 30 s. */
   readonly restartMaxDelayMs?: number
+  /**
+   * Headers of this many blocks below the indexed tip are kept for reorg detection; older ones
+   * are pruned. Default `max(confirmationDepth, 256) + 256`: every block a reorg within the
+   * confirmation depth reaches and the reorg walk's first two windows. Never below the depth.
+   */
+  readonly headerRetentionBlocks?: number
+  /** How far the tip advances while following between two prunings. Default 1000 blocks. */
+  readonly headerPruneIntervalBlocks?: number
 }
 
 export type IndexerStateName = M.IndexerState | "disabled"
@@ -125,6 +136,14 @@ const MOVED_RETRY = Duration.millis(100)
 const HEADER_CONCURRENCY = 4
 /** Most blocks one follow step fetches header by header. */
 const MAX_FOLLOW_SPAN = 256
+/** Blocks a reorg walk reads per window (see `handleReorg`). */
+const REORG_WINDOW = 256
+const DEFAULT_HEADER_PRUNE_INTERVAL = 1_000
+/**
+ * Most headers one pruning deletes, so a backlog (a store that never pruned) goes away over
+ * several follow steps instead of stalling one: the next commit prunes again until it is gone.
+ */
+const HEADER_PRUNE_LIMIT = 10_000
 
 /**
  * A failure for the log: the tag and message of a typed error (they name operations, blocks and
@@ -156,6 +175,11 @@ export const makeIndexer = (config: IndexerConfig) =>
     })
     const fetcher = yield* makeLogFetcher(chain, config.vault, { maxBlockRange: config.maxBlockRange })
     const depth = config.confirmationDepth
+    const headerRetention = Math.max(
+      depth,
+      config.headerRetentionBlocks ?? Math.max(depth, REORG_WINDOW) + REORG_WINDOW
+    )
+    const headerPruneInterval = Math.max(1, config.headerPruneIntervalBlocks ?? DEFAULT_HEADER_PRUNE_INTERVAL)
     const context = { settlementAsset: config.settlementAsset }
     let follower: ProjectionFollower | undefined
 
@@ -230,6 +254,8 @@ export const makeIndexer = (config: IndexerConfig) =>
       let tipVerified = false
       let lastConsolidationAt = 0
       let reconcileSkipping = false
+      /** The tip at the last complete pruning of this term; none yet prunes at the first follow commit. */
+      let prunedAt: number | undefined
 
       const reconcile = (events: ReadonlyArray<StoredEvent>, toBlock: number, toHash: Hex) =>
         Effect.gen(function* () {
@@ -328,13 +354,51 @@ export const makeIndexer = (config: IndexerConfig) =>
         yield* sync(f)
       })
 
+      /**
+       * Deletes headers no reorg walk will read again. Best effort: a failure is logged and
+       * counted, never fails the writer, and is retried once the tip has moved another interval.
+       */
+      const pruneHeaders = Effect.gen(function* () {
+        const tip = f.coverage?.block
+        if (tip === undefined || (prunedAt !== undefined && tip - prunedAt < headerPruneInterval)) return
+        const keepFromBlock = tip - headerRetention
+        if (keepFromBlock <= config.startBlock) return
+        const result = yield* store.pruneHeaders(ref, {
+          keepFromBlock,
+          window: headerRetention,
+          limit: HEADER_PRUNE_LIMIT
+        })
+        yield* Metric.incrementBy(M.headersPruned, result.deleted)
+        // A full batch may have left more below the horizon: the next follow commit goes on.
+        if (result.deleted < HEADER_PRUNE_LIMIT) prunedAt = tip
+        yield* Effect.logDebug("pruned block headers").pipe(
+          Effect.annotateLogs({ deleted: result.deleted, horizon: result.horizon ?? "none" })
+        )
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.gen(function* () {
+                prunedAt = f.coverage?.block
+                yield* Metric.increment(M.headerPruneFailures)
+                yield* Effect.logWarning("pruning block headers failed; indexing goes on").pipe(
+                  Effect.annotateLogs({ failure: describeFailure(cause) })
+                )
+              })
+        )
+      )
+
       const handleReorg = Effect.gen(function* () {
         const start = config.startBlock
         const top = Math.max(f.coverage?.block ?? start - 1, f.ranges.highest(f.isCanonical) ?? start - 1)
         const abandoned: Array<{ number: number; hash: Hex }> = []
         let ancestor: { number: number; hash: Hex } | undefined
-        for (let windowTop = top; ancestor === undefined && windowTop >= start; windowTop -= 256) {
-          const stored = yield* store.storedBlocks(ref, Math.max(start, windowTop - 255), windowTop)
+        for (let windowTop = top; ancestor === undefined && windowTop >= start; windowTop -= REORG_WINDOW) {
+          const stored = yield* store.storedBlocks(
+            ref,
+            Math.max(start, windowTop - REORG_WINDOW + 1),
+            windowTop
+          )
           for (const b of stored) {
             const onChain = yield* blockAt(b.number)
             if (Option.isSome(onChain) && onChain.value.hash === b.hash) {
@@ -401,7 +465,7 @@ export const makeIndexer = (config: IndexerConfig) =>
           const events = yield* toStoredEvents(logs, (n) => headers[n - from]?.hash)
           if (Option.isNone(events)) return "moved" as const
           const last = headers[headers.length - 1] as ChainBlock
-          return yield* commit({
+          const outcome = yield* commit({
             fromBlock: from,
             toBlock: to,
             toHash: last.hash,
@@ -409,6 +473,8 @@ export const makeIndexer = (config: IndexerConfig) =>
             events: events.value,
             headers: headers.map(header)
           })
+          yield* pruneHeaders
+          return outcome
         })
 
       const step = Effect.gen(function* () {

@@ -53,6 +53,15 @@ export const nonceChecksSkipped = Metric.counter("indexer_nonce_checks_skipped_t
   incremental: true
 })
 
+export const headersPruned = Metric.counter("indexer_headers_pruned_total", {
+  description: "Block headers deleted below the finality horizon (only reorg detection used them)",
+  incremental: true
+})
+export const headerPruneFailures = Metric.counter("indexer_header_prune_failures_total", {
+  description: "Header prunings that failed (retried after the next interval; indexing goes on)",
+  incremental: true
+})
+
 const rpcErrors = Metric.counter("indexer_rpc_errors_total", {
   description: "Failed indexer RPC requests by kind",
   incremental: true

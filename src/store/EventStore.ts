@@ -1,8 +1,13 @@
 /**
- * The append-only event store of one database: decoded vault logs, block headers of the
- * unfinalized range, orphan markers, the ranges the indexer has completed and nonce corrections.
- * Rows are never updated or deleted; a reorg appends orphan markers and readers skip events of
- * orphaned blocks.
+ * The event store of one database: decoded vault logs, block headers of the unfinalized range,
+ * orphan markers, the ranges the indexer has completed and nonce corrections.
+ *
+ * Events, orphan markers, ranges and nonce corrections are append-only: never updated or
+ * deleted. A reorg appends orphan markers and readers skip events of orphaned blocks. Block
+ * headers only serve reorg detection (finding the common ancestor near the indexed tip), so the
+ * writer prunes those below the finality horizon of every vault of the chain (`pruneHeaders`).
+ * Losing one is never wrong, only coarser: event blocks and range ends stay stored, and a walk
+ * back that finds no header still finds an ancestor among them.
  *
  * Writes are transactions that first take a per-chain transaction lock, so rows of one chain are
  * committed in the order of their sequence numbers and a reader fetching "everything after seq n"
@@ -88,6 +93,14 @@ export interface ReorgRecord {
   readonly kept: ReadonlyArray<Omit<IndexedRange, "seq">>
 }
 
+/** What one `pruneHeaders` call did. */
+export interface HeaderPruning {
+  /** Headers below this block were eligible; absent when no horizon was safe for every vault. */
+  readonly horizon: number | undefined
+  /** Headers deleted by this call; `limit` or more means more may remain below the horizon. */
+  readonly deleted: number
+}
+
 export interface Progress {
   readonly ranges: ReadonlyArray<IndexedRange>
   readonly markers: ReadonlyArray<OrphanMarker>
@@ -166,6 +179,17 @@ export interface EventStoreShape {
     fromBlock: number,
     toBlock: number
   ) => Effect.Effect<ReadonlyArray<BlockRef>, EventStoreError>
+  /**
+   * Deletes block headers of the vault's chain strictly below the horizon: the least, over every
+   * vault of the chain with indexed ranges, of its indexed tip minus `window`, and never above
+   * `keepFromBlock`. A vault whose tip is unknown (its latest ranges all orphaned) holds every
+   * header back. The lowest heights go first, whole heights, until `limit` are deleted. Events,
+   * markers, ranges and corrections stay.
+   */
+  readonly pruneHeaders: (
+    ref: VaultRef,
+    options: { readonly keepFromBlock: number; readonly window: number; readonly limit: number }
+  ) => Effect.Effect<HeaderPruning, EventStoreError>
   /** Runs `effect` in one repeatable-read transaction: every read sees the same commit. */
   readonly consistentRead: <A, E, R>(
     effect: Effect.Effect<A, E, R>
@@ -215,6 +239,12 @@ const embeddedLeadership = (sql: SqlClient, key: string): Effect.Effect<Leadersh
   })
 
 const PAGE_SIZE = 5_000
+/**
+ * A vault's indexed tip, for the pruning horizon, is the highest end among its latest this many
+ * canonical ranges: the index on (chain, vault, seq) answers it without reading every range (a
+ * row per followed block), and it can only be lower than the true highest, which prunes less.
+ */
+const TIP_RANGES = 64
 const INSERT_CHUNK = 2_000
 
 const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
@@ -502,6 +532,47 @@ export const makeEventStore = Effect.gen(function* () {
       Effect.mapError(failed("storedBlocks"))
     )
 
+  const pruneHeaders: EventStoreShape["pruneHeaders"] = (ref, { keepFromBlock, window, limit }) =>
+    Effect.gen(function* () {
+      // The chain's vaults by a skip scan of the ranges' index, then each one's tip from its
+      // latest canonical ranges. No lock: a tip only falls by a reorg (within the window), and a
+      // header deleted too eagerly is only a coarser ancestor for a walk back.
+      const [bound] = yield* sql<{ horizon: string | null }>`
+        WITH RECURSIVE vaults (vault) AS (
+          (SELECT vault FROM indexed_ranges WHERE chain_id = ${ref.chainId} ORDER BY vault LIMIT 1)
+          UNION ALL
+          SELECT (SELECT r.vault FROM indexed_ranges r
+                  WHERE r.chain_id = ${ref.chainId} AND r.vault > v.vault ORDER BY r.vault LIMIT 1)
+          FROM vaults v WHERE v.vault IS NOT NULL
+        )
+        SELECT CASE WHEN count(*) = 0 OR bool_or(tip.to_block IS NULL) THEN NULL
+                    ELSE LEAST(${keepFromBlock}::bigint, min(tip.to_block) - ${window}::bigint) END AS horizon
+        FROM vaults v
+        CROSS JOIN LATERAL (
+          SELECT max(latest.to_block) AS to_block FROM (
+            SELECT r.to_block FROM indexed_ranges r
+            WHERE r.chain_id = ${ref.chainId} AND r.vault = v.vault
+              AND r.to_hash NOT IN (${orphanedHashes(ref.chainId)})
+            ORDER BY r.seq DESC LIMIT ${TIP_RANGES}
+          ) latest
+        ) tip
+        WHERE v.vault IS NOT NULL`
+      const horizon = bound?.horizon == null ? undefined : Number(bound.horizon)
+      if (horizon === undefined || limit <= 0) return { horizon, deleted: 0 }
+      // The lowest heights first, whole heights, up to the one holding the `limit`-th header:
+      // a range of the (chain, number) index, where a join on hashes would read the whole table.
+      const [result] = yield* sql<{ deleted: string }>`
+        WITH deleted AS (
+          DELETE FROM block_headers
+          WHERE chain_id = ${ref.chainId} AND number <= LEAST(${horizon - 1}::bigint, (
+            SELECT number FROM block_headers WHERE chain_id = ${ref.chainId} AND number < ${horizon}
+            ORDER BY number OFFSET ${limit - 1} LIMIT 1))
+          RETURNING 1
+        )
+        SELECT count(*) AS deleted FROM deleted`
+      return { horizon, deleted: Number(result?.deleted ?? 0) }
+    }).pipe(Effect.mapError(failed("pruneHeaders")))
+
   const consistentRead: EventStoreShape["consistentRead"] = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`.pipe(
       Effect.zipRight(effect),
@@ -555,6 +626,7 @@ export const makeEventStore = Effect.gen(function* () {
     canonicalEvents,
     reconciliations,
     storedBlocks,
+    pruneHeaders,
     consistentRead,
     leadership
   } satisfies EventStoreShape

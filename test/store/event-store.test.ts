@@ -2,8 +2,10 @@
  * The event store on each database: idempotent appends, writer conflicts, orphan markers hiding
  * abandoned blocks (and a later marker bringing one back), ranges surviving a reorg up to the
  * ancestor, nonce corrections, the single-writer lock, and the projection follower rewinding with
- * its journal to the same state a fresh rebuild reaches.
+ * its journal to the same state a fresh rebuild reaches, and header pruning below the horizon of
+ * every vault of the chain.
  */
+import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Exit, Layer, Scope } from "effect"
 import { getAddress, type Hex, keccak256, numberToHex, stringToHex } from "viem"
@@ -246,6 +248,93 @@ for (const database of testDatabases()) {
           yield* f.sync(store)
           expect(f.coverage?.block).toBe(29)
           expect(accountsOf(f).get(idOf(1))?.balances[USDT]).toBe(20n)
+          void seq
+        })
+      )
+
+      it.effect("prunes headers below the horizon of every vault of the chain, nothing else", () =>
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const sql = yield* SqlClient
+          const ref = freshRef()
+          const headerNumbers = (chainId = ref.chainId) =>
+            Effect.map(
+              sql<{ number: string }>`
+                SELECT number FROM block_headers WHERE chain_id = ${chainId} ORDER BY number`,
+              (rows) => rows.map((r) => Number(r.number))
+            )
+          const eventBlocks = (r: VaultRef) =>
+            Effect.gen(function* () {
+              const stored: StoredEvent[] = []
+              yield* store.canonicalEvents(r, START, 1_000, (page) => Effect.sync(() => stored.push(...page)))
+              return stored.map((e) => e.blockNumber)
+            })
+          const blocks = (from: number, to: number) =>
+            Array.from({ length: to - from + 1 }, (_, i) => from + i)
+          /** Blocks `from..to` of branch a in batches of ten, a deposit in each batch's first block. */
+          const appendTo = (r: VaultRef, seq: number, from: number, to: number) =>
+            Effect.gen(function* () {
+              for (let n = from; n <= to; n += 10) {
+                seq = yield* store.append(r, seq, {
+                  ...batch(n, Math.min(n + 9, to), "a", [deposit(n, "a", 0, 1, 1n)]),
+                  baseHash: n === START ? undefined : hashOf(n - 1)
+                })
+              }
+              return seq
+            })
+
+          // One vault with headers of blocks 10..109, indexed in ten ranges; another chain's too.
+          let seq = yield* appendTo(ref, 0, START, 109)
+          expect(yield* headerNumbers()).toEqual(blocks(10, 109))
+          const otherChain = freshRef()
+          yield* appendTo(otherChain, 0, START, 29)
+          const before = yield* store.progress(ref, { rangeSeq: 0, markerSeq: 0, startBlock: START })
+
+          // Lowest heights first, whole heights (14 has a header of another branch), until `limit`
+          // are gone; then everything below the horizon.
+          yield* sql`
+            INSERT INTO block_headers (chain_id, number, hash, parent_hash)
+            VALUES (${ref.chainId}, 14, ${hashOf(14, "b")}, ${hashOf(13)})`
+          const first = yield* store.pruneHeaders(ref, { keepFromBlock: 79, window: 30, limit: 5 })
+          expect(first).toEqual({ horizon: 79, deleted: 6 })
+          expect((yield* headerNumbers())[0]).toBe(15)
+          const rest = yield* store.pruneHeaders(ref, { keepFromBlock: 79, window: 30, limit: 1_000 })
+          expect(rest).toEqual({ horizon: 79, deleted: 64 })
+          expect(yield* headerNumbers()).toEqual(blocks(79, 109))
+
+          // The caller's bound is a ceiling: the store's tip minus the window may be lower.
+          const capped = yield* store.pruneHeaders(ref, { keepFromBlock: 100, window: 40, limit: 1_000 })
+          expect(capped).toEqual({ horizon: 69, deleted: 0 })
+
+          // Events, ranges and markers stay; event blocks and range ends still serve a reorg walk.
+          expect(yield* eventBlocks(ref)).toEqual([10, 20, 30, 40, 50, 60, 70, 80, 90, 100])
+          expect(yield* store.progress(ref, { rangeSeq: 0, markerSeq: 0, startBlock: START })).toEqual(before)
+          const walk = yield* store.storedBlocks(ref, 30, 80)
+          expect(walk.map((b) => b.number)).toEqual([80, 79, 70, 69, 60, 59, 50, 49, 40, 39, 30])
+
+          // A second vault of the chain lags at block 60 (one range): the horizon follows it.
+          const lagging: VaultRef = { chainId: ref.chainId, vault: freshRef().vault }
+          const laggingSeq = yield* store.append(lagging, 0, {
+            ...batch(START, 60, "a", [deposit(START, "a", 1, 2, 1n), deposit(60, "a", 1, 2, 1n)]),
+            baseHash: undefined
+          })
+          seq = yield* appendTo(ref, seq, 110, 159)
+          const held = yield* store.pruneHeaders(ref, { keepFromBlock: 129, window: 30, limit: 1_000 })
+          expect(held).toEqual({ horizon: 30, deleted: 20 })
+          expect(yield* headerNumbers()).toEqual([...blocks(30, 60), ...blocks(79, 159)])
+          expect(yield* eventBlocks(lagging)).toEqual([10, 60])
+          expect(yield* eventBlocks(ref)).toEqual(blocks(1, 15).map((i) => 10 * i))
+          expect(yield* headerNumbers(otherChain.chainId)).toEqual(blocks(10, 29))
+
+          // A vault whose tip is unknown (its ranges orphaned) holds every header back.
+          yield* store.recordReorg(lagging, laggingSeq, {
+            ancestor: undefined,
+            abandoned: [{ number: 60, hash: hashOf(60) }],
+            kept: []
+          })
+          const unknown = yield* store.pruneHeaders(ref, { keepFromBlock: 129, window: 0, limit: 1_000 })
+          expect(unknown).toEqual({ horizon: undefined, deleted: 0 })
+          expect((yield* headerNumbers())[0]).toBe(30)
           void seq
         })
       )
