@@ -1,7 +1,8 @@
 /**
- * Schema migrations, one dialect for PostgreSQL and PGlite. Tables are append-only by design:
- * the event store never updates or deletes a row (ARCHITECTURE.md, "State changes enter through
- * the event store").
+ * Schema migrations, one dialect for PostgreSQL and PGlite. The event store is append-only by
+ * design (ARCHITECTURE.md, "State changes enter through the event store"): events, orphan markers,
+ * ranges and nonce reconciliations are never updated or deleted; block headers, which only serve
+ * reorg detection, are pruned below the finality horizon.
  */
 import * as Migrator from "@effect/sql/Migrator"
 import m0001_event_store from "./migrations/0001_event_store.js"

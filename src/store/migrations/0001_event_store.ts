@@ -1,6 +1,7 @@
 /**
  * The event store: decoded vault logs, block headers of the unfinalized range and orphan
- * markers. Append-only: rows are never updated or deleted.
+ * markers. Events and markers are never updated or deleted; headers below the finality horizon
+ * are pruned by the indexer (src/store/EventStore.ts `pruneHeaders`).
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
