@@ -314,7 +314,7 @@ describe("refusals: status and code, nothing sent", () => {
     await refuse("/v1/ping", "{", 400, "bad_request")
   })
 
-  it("fee claim for another account, and a registration of another id: bad_request", async () => {
+  it("fee claim for another account, a registration of another id or of an existing account: bad_request", async () => {
     const other = freshOwner()
     await refuse(
       "/v1/ping",
@@ -327,7 +327,9 @@ describe("refusals: status and code, nothing sent", () => {
       { ...(await pingBody(owner, 0n, validFee())), register: other.register },
       400,
       "bad_request"
-    )
+    ) // The account exists: its registration would only make the vault revert.
+    const error = await refuse("/v1/ping", await pingBody(owner, 0n, validFee(), true), 400, "bad_request")
+    expect(error).toMatch(/already registered/)
   })
 
   it("no fee, or a fee below the quote: 402 fee_too_low", async () => {

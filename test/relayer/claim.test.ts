@@ -413,6 +413,12 @@ describe("rule 3: signatures, owner, nonces", () => {
     })
   )
 
+  it.effect("register for an account that is already registered: bad_request", () =>
+    Effect.gen(function* () {
+      yield* refused(registered(), yield* request({}, { register: registration() }), "bad_request")
+    })
+  )
+
   it.effect("a handle account without an owner: invalid_signature", () =>
     Effect.gen(function* () {
       const world = makeWorld()
