@@ -204,6 +204,45 @@ describe("consolidate", () => {
     expect(await balanceOf(ctx, ctx.usdt, stranger.address)).toBe(units(30_995n))
   })
 
+  it("reverts with its fee claim as a whole: a fee the account cannot pay leaves the asset unswapped", async () => {
+    const before = await vaultBalance(ctx, id, ctx.weth)
+    const consolidateSig = await signVault(ctx, owner, "Consolidate", {
+      id,
+      assetIn: ctx.weth,
+      amountIn: units(1n),
+      minOut: units(2_900n),
+      nonce: 0n,
+      deadline: FAR_DEADLINE
+    })
+    // Paid in USDC, more than the account's 500.
+    const fee = claimMessage(ctx, {
+      beneficiaryId: id,
+      asset: ctx.usdc,
+      amount: units(501n, 6),
+      relayerFee: units(501n, 6),
+      nonce: 1n
+    })
+    const feeSig = await signVault(ctx, owner, "Claim", fee)
+    await expectRevert(
+      vaultSend(ctx, ctx.relayer, "multicall", [
+        [
+          encodeVaultCall("consolidate", [
+            id,
+            ctx.weth,
+            units(1n),
+            units(2_900n),
+            FAR_DEADLINE,
+            consolidateSig
+          ]),
+          encodeVaultCall("claim", [fee, "0x", feeSig])
+        ]
+      ]),
+      "InsufficientBalance"
+    )
+    expect(await vaultBalance(ctx, id, ctx.weth)).toBe(before)
+    expect(await nonceOf(ctx, id)).toBe(0n)
+  })
+
   it("quotes through the router as a Uniswap V2 router would", async () => {
     const amounts = await ctx.publicClient.readContract({
       address: ctx.router,
