@@ -531,6 +531,33 @@ describe("refusals: status and code, nothing sent", () => {
 
 // ---------------------------------------------------------------------------------------------
 
+describe("metrics", () => {
+  it("count owner actions by action and outcome code, and name no account", async () => {
+    const res = await fetch(`${net.relayerUrl}/v1/metrics`, { headers: { authorization: "Bearer devnet" } })
+    expect(res.status).toBe(200)
+    const text = await res.text()
+    const count = (action: string, code: string) => {
+      const line = text
+        .split("\n")
+        .find(
+          (l) =>
+            l.startsWith("relayer_actions_total{") &&
+            l.includes(`action="${action}"`) &&
+            l.includes(`code="${code}"`)
+        )
+      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
+    }
+    // The earlier tests of this file: successes of each action, and refusals.
+    for (const action of ["ping", "shield-templates", "rotate-owner", "consolidate"])
+      expect(count(action, "ok"), action).toBeGreaterThanOrEqual(1)
+    expect(count("ping", "fee_too_low")).toBeGreaterThanOrEqual(3)
+    expect(count("shield-templates", "invalid_templates")).toBeGreaterThanOrEqual(8)
+    expect(count("consolidate", "simulation_failed")).toBeGreaterThanOrEqual(1)
+    // Labels are endpoint names, codes and vault error names: no 32-byte id or 20-byte address.
+    expect(text).not.toMatch(/0x[0-9a-fA-F]{40}/)
+  })
+})
+
 describe("the pipeline's settings on the live chain", () => {
   const sender = recordingSender()
   const { submitted } = sender
