@@ -31,7 +31,8 @@ const vaultAbi = parseAbi([
   "function nonces(bytes32 id) view returns (uint256)",
   "function balanceOf(bytes32 id, address asset) view returns (uint256)",
   "event Registered(bytes32 indexed id, uint8 kind, address owner, bytes32 commitment, address fallbackRecipient, uint256 fallbackDelay)",
-  "event Claimed(bytes32 indexed id, address indexed asset, address indexed adapter, address relayer, uint256 amount, uint256 relayerFee, uint256 nonce)"
+  "event Claimed(bytes32 indexed id, address indexed asset, address indexed adapter, address relayer, uint256 amount, uint256 relayerFee, uint256 nonce)",
+  "event Pinged(bytes32 indexed id, uint256 nonce)"
 ])
 const erc20Abi = parseAbi([
   "function approve(address spender, uint256 amount) returns (bool)",
@@ -85,7 +86,7 @@ const startDevnet = async (dir: string) => {
 describe("npm run devnet", () => {
   const dir = join(tmpdir(), `devnet-${process.pid}`)
 
-  it("brings the system up and an outside client claims on the vault", { timeout: 360_000 }, async () => {
+  it("brings the system up; an outside client claims on the vault and pings through the relayer with a fee", { timeout: 360_000 }, async () => {
     const { devnet, ports } = await startDevnet(dir)
     const file = JSON.parse(readFileSync(join(dir, "deployment.json"), "utf8"))
     for (const field of [
@@ -197,6 +198,18 @@ describe("npm run devnet", () => {
       })
     ).toBe(amount)
 
+    // PROTOCOL §3, written out as an outside client would.
+    const claimTypes = [
+      { name: "beneficiaryId", type: "bytes32" },
+      { name: "asset", type: "address" },
+      { name: "amount", type: "uint256" },
+      { name: "adapter", type: "address" },
+      { name: "dataHash", type: "bytes32" },
+      { name: "relayer", type: "address" },
+      { name: "relayerFee", type: "uint256" },
+      { name: "nonce", type: "uint256" },
+      { name: "deadline", type: "uint256" }
+    ] as const
     const adapterData = encodeAbiParameters([{ type: "address" }], [recipient])
     const claim = {
       beneficiaryId: id,
@@ -217,19 +230,7 @@ describe("npm run devnet", () => {
     const signature = await owner.signTypedData({
       domain: { name: "FeeVault", version: "1", chainId: file.chainId, verifyingContract: vault },
       primaryType: "Claim",
-      types: {
-        Claim: [
-          { name: "beneficiaryId", type: "bytes32" },
-          { name: "asset", type: "address" },
-          { name: "amount", type: "uint256" },
-          { name: "adapter", type: "address" },
-          { name: "dataHash", type: "bytes32" },
-          { name: "relayer", type: "address" },
-          { name: "relayerFee", type: "uint256" },
-          { name: "nonce", type: "uint256" },
-          { name: "deadline", type: "uint256" }
-        ]
-      },
+      types: { Claim: claimTypes },
       message: claim
     })
     const before = await publicClient.readContract({
@@ -258,6 +259,78 @@ describe("npm run devnet", () => {
     expect(
       await publicClient.readContract({ address: vault, abi: vaultAbi, functionName: "nonces", args: [id] })
     ).toBe(1n)
+
+    // An owner action through the relayer, paid by a fee-only claim in the same transaction:
+    // Ping at nonce 1, the fee claim at nonce 2, naming the relayer of GET /v1/config.
+    const config = (await (await fetch(`${file.relayerUrl}/v1/config`)).json()) as { relayer: Address }
+    const quote = (await (
+      await fetch(
+        `${file.relayerUrl}/v1/quote?${new URLSearchParams({ action: "ping", asset, adapter: ZERO })}`
+      )
+    ).json()) as { relayerFee: string }
+    const domain = {
+      name: "FeeVault",
+      version: "1",
+      chainId: file.chainId,
+      verifyingContract: vault
+    } as const
+    const deadline = BigInt(Math.floor(Date.now() / 1000) + 3600)
+    const fee = {
+      ...claim,
+      amount: BigInt(quote.relayerFee),
+      dataHash: keccak256("0x"),
+      relayer: config.relayer,
+      relayerFee: BigInt(quote.relayerFee),
+      nonce: 2n,
+      deadline
+    }
+    const body = {
+      id,
+      deadline: deadline.toString(),
+      signature: await owner.signTypedData({
+        domain,
+        primaryType: "Ping",
+        types: {
+          Ping: [
+            { name: "id", type: "bytes32" },
+            { name: "nonce", type: "uint256" },
+            { name: "deadline", type: "uint256" }
+          ]
+        },
+        message: { id, nonce: 1n, deadline }
+      }),
+      fee: {
+        claim: Object.fromEntries(
+          Object.entries(fee).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v])
+        ),
+        signature: await owner.signTypedData({
+          domain,
+          primaryType: "Claim",
+          types: { Claim: claimTypes },
+          message: fee
+        })
+      }
+    }
+    const pinged = await fetch(`${file.relayerUrl}/v1/ping`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+    const { txHash } = (await pinged.json()) as { txHash: Hex }
+    expect(pinged.status).toBe(200)
+    const receipt = await mined(txHash)
+    expect(parseEventLogs({ abi: vaultAbi, logs: receipt.logs, eventName: "Pinged" })[0]?.args.nonce).toBe(1n)
+    // The relayer's account list catches up with the block and shows the nonce both steps used.
+    let listed: { nonce: string } | undefined
+    for (let i = 0; i < 200 && listed === undefined; i++) {
+      const accounts = (await (await fetch(`${file.relayerUrl}/v1/accounts`)).json()) as {
+        block: number
+        accounts: ReadonlyArray<{ id: Hex; nonce: string }>
+      }
+      if (accounts.block >= Number(receipt.blockNumber)) listed = accounts.accounts.find((a) => a.id === id)
+      else await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(listed?.nonce).toBe("3")
 
     // Ctrl-C / SIGTERM stops everything: no chain, no services left listening.
     expect(await devnet.stop()).toBe(0)
