@@ -86,7 +86,9 @@ const startDevnet = async (dir: string) => {
 describe("npm run devnet", () => {
   const dir = join(tmpdir(), `devnet-${process.pid}`)
 
-  it("brings the system up; an outside client claims on the vault and pings through the relayer with a fee", { timeout: 360_000 }, async () => {
+  it("brings the system up; an outside client claims on the vault and pings through the relayer with a fee", {
+    timeout: 360_000
+  }, async () => {
     const { devnet, ports } = await startDevnet(dir)
     const file = JSON.parse(readFileSync(join(dir, "deployment.json"), "utf8"))
     for (const field of [
