@@ -29,11 +29,26 @@ const withRequestLabels = <T, In, Out>(metric: Metric.Metric<T, In, Out>, labels
     Metric.tagged("status", String(labels.status))
   )
 
-export const recordRequest = (labels: RequestLabels, seconds: number) =>
-  Effect.zipRight(
-    Metric.increment(withRequestLabels(httpRequests, labels)),
-    Metric.update(withRequestLabels(httpRequestDuration, labels), seconds)
-  )
+/**
+ * The tagged metrics of each label set, built once: tagging derives a new metric key per call,
+ * which is measurable work on every request. Label sets are bounded (routes x methods x statuses).
+ */
+const taggedRequestMetrics = new Map<
+  string,
+  { readonly count: Effect.Effect<void>; readonly duration: (seconds: number) => Effect.Effect<void> }
+>()
+
+export const recordRequest = (labels: RequestLabels, seconds: number) => {
+  const key = `${labels.route}\u0000${labels.method}\u0000${labels.status}`
+  let tagged = taggedRequestMetrics.get(key)
+  if (tagged === undefined) {
+    const counter = withRequestLabels(httpRequests, labels)
+    const histogram = withRequestLabels(httpRequestDuration, labels)
+    tagged = { count: Metric.increment(counter), duration: (s) => Metric.update(histogram, s) }
+    taggedRequestMetrics.set(key, tagged)
+  }
+  return Effect.zipRight(tagged.count, tagged.duration(seconds))
+}
 
 const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')
 const sanitizeName = (name: string) => name.replace(/[^a-zA-Z0-9_:]/g, "_")
