@@ -4,13 +4,16 @@
  */
 import { Effect, Layer } from "effect"
 import { AttestorApi } from "../src/attestor/api.js"
+import { AttestorCommitmentsLive } from "../src/attestor/commitment.js"
 import { AttestorOperatorLive } from "../src/attestor/http.js"
+import { AttestorInfoLive } from "../src/attestor/info.js"
+import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { AttestorSettings } from "../src/config/attestor.js"
 import { serveApi } from "../src/http/server.js"
 import { storageLayer } from "../src/store/sql.js"
 
-const AttestorHandlers = AttestorOperatorLive
+const AttestorHandlers = Layer.mergeAll(AttestorOperatorLive, AttestorInfoLive, AttestorCommitmentsLive)
 
 export const attestorServices = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) =>
@@ -30,7 +33,8 @@ export const attestorServer = Layer.unwrapEffect(
     serveApi(AttestorApi, AttestorHandlers, {
       host: settings.host,
       port: settings.port,
-      maxBodyBytes: settings.maxBodyBytes
+      maxBodyBytes: settings.maxBodyBytes,
+      rateLimit: attestorIpRateLimit(settings)
     })
   )
 )

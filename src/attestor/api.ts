@@ -7,6 +7,8 @@ import { AttestorHealthResponse } from "../../schema/attestor.js"
 import { Wire } from "../../schema/errors.js"
 import { serviceDocument } from "../http/openapi.js"
 import { metricsEndpoint } from "../http/operator.js"
+import { AttestorCommitmentsGroup } from "./commitment.js"
+import { AttestorInfoGroup } from "./info.js"
 
 export const attestorHealthEndpoint = HttpApiEndpoint.get("health", "/v1/health").addSuccess(
   AttestorHealthResponse
@@ -18,8 +20,11 @@ export class AttestorOperatorGroup extends HttpApiGroup.make("operator")
 
 export class AttestorApi extends HttpApi.make("attestor")
   .add(AttestorOperatorGroup)
+  .add(AttestorInfoGroup)
+  .add(AttestorCommitmentsGroup)
   .addError(Wire.BadRequest)
   .addError(Wire.PayloadTooLarge)
+  .addError(Wire.RateLimited)
   .addError(Wire.Internal)
   .annotateContext(
     serviceDocument({

@@ -16,7 +16,29 @@ import {
   url
 } from "./settings.js"
 
+/** The modes spec/attestor.md §2 names for `HANDLE_LOOKUP_MODE`. */
 export type HandleLookupMode = "paid" | "off" | "free"
+
+/**
+ * The modes this version serves. There is no handle resolver (and no x402 facilitator client)
+ * yet, so `paid` and `free` could only fail at request time: start-up refuses them instead
+ * (`handleLookupModeRefusal`), and a handle alone gets 400 `unsupported`.
+ */
+export type ServedHandleLookupMode = Extract<HandleLookupMode, "off">
+
+/**
+ * Why a `HANDLE_LOOKUP_MODE` other than `off` cannot be served. `free` is for local development
+ * only and refused on chain id 56 whatever else this version supports (spec §2); when the chain
+ * id is not configured it is only known from the RPC, after start-up, and the version refusal
+ * covers it.
+ */
+export const handleLookupModeRefusal = (
+  mode: Exclude<HandleLookupMode, ServedHandleLookupMode>,
+  chainId: Option.Option<number>
+): string =>
+  mode === "free" && Option.contains(chainId, 56)
+    ? "free handle lookups are for local development and refused on chain id 56"
+    : `handle lookups are not available in this version (no handle resolver), so ${mode} cannot be served: leave it unset or set it to off (creators send the numeric userId)`
 
 export interface AttestorSettingsShape {
   readonly host: string
@@ -48,7 +70,8 @@ export interface AttestorSettingsShape {
   readonly oauthGetStart: boolean
   /** Origins (scheme://host[:port]) a login may redirect back to. */
   readonly redirectAllowList: ReadonlyArray<string>
-  readonly handleLookupMode: HandleLookupMode
+  /** Always `off` in this version: other modes are refused at start-up. */
+  readonly handleLookupMode: ServedHandleLookupMode
 }
 
 /** At least 16 bytes of hex: the pepper decides every salt, so a short one is refused. */
@@ -130,8 +153,14 @@ export const loadAttestorSettings = Effect.gen(function* () {
     () => 0
   )
   const chainId = Option.orElse(rest.chainId, () => Option.map(deployment, (d) => d.chainId))
+  const { handleLookupMode: requestedMode, ...others } = rest
+  if (requestedMode !== "off")
+    return yield* Effect.fail(
+      ConfigError.InvalidData(["HANDLE_LOOKUP_MODE"], handleLookupModeRefusal(requestedMode, chainId))
+    )
   return {
-    ...rest,
+    ...others,
+    handleLookupMode: requestedMode,
     chainId,
     deployment,
     vault,

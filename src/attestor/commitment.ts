@@ -1,0 +1,249 @@
+/**
+ * `POST /v1/commitment` (spec/attestor.md §2 CommitmentResponse, §4 rules 1-5): a creator names a
+ * platform account, the attestor derives its salt from its pepper, draws a fresh nonce and returns
+ * the handle commitment the creator launches with (PROTOCOL.md §2).
+ *
+ * A numeric `userId` is free and needs nothing outside this process. A `handle` alone would be a
+ * paid lookup (rule 1); this version has no handle resolver, so after the refusals of rules 3-4
+ * (which come first, before any payment step) a handle that needs a lookup gets 400 `unsupported`
+ * (rule 5). Numeric community and fedsocial ids sent as `handle` are taken as the `userId`.
+ * When both `userId` and `handle` are given, `userId` wins: no lookup, and the handle is ignored.
+ *
+ * Privacy: the user id, handle, salt, nonce and commitment appear only in the response; logs and
+ * metrics see the route and the outcome code.
+ */
+import { randomBytes } from "node:crypto"
+import type { HttpServerRequest } from "@effect/platform"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiError, HttpApiGroup } from "@effect/platform"
+import { Cause, Effect, Either, Exit, Metric, Option, Redacted, Schema } from "effect"
+import { bytesToHex, type Hex } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
+import {
+  CommitmentRequest,
+  CommitmentResponse,
+  type LookupPlatform,
+  type Platform,
+  platformIdOf
+} from "../../schema/attestor.js"
+import { BadRequest, errorCatalog, Unsupported, Wire } from "../../schema/errors.js"
+import { attestorSalt, handleCommitment, userIdHash } from "../../schema/ids.js"
+import { AttestorSettings } from "../config/attestor.js"
+
+export const commitmentEndpoint = HttpApiEndpoint.post("commitment", "/v1/commitment")
+  .setPayload(CommitmentRequest)
+  .addSuccess(CommitmentResponse)
+  .addError(Wire.BadRequest)
+  .addError(Wire.Unsupported)
+  .addError(Wire.RateLimited)
+
+export class AttestorCommitmentsGroup extends HttpApiGroup.make("commitments").add(commitmentEndpoint) {}
+
+// ---------------------------------------------------------------------------------------------
+// Handles (rules 3-4)
+// ---------------------------------------------------------------------------------------------
+
+/** What a `handle` asks for, decided from its text alone. */
+export type HandleRequest =
+  /** A numeric id sent as `handle` where the spec takes it as the id: free, no lookup. */
+  | { readonly _tag: "UserId"; readonly userId: string }
+  /** A well-formed handle of a lookup platform: needs a (paid) lookup. */
+  | { readonly _tag: "Lookup"; readonly platform: LookupPlatform; readonly handle: string }
+
+const CANONICAL_ID = /^[1-9][0-9]{0,31}$/
+const DIGITS = /^[0-9]+$/
+
+/** Registered handle syntax of the lookup platforms, after an optional leading `@`. */
+const handleSyntax: Readonly<Record<LookupPlatform, { readonly pattern: RegExp; readonly rule: string }>> = {
+  microblog: { pattern: /^[A-Za-z0-9_]{1,15}$/, rule: "1 to 15 letters, digits or underscores" },
+  codehost: {
+    pattern: /^(?=.{1,39}$)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/,
+    rule: "1 to 39 letters, digits or single inner hyphens"
+  },
+  fedsocial: {
+    pattern: /^[a-z0-9][a-z0-9-]{0,15}$/,
+    rule: "a registered name of 1 to 16 lowercase letters, digits or hyphens, not starting with a hyphen"
+  }
+}
+
+export const MESSENGER_HANDLE_REFUSAL =
+  "messenger handles cannot be looked up: send the account's numeric user id as userId"
+export const COMMUNITY_HANDLE_REFUSAL =
+  "community handles cannot be looked up: send the account's numeric user id as userId. To copy it, " +
+  "turn on Developer Mode (User Settings > Advanced), then right-click your name or avatar and choose Copy User ID"
+export const FEDSOCIAL_ETH_REFUSAL =
+  "fedsocial names ending in .eth cannot be looked up: send the account's numeric id (fid) as userId"
+export const LOOKUP_UNSUPPORTED =
+  "handle lookups are not available on this attestor: send the account's numeric userId"
+
+const numericId = (handle: string): Either.Either<HandleRequest, BadRequest> =>
+  CANONICAL_ID.test(handle)
+    ? Either.right({ _tag: "UserId", userId: handle })
+    : Either.left(
+        new BadRequest({ message: "handle: a numeric id must be 1 to 32 digits without leading zeros" })
+      )
+
+const lookup = (platform: LookupPlatform, handle: string): Either.Either<HandleRequest, BadRequest> => {
+  const bare = handle.startsWith("@") ? handle.slice(1) : handle
+  const { pattern, rule } = handleSyntax[platform]
+  return pattern.test(bare)
+    ? Either.right({ _tag: "Lookup", platform, handle: bare })
+    : Either.left(new BadRequest({ message: `handle: not a valid ${platform} handle (expected ${rule})` }))
+}
+
+/**
+ * Rules 3-4: messenger and community handles, fedsocial `.eth` names and malformed handles are
+ * refused (400 `bad_request`), numeric community and fedsocial ids are the user id; anything
+ * else is a lookup. No message repeats the handle.
+ */
+export const classifyHandle = (
+  platform: Platform,
+  handle: string
+): Either.Either<HandleRequest, BadRequest> => {
+  switch (platform) {
+    case "messenger":
+      return Either.left(new BadRequest({ message: MESSENGER_HANDLE_REFUSAL }))
+    case "community":
+      return DIGITS.test(handle)
+        ? numericId(handle)
+        : Either.left(new BadRequest({ message: COMMUNITY_HANDLE_REFUSAL }))
+    case "fedsocial":
+      if (DIGITS.test(handle)) return numericId(handle)
+      if (handle.toLowerCase().endsWith(".eth"))
+        return Either.left(new BadRequest({ message: FEDSOCIAL_ETH_REFUSAL }))
+      return lookup(platform, handle)
+    case "microblog":
+    case "codehost":
+      return lookup(platform, handle)
+  }
+}
+
+/**
+ * The user id a request commits to, or its refusal. `userId` wins over `handle`; a handle that
+ * needs a lookup is `unsupported` (rule 5: no payment support and no resolver in this version).
+ */
+export const requestedUserId = (
+  request: CommitmentRequest
+): Either.Either<string, BadRequest | Unsupported> => {
+  if (request.userId !== undefined) return Either.right(request.userId)
+  if (request.handle === undefined)
+    // The schema already requires one of them; kept so this function stands on its own.
+    return Either.left(new BadRequest({ message: "userId or handle is required" }))
+  return Either.flatMap(
+    classifyHandle(request.platform, request.handle),
+    (handle): Either.Either<string, BadRequest | Unsupported> =>
+      handle._tag === "UserId"
+        ? Either.right(handle.userId)
+        : Either.left(new Unsupported({ message: LOOKUP_UNSUPPORTED }))
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The commitment (rule 2, PROTOCOL.md §2)
+// ---------------------------------------------------------------------------------------------
+
+export interface CommitmentKeys {
+  readonly pepper: Uint8Array
+  /** The BindOwner signing address. */
+  readonly attestor: Hex
+  /**
+   * The signing key's public key, uncompressed (65 bytes, `0x04…`): the form viem's
+   * `publicKeyToAddress` takes, so a client can check it against `attestor`. Hints are sealed to
+   * `hintPublicKey` of `GET /v1/info`, a different key.
+   */
+  readonly attestorPubKey: Hex
+}
+
+export const commitmentKeys = (signingKey: Hex, pepper: Uint8Array): CommitmentKeys => {
+  const account = privateKeyToAccount(signingKey)
+  return { pepper, attestor: account.address, attestorPubKey: account.publicKey }
+}
+
+/** The response for `(platform, userId)` with a given nonce; pure, so tests can fix the nonce. */
+export const commitmentFor = (
+  keys: CommitmentKeys,
+  platform: Platform,
+  userId: string,
+  nonce: Hex
+): CommitmentResponse => {
+  const platformId = platformIdOf(platform)
+  const salt = attestorSalt(keys.pepper, platformId, userId)
+  const idHash = userIdHash(userId)
+  return Schema.decodeSync(CommitmentResponse)({
+    platform,
+    platformId,
+    userId,
+    userIdHash: idHash,
+    nonce,
+    attestorSalt: salt,
+    handleCommitment: handleCommitment(platformId, idHash, salt, nonce),
+    kind: 2,
+    attestor: keys.attestor,
+    attestorPubKey: keys.attestorPubKey
+  })
+}
+
+/** 32 fresh random bytes: the only secret that hides the user id in the commitment. */
+export const freshNonce: Effect.Effect<Hex> = Effect.sync(() => bytesToHex(randomBytes(32)))
+
+// ---------------------------------------------------------------------------------------------
+// Metrics and the handler
+// ---------------------------------------------------------------------------------------------
+
+export const commitmentOutcomes = Metric.counter("attestor_commitments_total", {
+  description: "POST /v1/commitment requests by outcome: ok or the refusal's code",
+  incremental: true
+})
+
+const recordOutcome = (outcome: string) =>
+  Metric.increment(Metric.tagged(commitmentOutcomes, "outcome", outcome))
+
+const decodeRequest = Schema.decodeUnknown(CommitmentRequest)
+
+/** Decodes, refuses or commits; the body is decoded here so malformed ones count among the outcomes. */
+export const handleCommitmentRequest =
+  (keys: CommitmentKeys) =>
+  ({
+    request
+  }: {
+    readonly request: HttpServerRequest.HttpServerRequest
+  }): Effect.Effect<CommitmentResponse, BadRequest | Unsupported | HttpApiError.HttpApiDecodeError> =>
+    request.json.pipe(
+      // The body guard already refused anything that is not a JSON object.
+      Effect.orDie,
+      Effect.flatMap((body) => decodeRequest(body)),
+      Effect.catchTag("ParseError", (error) =>
+        Effect.flatMap(HttpApiError.HttpApiDecodeError.fromParseError(error), Effect.fail)
+      ),
+      Effect.flatMap((body) =>
+        Effect.flatMap(requestedUserId(body), (userId) =>
+          Effect.map(freshNonce, (nonce) => commitmentFor(keys, body.platform, userId, nonce))
+        )
+      ),
+      Effect.onExit(
+        Exit.match({
+          onSuccess: () => recordOutcome("ok"),
+          onFailure: (cause) =>
+            Option.match(Cause.failureOption(cause), {
+              onSome: (error) =>
+                recordOutcome(
+                  error._tag === "HttpApiDecodeError" ? "bad_request" : errorCatalog[error._tag].code
+                ),
+              onNone: () => (Cause.isInterruptedOnly(cause) ? Effect.void : recordOutcome("internal"))
+            })
+        })
+      )
+    )
+
+/* Built against a view holding this group alone (see src/relayer/quote.ts): no import cycle with api.ts. */
+const CommitmentsApiView = HttpApi.make("attestor").add(AttestorCommitmentsGroup)
+
+export const AttestorCommitmentsLive = HttpApiBuilder.group(CommitmentsApiView, "commitments", (handlers) =>
+  Effect.map(AttestorSettings, (settings) =>
+    handlers.handleRaw(
+      "commitment",
+      handleCommitmentRequest(
+        commitmentKeys(Redacted.value(settings.signingKey), Redacted.value(settings.pepper))
+      )
+    )
+  )
+)

@@ -1,0 +1,374 @@
+/**
+ * POST /v1/commitment through the attestor's own server wiring over a mocked chain: commitments
+ * recomputed independently from PROTOCOL.md §2, fresh nonces, every refusal of spec §4 rules 3-5
+ * with its status and code, the outcome metric, and nothing of a request in logs or metrics.
+ * Also the start-up refusal of HANDLE_LOOKUP_MODE values this version cannot serve.
+ */
+import { createHmac } from "node:crypto"
+import { ConfigProvider, Effect, Either, Layer, Logger, LogLevel, ManagedRuntime, Schema } from "effect"
+import { encodeAbiParameters, type Hex, keccak256, stringToHex } from "viem"
+import { privateKeyToAccount, publicKeyToAddress } from "viem/accounts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { attestorServer } from "../../layers/attestor.js"
+import { CommitmentResponse } from "../../schema/attestor.js"
+import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
+import { mockChainClient } from "../../src/chain/MockChainClient.js"
+import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
+import { formatConfigError } from "../../src/config/settings.js"
+import { serverUrl } from "../../src/http/server.js"
+
+const SIGNING_KEY: Hex = `0x${"11".repeat(32)}`
+const PEPPER: Hex = `0x${"33".repeat(32)}`
+const ATTESTOR = privateKeyToAccount(SIGNING_KEY)
+
+const env = {
+  RPC_URL: "http://127.0.0.1:1",
+  FEE_VAULT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  CHAIN_ID: "31337",
+  ATTESTOR_PRIVATE_KEY: SIGNING_KEY,
+  HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
+  PEPPER,
+  METRICS_TOKEN: "metrics-secret",
+  HOST: "127.0.0.1",
+  PORT: "0",
+  TRUST_PROXY: "1",
+  // Slow refills, so a loaded machine cannot refill a token in the middle of a test.
+  RATE_LIMIT_BURST: "40",
+  RATE_LIMIT_PER_MINUTE: "1"
+}
+
+/** Every log line the server writes, to check that no request value reaches one. */
+const logLines: Array<string> = []
+const capture = Logger.replace(
+  Logger.defaultLogger,
+  Logger.map(Logger.logfmtLogger, (line) => {
+    logLines.push(line)
+  })
+)
+
+const runtime = ManagedRuntime.make(
+  attestorServer.pipe(
+    Layer.provide(mockChainClient({})),
+    Layer.provide(AttestorSettings.layer),
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
+    Layer.provide(capture),
+    Layer.provide(Logger.minimumLogLevel(LogLevel.Info))
+  )
+)
+let base = ""
+beforeAll(async () => {
+  base = await runtime.runPromise(serverUrl)
+})
+afterAll(() => runtime.dispose())
+
+let clients = 0
+/** Each call comes from its own client address unless one is given, so tests share no bucket. */
+const post = (body: unknown, client = `198.51.100.${++clients}`) =>
+  fetch(`${base}/v1/commitment`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-forwarded-for": client },
+    body: typeof body === "string" ? body : JSON.stringify(body)
+  })
+
+const metricsText = async () =>
+  (await fetch(`${base}/v1/metrics`, { headers: { authorization: "Bearer metrics-secret" } })).text()
+
+const outcomes = async (outcome: string) => {
+  const match = new RegExp(`^attestor_commitments_total\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(
+    await metricsText()
+  )
+  return match?.[1] === undefined ? 0 : Number(match[1])
+}
+
+// PROTOCOL.md §2, written out again here rather than taken from schema/ids.ts.
+const PLATFORM_IDS = { microblog: 1, messenger: 2, codehost: 3, fedsocial: 4, community: 5 } as const
+const expectedSalt = (platformId: number, userId: string): Hex =>
+  `0x${createHmac("sha256", Buffer.from(PEPPER.slice(2), "hex"))
+    .update(`${platformId}:${userId}`, "utf8")
+    .digest("hex")}`
+const expectedCommitment = (platformId: number, userId: string, nonce: Hex): Hex =>
+  keccak256(
+    encodeAbiParameters(
+      [{ type: "uint8" }, { type: "bytes32" }, { type: "bytes32" }, { type: "bytes32" }],
+      [platformId, keccak256(stringToHex(userId)), expectedSalt(platformId, userId), nonce]
+    )
+  )
+
+interface Commitment {
+  platform: string
+  platformId: number
+  userId: string
+  userIdHash: Hex
+  nonce: Hex
+  attestorSalt: Hex
+  handleCommitment: Hex
+  kind: number
+  attestor: string
+  attestorPubKey: Hex
+}
+
+const expectCommitment = (body: Commitment, platform: keyof typeof PLATFORM_IDS, userId: string) => {
+  const platformId = PLATFORM_IDS[platform]
+  expect(() => Schema.decodeUnknownSync(CommitmentResponse)(body)).not.toThrow()
+  expect(body).toMatchObject({
+    platform,
+    platformId,
+    userId,
+    userIdHash: keccak256(stringToHex(userId)),
+    attestorSalt: expectedSalt(platformId, userId),
+    kind: 2,
+    attestor: ATTESTOR.address,
+    attestorPubKey: ATTESTOR.publicKey
+  })
+  expect(body.nonce).toMatch(/^0x[0-9a-f]{64}$/)
+  expect(body.handleCommitment).toBe(expectedCommitment(platformId, userId, body.nonce))
+}
+
+describe("POST /v1/commitment with a numeric userId", () => {
+  it.each(Object.keys(PLATFORM_IDS) as Array<keyof typeof PLATFORM_IDS>)(
+    "commits to a %s user id as PROTOCOL §2 computes it",
+    async (platform) => {
+      const userId = "80351110224678912"
+      const res = await post({ platform, userId })
+      expect(res.status).toBe(200)
+      expectCommitment((await res.json()) as Commitment, platform, userId)
+    }
+  )
+
+  it("draws a fresh nonce each time: same salt and hash, different commitments", async () => {
+    const [a, b] = (await Promise.all(
+      [0, 1].map(async () => (await post({ platform: "microblog", userId: "42" })).json())
+    )) as [Commitment, Commitment]
+    expect(a.attestorSalt).toBe(b.attestorSalt)
+    expect(a.userIdHash).toBe(b.userIdHash)
+    expect(a.nonce).not.toBe(b.nonce)
+    expect(a.handleCommitment).not.toBe(b.handleCommitment)
+  })
+
+  it("gives attestorPubKey as the uncompressed public key of the attestor address", async () => {
+    const body = (await (await post({ platform: "codehost", userId: "583231" })).json()) as Commitment
+    expect(body.attestorPubKey).toMatch(/^0x04[0-9a-f]{128}$/)
+    expect(publicKeyToAddress(body.attestorPubKey)).toBe(body.attestor)
+  })
+
+  it("uses the userId and ignores the handle when both are given (no lookup, no handle rules)", async () => {
+    const res = await post({ platform: "messenger", userId: "12345", handle: "@someone" })
+    expect(res.status).toBe(200)
+    expectCommitment((await res.json()) as Commitment, "messenger", "12345")
+  })
+
+  it("counts successes as ok", async () => {
+    const before = await outcomes("ok")
+    expect((await post({ platform: "community", userId: "7" })).status).toBe(200)
+    expect(await outcomes("ok")).toBe(before + 1)
+  })
+})
+
+describe("POST /v1/commitment with a handle", () => {
+  it.each([
+    ["community", "80351110224678912"],
+    ["fedsocial", "3"]
+  ] as const)("takes a numeric %s id sent as handle as the userId, free", async (platform, id) => {
+    const res = await post({ platform, handle: id })
+    expect(res.status).toBe(200)
+    expectCommitment((await res.json()) as Commitment, platform, id)
+  })
+
+  const refusals: ReadonlyArray<readonly [string, Record<string, unknown>, number, string, RegExp]> = [
+    [
+      "a messenger handle",
+      { platform: "messenger", handle: "@someone" },
+      400,
+      "bad_request",
+      /numeric user id/
+    ],
+    ["a numeric messenger handle", { platform: "messenger", handle: "12345" }, 400, "bad_request", /userId/],
+    ["a community handle", { platform: "community", handle: "someone" }, 400, "bad_request", /Copy User ID/],
+    ["a fedsocial .eth name", { platform: "fedsocial", handle: "vitalik.eth" }, 400, "bad_request", /\.eth/],
+    [
+      "an upper-case .ETH name",
+      { platform: "fedsocial", handle: "@Someone.ETH" },
+      400,
+      "bad_request",
+      /\.eth/
+    ],
+    [
+      "a malformed microblog handle",
+      { platform: "microblog", handle: "far-too-long-handle" },
+      400,
+      "bad_request",
+      /microblog handle/
+    ],
+    [
+      "a malformed codehost handle",
+      { platform: "codehost", handle: "-leading" },
+      400,
+      "bad_request",
+      /codehost handle/
+    ],
+    [
+      "a malformed fedsocial name",
+      { platform: "fedsocial", handle: "Upper_Case" },
+      400,
+      "bad_request",
+      /fedsocial handle/
+    ],
+    [
+      "a zero-padded community id",
+      { platform: "community", handle: "0123" },
+      400,
+      "bad_request",
+      /leading zeros/
+    ],
+    [
+      "a 33-digit fedsocial id",
+      { platform: "fedsocial", handle: "1".repeat(33) },
+      400,
+      "bad_request",
+      /32 digits/
+    ],
+    [
+      "a microblog handle (lookup off)",
+      { platform: "microblog", handle: "@someone" },
+      400,
+      "unsupported",
+      /numeric userId/
+    ],
+    [
+      "a numeric microblog handle (lookup off)",
+      { platform: "microblog", handle: "12345" },
+      400,
+      "unsupported",
+      /numeric userId/
+    ],
+    [
+      "a codehost handle (lookup off)",
+      { platform: "codehost", handle: "some-one" },
+      400,
+      "unsupported",
+      /numeric userId/
+    ],
+    [
+      "a fedsocial name (lookup off)",
+      { platform: "fedsocial", handle: "some-one" },
+      400,
+      "unsupported",
+      /numeric userId/
+    ]
+  ]
+
+  it.each(refusals)("refuses %s", async (_, body, status, code, message) => {
+    const before = await outcomes(code)
+    const res = await post(body)
+    expect(res.status).toBe(status)
+    const answer = (await res.json()) as { error: string; code: string }
+    expect(answer.code).toBe(code)
+    expect(answer.error).toMatch(message)
+    expect(answer.error).not.toContain(String(body.handle))
+    expect(await outcomes(code)).toBe(before + 1)
+  })
+
+  it("explains how to copy a community user id", () => {
+    expect(COMMUNITY_HANDLE_REFUSAL).toMatch(/Developer Mode/)
+  })
+})
+
+describe("POST /v1/commitment with a malformed body", () => {
+  it.each([
+    ["neither userId nor handle", { platform: "microblog" }],
+    ["an unknown platform", { platform: "myspace", userId: "1" }],
+    ["a platform id instead of a name", { platform: 1, userId: "1" }],
+    ["a userId as a JSON number", { platform: "microblog", userId: 1 }],
+    ["a non-numeric userId", { platform: "microblog", userId: "alice" }],
+    ["a zero-padded userId", { platform: "microblog", userId: "007" }],
+    ["a handle with whitespace", { platform: "microblog", handle: "some one" }],
+    ["an empty handle", { platform: "microblog", handle: "" }]
+  ])("refuses %s with 400 bad_request, counted", async (_, body) => {
+    const before = await outcomes("bad_request")
+    const res = await post(body)
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ code: "bad_request" })
+    expect(await outcomes("bad_request")).toBe(before + 1)
+  })
+
+  it("refuses a body that is not JSON with 400 bad_request", async () => {
+    const res = await post("{not json")
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ code: "bad_request" })
+  })
+})
+
+describe("POST /v1/commitment rate limit", () => {
+  it("charges each POST one token of the client's bucket and answers 429 with Retry-After", async () => {
+    const client = "203.0.113.77"
+    const statuses: Array<number> = []
+    for (let i = 0; i < 40; i++)
+      statuses.push((await post({ platform: "microblog", userId: "9" }, client)).status)
+    expect(statuses.every((s) => s === 200)).toBe(true)
+    const refused = await post({ platform: "microblog", userId: "9" }, client)
+    expect(refused.status).toBe(429)
+    expect(await refused.json()).toMatchObject({ code: "rate_limited" })
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
+    // Another client is not affected.
+    expect((await post({ platform: "microblog", userId: "9" }, "203.0.113.78")).status).toBe(200)
+  })
+})
+
+describe("privacy", () => {
+  it("writes no user id, handle, salt, nonce or commitment to a log line or metric", async () => {
+    const userId = "918273645546372819"
+    const handle = "privacy_probe"
+    const body = (await (await post({ platform: "microblog", userId })).json()) as Commitment
+    await post({ platform: "microblog", handle })
+    await post({ platform: "community", handle: "probe.person" })
+    const secrets = [
+      userId,
+      handle,
+      "probe.person",
+      body.attestorSalt,
+      body.nonce,
+      body.handleCommitment,
+      body.userIdHash
+    ]
+    const text = `${logLines.join("\n")}\n${await metricsText()}`
+    expect(logLines.some((line) => line.includes("/v1/commitment"))).toBe(true)
+    for (const secret of secrets) expect(text).not.toContain(secret)
+  })
+})
+
+describe("HANDLE_LOOKUP_MODE", () => {
+  const load = (extra: Record<string, string>) =>
+    Effect.runPromise(
+      Effect.either(
+        Effect.withConfigProvider(
+          loadAttestorSettings,
+          ConfigProvider.fromMap(new Map(Object.entries({ ...env, ...extra })))
+        )
+      )
+    )
+
+  it.each(["paid", "free"])(
+    "refuses %s at start-up with one line: no resolver in this version",
+    async (mode) => {
+      const result = await load({ HANDLE_LOOKUP_MODE: mode })
+      if (Either.isRight(result)) throw new Error("expected the settings to be refused")
+      const line = formatConfigError(result.left)
+      expect(line).toMatch(/^HANDLE_LOOKUP_MODE: handle lookups are not available in this version/)
+      expect(line).not.toContain("\n")
+    }
+  )
+
+  it("refuses free on chain id 56 for that reason", async () => {
+    const result = await load({ HANDLE_LOOKUP_MODE: "free", CHAIN_ID: "56" })
+    if (Either.isRight(result)) throw new Error("expected the settings to be refused")
+    expect(formatConfigError(result.left)).toMatch(/^HANDLE_LOOKUP_MODE: .*refused on chain id 56/)
+  })
+
+  it("accepts off, the default", async () => {
+    for (const extra of [{}, { HANDLE_LOOKUP_MODE: "off" }]) {
+      const result = await load(extra)
+      if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
+      expect(result.right.handleLookupMode).toBe("off")
+    }
+  })
+})

@@ -1,0 +1,103 @@
+/**
+ * `npm run attestor` as an operator runs it: a handle-lookup mode this version cannot serve stops
+ * start-up with one line naming HANDLE_LOOKUP_MODE; with the default it serves /v1/info, a
+ * commitment and an OpenAPI document listing every endpoint it has.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { type ServiceProcess, startService } from "../support/process.js"
+
+// Each test starts a Node process with an embedded database: slow on a busy machine.
+const PROCESS_TIMEOUT = 180_000
+
+const VAULT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+const dir = mkdtempSync(join(tmpdir(), "attestor-process-"))
+const deploymentFile = join(dir, "deployment.json")
+writeFileSync(
+  deploymentFile,
+  JSON.stringify({
+    chainId: 31337,
+    vault: VAULT,
+    settlementAsset: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+    shieldAdapter: "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+    swapRouter: "0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
+    startBlock: 0,
+    quotedFullBalance: true,
+    assets: {}
+  })
+)
+
+/** Anvil's mnemonic account #2, the devnet's attestor. */
+const ATTESTOR_KEY = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a"
+const ATTESTOR_ADDRESS = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
+
+const settings = (data: string): Record<string, string> => ({
+  // Nothing here needs the chain: the chain id comes from the deployment file.
+  RPC_URL: "http://127.0.0.1:1",
+  DEPLOYMENT_FILE: deploymentFile,
+  ATTESTOR_PRIVATE_KEY: ATTESTOR_KEY,
+  HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
+  PEPPER: `0x${"33".repeat(32)}`,
+  DATA_DIR: join(dir, data),
+  PORT: "0"
+})
+
+const running: Array<ServiceProcess> = []
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop()))
+})
+
+describe("attestor process", () => {
+  it.each(["paid", "free"])(
+    "stops with one line naming HANDLE_LOOKUP_MODE=%s",
+    { timeout: PROCESS_TIMEOUT },
+    async (mode) => {
+      const service = startService("attestor", { ...settings(`refused-${mode}`), HANDLE_LOOKUP_MODE: mode })
+      running.push(service)
+      expect(await service.exited).toBe(1)
+      const lines = service.stderr().trim().split("\n")
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(
+        /^attestor: invalid settings: HANDLE_LOOKUP_MODE: handle lookups are not available in this version/
+      )
+    }
+  )
+
+  it("serves /v1/info, a commitment and its OpenAPI document", { timeout: PROCESS_TIMEOUT }, async () => {
+    const service = startService("attestor", settings("served"))
+    running.push(service)
+    const base = await service.url()
+    const info = await fetch(`${base}/v1/info`)
+    expect(info.status).toBe(200)
+    expect(await info.json()).toMatchObject({
+      chainId: 31337,
+      vault: VAULT,
+      attestor: ATTESTOR_ADDRESS,
+      platforms: [],
+      handleLookup: { mode: "off", platforms: [], price: null }
+    })
+    const commitment = await fetch(`${base}/v1/commitment`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ platform: "fedsocial", userId: "3" })
+    })
+    expect(commitment.status).toBe(200)
+    expect(await commitment.json()).toMatchObject({
+      platformId: 4,
+      userId: "3",
+      kind: 2,
+      attestor: ATTESTOR_ADDRESS
+    })
+    const openapi = await fetch(`${base}/v1/openapi.json`)
+    expect(openapi.status).toBe(200)
+    const spec = (await openapi.json()) as { paths: Record<string, unknown> }
+    expect(Object.keys(spec.paths).sort()).toEqual(
+      ["/v1/health", "/v1/metrics", "/v1/info", "/v1/commitment"].sort()
+    )
+    // No request value in the process's log lines.
+    expect(service.stdout()).not.toMatch(/fedsocial|"3"|userId/)
+    expect(await service.stop()).toBe(0)
+  })
+})
