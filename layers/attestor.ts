@@ -1,23 +1,31 @@
 /**
- * The attestor process: settings, storage, chain client and HTTP server. Tests and the devnet
- * compose the same layer; only the settings differ.
+ * The attestor process: settings, storage, chain client, vault indexer, hint index and HTTP
+ * server. Tests and the devnet compose the same layer; only the settings differ.
  */
 import { Effect, Layer } from "effect"
 import { AttestorApi } from "../src/attestor/api.js"
 import { AttestorCommitmentsLive } from "../src/attestor/commitment.js"
+import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
+import { hintIndexLayer } from "../src/attestor/hintIndex.js"
 import { AttestorOperatorLive } from "../src/attestor/http.js"
 import { AttestorInfoLive } from "../src/attestor/info.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { AttestorSettings } from "../src/config/attestor.js"
 import { serveApi } from "../src/http/server.js"
+import { indexerLayer } from "../src/indexer/Indexer.js"
+import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
 
 const AttestorHandlers = Layer.mergeAll(AttestorOperatorLive, AttestorInfoLive, AttestorCommitmentsLive)
 
+/**
+ * Everything below the HTTP server, given the settings: the chain, the attestor's own database,
+ * the vault indexer writing its event store, and the hint index folding its `TokenLaunched` events.
+ */
 export const attestorServices = Layer.unwrapEffect(
-  Effect.map(AttestorSettings, (settings) =>
-    Layer.mergeAll(
+  Effect.map(AttestorSettings, (settings) => {
+    const base = Layer.mergeAll(
       chainClientLayer({ rpcUrl: settings.rpcUrl.href, timeoutMs: settings.rpcTimeoutMs }),
       storageLayer({
         databaseUrl: settings.databaseUrl,
@@ -25,7 +33,21 @@ export const attestorServices = Layer.unwrapEffect(
         applicationName: "attestor"
       })
     )
-  )
+    const indexer = indexerLayer({
+      chainId: settings.chainId,
+      vault: settings.vault,
+      startBlock: settings.indexerStartBlock,
+      settlementAsset: settings.settlementAsset,
+      pollIntervalMs: settings.indexerPollIntervalMs,
+      confirmationDepth: settings.indexerConfirmationDepth,
+      maxBlockRange: settings.indexerMaxBlockRange
+    })
+    return hintIndexLayer({ startBlock: settings.indexerStartBlock }).pipe(
+      Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer)),
+      Layer.provideMerge(eventStoreLayer),
+      Layer.provideMerge(base)
+    )
+  })
 )
 
 export const attestorServer = Layer.unwrapEffect(

@@ -6,6 +6,7 @@ import { Arbitrary, ParseResult, Schema } from "effect"
 import { platformIds } from "./ids.js"
 import {
   Address,
+  BlockNumber,
   Bytes32,
   ChainId,
   CompressedPublicKey,
@@ -17,7 +18,7 @@ import {
   Uint256,
   UnixSecondsString
 } from "./primitives.js"
-import { RegisterHandle } from "./relayer.js"
+import { IndexerHealth, RegisterHandle } from "./relayer.js"
 
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
@@ -238,8 +239,18 @@ export const AttestorInfo = Schema.Struct({
 }).annotations({ identifier: "AttestorInfo" })
 export type AttestorInfo = typeof AttestorInfo.Type
 
+/** The hint index as health reports it; `block` once it covers its first range. */
+export const HintIndexHealth = Schema.Struct({
+  state: Schema.Literal("starting", "ready", "retrying", "disabled"),
+  block: optional(BlockNumber)
+}).annotations({ identifier: "HintIndexHealth" })
+export type HintIndexHealth = typeof HintIndexHealth.Type
+
+/** `{ ok: true }` of the spec, plus the vault indexer's and the hint index's state. */
 export const AttestorHealthResponse = Schema.Struct({
-  ok: Schema.Literal(true)
+  ok: Schema.Literal(true),
+  indexer: optional(IndexerHealth),
+  hints: optional(HintIndexHealth)
 }).annotations({ identifier: "AttestorHealthResponse" })
 export type AttestorHealthResponse = typeof AttestorHealthResponse.Type
 

@@ -248,7 +248,14 @@ export interface HintIndexShape {
   readonly escrowsOf: (platformId: number, userId: string) => Effect.Effect<Option.Option<EscrowsAt>>
 }
 
-export class HintIndex extends Context.Tag("HintIndex")<HintIndex, HintIndexShape>() {}
+export class HintIndex extends Context.Tag("HintIndex")<HintIndex, HintIndexShape>() {
+  /** No index: for wiring without a vault indexer (tests of routes that do not read hints). */
+  static readonly disabled: Layer.Layer<HintIndex> = Layer.succeed(HintIndex, {
+    status: Effect.succeed<HintIndexStatus>({ state: "disabled", block: undefined, hash: undefined }),
+    read: (f) => Effect.sync(() => f(undefined)),
+    escrowsOf: () => Effect.succeed(Option.none())
+  })
+}
 
 export interface HintIndexConfig {
   /** The indexer's start block. */

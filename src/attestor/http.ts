@@ -1,16 +1,31 @@
 /**
- * Handlers of the attestor's endpoints.
+ * Handlers of the attestor's operator endpoints: health (with the vault indexer's and the hint
+ * index's progress, never account data) and metrics.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { AttestorSettings } from "../config/attestor.js"
 import { handleMetrics } from "../http/operator.js"
+import { indexerHealth } from "../indexer/health.js"
+import { Indexer } from "../indexer/Indexer.js"
 import { AttestorApi } from "./api.js"
+import { HintIndex } from "./hintIndex.js"
 
 export const AttestorOperatorLive = HttpApiBuilder.group(AttestorApi, "operator", (handlers) =>
-  Effect.map(AttestorSettings, (settings) =>
-    handlers
-      .handle("health", () => Effect.succeed({ ok: true as const }))
+  Effect.gen(function* () {
+    const settings = yield* AttestorSettings
+    const indexer = yield* Indexer
+    const hints = yield* HintIndex
+    return handlers
+      .handle("health", () =>
+        Effect.all({ indexer: indexer.status, hints: hints.status }).pipe(
+          Effect.map(({ indexer, hints }) => ({
+            ok: true as const,
+            indexer: indexerHealth(indexer),
+            hints: { state: hints.state, ...(hints.block === undefined ? {} : { block: hints.block }) }
+          }))
+        )
+      )
       .handle("metrics", handleMetrics(settings.metricsToken))
-  )
+  })
 )

@@ -51,6 +51,14 @@ export interface AttestorSettingsShape {
   readonly chainId: Option.Option<number>
   readonly vault: Address
   readonly indexerStartBlock: number
+  /** The vault's settlement asset (the account projection's balances need it). */
+  readonly settlementAsset: Address
+  /** How often the indexer polls for a new head. */
+  readonly indexerPollIntervalMs: number
+  /** How far below the head a reorg may reach; deeper blocks are final. */
+  readonly indexerConfirmationDepth: number
+  /** Ceiling of the indexer's adaptive `eth_getLogs` block range. */
+  readonly indexerMaxBlockRange: number
   /** Signs `BindOwner` and `PublicHandle`; must be an attestor of the vault. */
   readonly signingKey: Redacted.Redacted<`0x${string}`>
   /** Opens the hint envelopes addressed to this attestor. */
@@ -118,10 +126,17 @@ export const loadAttestorSettings = Effect.gen(function* () {
     "FEE_VAULT",
     Option.map(deployment, (d) => d.vault)
   )
+  const settlementAsset = yield* addressOr(
+    "SETTLEMENT_ASSET",
+    Option.map(deployment, (d) => d.settlementAsset)
+  )
   const startBlockSetting = yield* Config.option(Config.integer("INDEXER_START_BLOCK"))
   const rest = yield* Config.all({
     host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
     port: port(8081),
+    indexerPollIntervalMs: positiveInt("INDEXER_POLL_INTERVAL_MS", 2_000, 3_600_000),
+    indexerConfirmationDepth: nonNegativeInt("INDEXER_CONFIRMATION_DEPTH", 64, 10_000),
+    indexerMaxBlockRange: positiveInt("INDEXER_MAX_BLOCK_RANGE", 2_000, 1_000_000),
     rpcUrl: url("RPC_URL"),
     rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
     databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
@@ -164,6 +179,7 @@ export const loadAttestorSettings = Effect.gen(function* () {
     chainId,
     deployment,
     vault,
+    settlementAsset,
     indexerStartBlock
   } satisfies AttestorSettingsShape as AttestorSettingsShape
 })

@@ -5,20 +5,14 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Unavailable } from "../../schema/errors.js"
 import type { Address } from "../../schema/primitives.js"
-import type { IndexerHealth } from "../../schema/relayer.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { handleMetrics } from "../http/operator.js"
-import { Indexer, type IndexerStatus } from "../indexer/Indexer.js"
+import { indexerHealth } from "../indexer/health.js"
+import { Indexer } from "../indexer/Indexer.js"
 import { AccountsFeed } from "./accounts.js"
 import { RelayerApi } from "./api.js"
 import { HotKeyState } from "./TxSender.js"
-
-const indexerHealth = (s: IndexerStatus): IndexerHealth => ({
-  state: s.state,
-  ...(s.block === undefined ? {} : { block: s.block }),
-  ...(s.block === undefined || s.head === undefined ? {} : { lag: Math.max(0, s.head - s.block) })
-})
 
 export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", (handlers) =>
   Effect.gen(function* () {

@@ -12,10 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { attestorServer } from "../../layers/attestor.js"
 import { CommitmentResponse } from "../../schema/attestor.js"
 import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
+import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
 import { formatConfigError } from "../../src/config/settings.js"
 import { serverUrl } from "../../src/http/server.js"
+import { Indexer } from "../../src/indexer/Indexer.js"
 
 const SIGNING_KEY: Hex = `0x${"11".repeat(32)}`
 const PEPPER: Hex = `0x${"33".repeat(32)}`
@@ -24,6 +26,7 @@ const ATTESTOR = privateKeyToAccount(SIGNING_KEY)
 const env = {
   RPC_URL: "http://127.0.0.1:1",
   FEE_VAULT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  SETTLEMENT_ASSET: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
   CHAIN_ID: "31337",
   ATTESTOR_PRIVATE_KEY: SIGNING_KEY,
   HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
@@ -48,6 +51,7 @@ const capture = Logger.replace(
 
 const runtime = ManagedRuntime.make(
   attestorServer.pipe(
+    Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled)),
     Layer.provide(mockChainClient({})),
     Layer.provide(AttestorSettings.layer),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),

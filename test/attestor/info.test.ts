@@ -9,11 +9,13 @@ import { privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { attestorServer } from "../../layers/attestor.js"
 import { AttestorInfo } from "../../schema/attestor.js"
+import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { loginPlatforms } from "../../src/attestor/info.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
 import { serverUrl } from "../../src/http/server.js"
+import { Indexer } from "../../src/indexer/Indexer.js"
 
 const VAULT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
 const SIGNING_KEY: Hex = `0x${"11".repeat(32)}`
@@ -22,6 +24,7 @@ const HINT_KEY: Hex = `0x${"22".repeat(32)}`
 const baseEnv = {
   RPC_URL: "http://127.0.0.1:1",
   FEE_VAULT: VAULT.toLowerCase(),
+  SETTLEMENT_ASSET: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
   ATTESTOR_PRIVATE_KEY: SIGNING_KEY,
   HINT_PRIVATE_KEY: HINT_KEY,
   PEPPER: `0x${"33".repeat(32)}`,
@@ -38,6 +41,7 @@ const baseEnv = {
 const serve = (env: Record<string, string>, chainId: Effect.Effect<number, ChainUnavailable>) =>
   ManagedRuntime.make(
     attestorServer.pipe(
+      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled)),
       Layer.provide(mockChainClient({ chainId })),
       Layer.provide(AttestorSettings.layer),
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),

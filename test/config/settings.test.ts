@@ -183,6 +183,7 @@ describe("attestor settings", () => {
   const minimal = {
     RPC_URL: "http://127.0.0.1:8545",
     FEE_VAULT: VAULT,
+    SETTLEMENT_ASSET: TOKEN,
     ATTESTOR_PRIVATE_KEY: `0x${"11".repeat(32)}`,
     HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
     PEPPER: `0x${"33".repeat(32)}`
@@ -200,7 +201,11 @@ describe("attestor settings", () => {
       sessionTtlSeconds: 900,
       handleLookupMode: "off",
       oauthGetStart: true,
-      autoVeto: false
+      autoVeto: false,
+      settlementAsset: TOKEN,
+      indexerPollIntervalMs: 2000,
+      indexerConfirmationDepth: 64,
+      indexerMaxBlockRange: 2000
     })
     expect(Array.from(Redacted.value(result.right.pepper))).toEqual(Array(32).fill(0x33))
   })
@@ -214,8 +219,21 @@ describe("attestor settings", () => {
     expect(failure(load(loadAttestorSettings, { ...minimal, [name]: value }))).toContain(`${name}: `)
   })
 
+  it("needs the settlement asset, from SETTLEMENT_ASSET or the deployment file", () => {
+    const { SETTLEMENT_ASSET: _, ...rest } = minimal
+    expect(failure(load(loadAttestorSettings, rest))).toContain(
+      "SETTLEMENT_ASSET: set SETTLEMENT_ASSET or give a DEPLOYMENT_FILE"
+    )
+  })
+
   it("names every missing secret on one line", () => {
-    const line = failure(load(loadAttestorSettings, { RPC_URL: "http://127.0.0.1:8545", FEE_VAULT: VAULT }))
+    const line = failure(
+      load(loadAttestorSettings, {
+        RPC_URL: "http://127.0.0.1:8545",
+        FEE_VAULT: VAULT,
+        SETTLEMENT_ASSET: TOKEN
+      })
+    )
     expect(line).toContain("ATTESTOR_PRIVATE_KEY")
     expect(line).not.toContain("\n")
   })

@@ -107,6 +107,32 @@ const commit = async (body: unknown) => {
 }
 
 describe("attestor on the devnet", () => {
+  it("indexes the vault and its hints: /v1/health reports both up to the head", {
+    timeout: 60_000
+  }, async () => {
+    const head = Number(
+      await createPublicClient({ transport: http(chain.anvil.rpcUrl) }).getBlockNumber({ cacheTime: 0 })
+    )
+    let health: {
+      ok: boolean
+      indexer?: { state: string; block?: number }
+      hints?: { state: string; block?: number }
+    } = {
+      ok: false
+    }
+    for (let i = 0; i < 300; i++) {
+      health = (await (await fetch(`${base}/v1/health`)).json()) as typeof health
+      if ((health.hints?.block ?? -1) >= head) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(health.ok).toBe(true)
+    expect(health.indexer).toMatchObject({ state: "following" })
+    expect(health.indexer?.block).toBeGreaterThanOrEqual(head)
+    // The devnet's sample launch is among the blocks the hint index covers.
+    expect(health.hints).toMatchObject({ state: "ready" })
+    expect(health.hints?.block).toBeGreaterThanOrEqual(head)
+  })
+
   it("GET /v1/info names the devnet's chain, vault, attestor and hint key", async () => {
     const res = await fetch(`${base}/v1/info`)
     expect(res.status).toBe(200)
