@@ -26,6 +26,7 @@
  */
 import { Cause, Context, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex } from "viem"
+import { describeFailure } from "../indexer/health.js"
 import { Indexer } from "../indexer/Indexer.js"
 import { type Coverage, RangeBook } from "../indexer/ranges.js"
 import type { EventStoreError, EventStoreShape, VaultRef } from "../store/EventStore.js"
@@ -277,20 +278,6 @@ const indexRestarts = Metric.counter("attestor_hint_index_restarts_total", {
   description: "Times the hint index's sync failed and was restarted",
   incremental: true
 })
-
-/** A failure for the log: the tag and message of a typed error, only the kind of a defect. */
-const describeFailure = (cause: Cause.Cause<unknown>): string =>
-  Option.match(Cause.failureOption(cause), {
-    onSome: (error) =>
-      typeof error === "object" && error !== null && "_tag" in error && error instanceof Error
-        ? `${String(error._tag)}: ${error.message}`
-        : "failure",
-    onNone: () =>
-      Option.match(Cause.dieOption(cause), {
-        onSome: (defect) => `defect (${defect instanceof Error ? defect.name : typeof defect})`,
-        onNone: () => "interrupted"
-      })
-  })
 
 export const makeHintIndex = (config: HintIndexConfig) =>
   Effect.gen(function* () {

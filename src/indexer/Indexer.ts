@@ -38,6 +38,7 @@ import type { AccountsProjection } from "../store/projections/AccountsProjection
 import { type AccountState, applyToAccount, consumesNonce } from "../store/projections/accounts.js"
 import { decodeVaultEvent, isAccountEvent, type VaultEvent } from "../store/projections/vaultEvents.js"
 import { type Committed, ProjectionFollower } from "./follower.js"
+import { describeFailure } from "./health.js"
 import { decodeVaultLog, makeLogFetcher, minedLog } from "./logs.js"
 import * as M from "./metrics.js"
 import { readChainNonces } from "./reconcile.js"
@@ -144,23 +145,6 @@ const DEFAULT_HEADER_PRUNE_INTERVAL = 1_000
  * several follow steps instead of stalling one: the next commit prunes again until it is gone.
  */
 const HEADER_PRUNE_LIMIT = 10_000
-
-/**
- * A failure for the log: the tag and message of a typed error (they name operations, blocks and
- * reasons, never accounts), and only the kind of a defect (its message could carry anything).
- */
-const describeFailure = (cause: Cause.Cause<unknown>): string =>
-  Option.match(Cause.failureOption(cause), {
-    onSome: (error) =>
-      typeof error === "object" && error !== null && "_tag" in error && error instanceof Error
-        ? `${String(error._tag)}: ${error.message}`
-        : "failure",
-    onNone: () =>
-      Option.match(Cause.dieOption(cause), {
-        onSome: (defect) => `defect (${defect instanceof Error ? defect.name : typeof defect})`,
-        onNone: () => "interrupted"
-      })
-  })
 
 export const makeIndexer = (config: IndexerConfig) =>
   Effect.gen(function* () {
