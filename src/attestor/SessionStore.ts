@@ -1,0 +1,219 @@
+/**
+ * Sessions (spec/attestor.md §2 Session, §3, §5): a verified login bound to the stealth owner and
+ * escrow ids chosen before it, `{ platform, userId, stealthOwner, ids }`, valid `SESSION_TTL_SECONDS`
+ * (15 minutes by default) from its creation, then gone.
+ *
+ * - The client holds an opaque token: 32 random bytes, base64url (43 characters of the
+ *   `SessionToken` alphabet). The database keeps only its SHA-256, and a session is found by that
+ *   digest alone: no token, and no secret derived from one, is ever compared here, so there is
+ *   nothing to compare in non-constant time.
+ * - Expiry is by time on the attestor's clock (Effect's `Clock`, so tests can move it): a session
+ *   is valid while `now < expiresAt`. An unknown or expired token reads as none; the routes
+ *   answer 401 `invalid_session` (PROTOCOL.md §7).
+ * - Rows live in the database (migration 0020), so sessions survive a restart and are shared by
+ *   replicas; expired rows are deleted opportunistically, at most once a minute per process, when
+ *   a session is created.
+ * - A login that must be single-use (the messenger widget payload, spec §3) names a digest of
+ *   its payload; the digest is recorded in the same transaction that creates the session, and a
+ *   second creation with it fails with `LoginAlreadyUsed`. The record is kept until the payload
+ *   would have been refused as too old anyway.
+ *
+ * Nothing about a session (token, digest, user, key or ids) reaches a log line, a metric or an
+ * error message.
+ */
+import { createHash, randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Clock, Context, Data, Effect, Layer, Option, Ref, Schema } from "effect"
+import { Session, SessionToken } from "../../schema/attestor.js"
+import { InvalidSession, Unavailable } from "../../schema/errors.js"
+
+/** A session as read back: what it stands for and when it stops being valid (unix seconds). */
+export interface StoredSession extends Session {
+  readonly expiresAt: number
+}
+
+export interface CreatedSession extends StoredSession {
+  readonly token: SessionToken
+}
+
+/** Marks a login payload as used once the session exists. */
+export interface SingleUse {
+  /** Identifies the payload; hashed again before it is stored. */
+  readonly key: string
+  /** Unix seconds after which the payload is refused as too old anyway: the record goes then. */
+  readonly until: number
+}
+
+/** The single-use login payload already made a session. */
+export class LoginAlreadyUsed extends Data.TaggedError("LoginAlreadyUsed")<{}> {
+  override get message() {
+    return "this login was already used"
+  }
+}
+
+/** The database did not answer; the cause stays here, never in a response or a log line. */
+export class SessionStoreError extends Data.TaggedError("SessionStoreError")<{
+  readonly operation: string
+  readonly cause: SqlError
+}> {
+  override get message() {
+    return `session store failed during ${this.operation}`
+  }
+}
+
+export interface SessionStoreShape {
+  /** Lifetime of a new session, in seconds. */
+  readonly ttlSeconds: number
+  /** Stores a new session and returns its token, shown to the client once. */
+  readonly create: (
+    session: Session,
+    options?: { readonly singleUse?: SingleUse }
+  ) => Effect.Effect<CreatedSession, LoginAlreadyUsed | SessionStoreError>
+  /** The session of a token while it is valid; none for an unknown or expired token. */
+  readonly read: (token: SessionToken) => Effect.Effect<Option.Option<StoredSession>, SessionStoreError>
+}
+
+export class SessionStore extends Context.Tag("SessionStore")<SessionStore, SessionStoreShape>() {
+  /** The store on the SQL client (migrations applied), with sessions living `ttlSeconds`. */
+  static readonly layer = (config: SessionStoreConfig): Layer.Layer<SessionStore, never, SqlClient> =>
+    Layer.effect(SessionStore, makeSessionStore(config))
+}
+
+export interface SessionStoreConfig {
+  readonly ttlSeconds: number
+  /** Least time between two prunings of expired rows. Default 60 s. */
+  readonly pruneIntervalSeconds?: number
+}
+
+/** Rows one pruning deletes from each table at most; the next pruning goes on. */
+const PRUNE_LIMIT = 1_000
+
+const TOKEN_BYTES = 32
+
+const newToken = (): SessionToken =>
+  Schema.decodeSync(SessionToken)(randomBytes(TOKEN_BYTES).toString("base64url"))
+
+/** What the database keeps of a token or a single-use key. */
+export const storageDigest = (value: string): string =>
+  createHash("sha256").update(value, "utf8").digest("hex")
+
+const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+
+interface SessionRow {
+  readonly platform: string
+  readonly user_id: string
+  readonly stealth_owner: string
+  readonly ids: unknown
+  readonly expires_at: string
+}
+
+const decodeSession = Schema.decodeUnknown(Session)
+
+export const makeSessionStore = (config: SessionStoreConfig) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    const ttlSeconds = config.ttlSeconds
+    const pruneInterval = config.pruneIntervalSeconds ?? 60
+    const lastPrune = yield* Ref.make<number | undefined>(undefined)
+    const failed = (operation: string) => (cause: SqlError) => new SessionStoreError({ operation, cause })
+
+    /** Deletes expired rows; best effort, a failure is logged without data and tried again later. */
+    const pruneExpired = (now: number) =>
+      Effect.gen(function* () {
+        yield* sql`
+          DELETE FROM attestor_sessions WHERE token_hash IN (
+            SELECT token_hash FROM attestor_sessions WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`
+        yield* sql`
+          DELETE FROM attestor_used_logins WHERE digest IN (
+            SELECT digest FROM attestor_used_logins WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`
+      }).pipe(
+        Effect.catchTag("SqlError", () => Effect.logWarning("pruning expired sessions failed; will retry"))
+      )
+
+    const pruneIfDue = (now: number) =>
+      Effect.flatMap(
+        Ref.modify(lastPrune, (last) =>
+          last === undefined || now - last >= pruneInterval ? [true, now] : [false, last]
+        ),
+        (due) => (due ? pruneExpired(now) : Effect.void)
+      )
+
+    const create: SessionStoreShape["create"] = (session, options) =>
+      Effect.gen(function* () {
+        const now = yield* nowSeconds
+        const token = newToken()
+        const expiresAt = now + ttlSeconds
+        const singleUse = options?.singleUse
+        yield* Effect.gen(function* () {
+          if (singleUse !== undefined) {
+            const claimed = yield* sql<{ readonly digest: string }>`
+              INSERT INTO attestor_used_logins (digest, expires_at)
+              VALUES (${storageDigest(singleUse.key)}, ${Math.max(singleUse.until, now)})
+              ON CONFLICT (digest) DO NOTHING
+              RETURNING digest`
+            if (claimed.length === 0) return yield* Effect.fail(new LoginAlreadyUsed())
+          }
+          yield* sql`
+            INSERT INTO attestor_sessions
+              (token_hash, platform, user_id, stealth_owner, ids, created_at, expires_at)
+            VALUES (${storageDigest(token)}, ${session.platform}, ${session.userId},
+              ${session.stealthOwner}, ${JSON.stringify(session.ids)}::jsonb, ${now}, ${expiresAt})`
+        }).pipe(
+          sql.withTransaction,
+          Effect.catchTag("SqlError", (cause) => Effect.fail(failed("creating a session")(cause)))
+        )
+        yield* pruneIfDue(now)
+        return { ...session, token, expiresAt }
+      })
+
+    const read: SessionStoreShape["read"] = (token) =>
+      Effect.gen(function* () {
+        const now = yield* nowSeconds
+        const rows = yield* sql<SessionRow>`
+          SELECT platform, user_id, stealth_owner, ids, expires_at FROM attestor_sessions
+          WHERE token_hash = ${storageDigest(token)} AND expires_at > ${now}`.pipe(
+          Effect.mapError(failed("reading a session"))
+        )
+        const row = rows[0]
+        if (row === undefined) return Option.none()
+        // Only this module writes the table: a row that does not decode is a bug, not a refusal.
+        const session = yield* Effect.orDie(
+          decodeSession({
+            platform: row.platform,
+            userId: row.user_id,
+            stealthOwner: row.stealth_owner,
+            ids: typeof row.ids === "string" ? JSON.parse(row.ids) : row.ids
+          })
+        )
+        return Option.some({ ...session, expiresAt: Number(row.expires_at) })
+      })
+
+    return { ttlSeconds, create, read } satisfies SessionStoreShape
+  })
+
+// ---------------------------------------------------------------------------------------------
+// What the routes answer
+// ---------------------------------------------------------------------------------------------
+
+export const INVALID_SESSION_MESSAGE = "the session is unknown or has expired: log in again"
+export const SESSION_STORE_UNAVAILABLE = "the session store is not answering"
+
+export const sessionStoreUnavailable = (_: SessionStoreError): Unavailable =>
+  new Unavailable({ message: SESSION_STORE_UNAVAILABLE })
+
+/** The valid session of a token, or the refusal a route answers with. */
+export const authenticate = (
+  token: SessionToken
+): Effect.Effect<StoredSession, InvalidSession | Unavailable, SessionStore> =>
+  Effect.flatMap(SessionStore, (store) =>
+    store.read(token).pipe(
+      Effect.mapError(sessionStoreUnavailable),
+      Effect.flatMap(
+        Option.match({
+          onNone: () => Effect.fail(new InvalidSession({ message: INVALID_SESSION_MESSAGE })),
+          onSome: Effect.succeed
+        })
+      )
+    )
+  )
