@@ -9,7 +9,9 @@ import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
 import { hintIndexLayer } from "../src/attestor/hintIndex.js"
 import { AttestorOperatorLive } from "../src/attestor/http.js"
 import { AttestorInfoLive } from "../src/attestor/info.js"
+import { AttestorLoginsLive } from "../src/attestor/logins.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
+import { SessionStore } from "../src/attestor/SessionStore.js"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { AttestorSettings } from "../src/config/attestor.js"
 import { serveApi } from "../src/http/server.js"
@@ -17,11 +19,17 @@ import { indexerLayer } from "../src/indexer/Indexer.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
 
-const AttestorHandlers = Layer.mergeAll(AttestorOperatorLive, AttestorInfoLive, AttestorCommitmentsLive)
+const AttestorHandlers = Layer.mergeAll(
+  AttestorOperatorLive,
+  AttestorInfoLive,
+  AttestorCommitmentsLive,
+  AttestorLoginsLive
+)
 
 /**
- * Everything below the HTTP server, given the settings: the chain, the attestor's own database,
- * the vault indexer writing its event store, and the hint index folding its `TokenLaunched` events.
+ * Everything below the HTTP server, given the settings: the chain, the attestor's own database
+ * with its sessions, the vault indexer writing its event store, and the hint index folding its
+ * `TokenLaunched` events.
  */
 export const attestorServices = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) => {
@@ -42,7 +50,10 @@ export const attestorServices = Layer.unwrapEffect(
       confirmationDepth: settings.indexerConfirmationDepth,
       maxBlockRange: settings.indexerMaxBlockRange
     })
-    return hintIndexLayer({ startBlock: settings.indexerStartBlock }).pipe(
+    return Layer.mergeAll(
+      hintIndexLayer({ startBlock: settings.indexerStartBlock }),
+      SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds })
+    ).pipe(
       Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer)),
       Layer.provideMerge(eventStoreLayer),
       Layer.provideMerge(base)

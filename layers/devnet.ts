@@ -34,6 +34,12 @@ import { RelayerLive } from "./relayer.js"
 export const DEVNET_HINT_PRIVATE_KEY: Hex = keccak256(stringToHex("fee-vault devnet hint key"))
 export const DEVNET_PEPPER: Hex = keccak256(stringToHex("fee-vault devnet pepper"))
 export const DEVNET_METRICS_TOKEN = "devnet"
+/**
+ * The bot token of the devnet's messenger login widget: a client signs its own widget payloads
+ * with it (`signWidgetPayload(widgetKey(token), …)` of src/attestor/messenger.ts), standing in
+ * for the messenger's widget.
+ */
+export const DEVNET_MESSENGER_BOT_TOKEN = "1000000001:devnet-messenger-bot-token-not-a-secret"
 export const DEVNET_DENY_LIST = ["0x000000000000000000000000000000000000dEaD"] as const
 /** The sample launch's beneficiary: a microblog user of the devnet's OAuth doubles. */
 export const DEVNET_SAMPLE_USER = { platformId: platformIds.microblog, userId: "1000001" } as const
@@ -165,6 +171,7 @@ export const attestorEnv = (chain: DevnetChain, port: number): Record<string, st
   ATTESTOR_PRIVATE_KEY: devnetKeys.attestor,
   HINT_PRIVATE_KEY: DEVNET_HINT_PRIVATE_KEY,
   PEPPER: DEVNET_PEPPER,
+  MESSENGER_BOT_TOKEN: DEVNET_MESSENGER_BOT_TOKEN,
   METRICS_TOKEN: DEVNET_METRICS_TOKEN,
   DATA_DIR: join(chain.dir, "data", "attestor"),
   HOST: "127.0.0.1",

@@ -78,6 +78,13 @@ export class SessionStore extends Context.Tag("SessionStore")<SessionStore, Sess
   /** The store on the SQL client (migrations applied), with sessions living `ttlSeconds`. */
   static readonly layer = (config: SessionStoreConfig): Layer.Layer<SessionStore, never, SqlClient> =>
     Layer.effect(SessionStore, makeSessionStore(config))
+
+  /** For wiring that serves no session (tests of other routes): any use is a defect saying so. */
+  static readonly unused: Layer.Layer<SessionStore> = Layer.succeed(SessionStore, {
+    ttlSeconds: 0,
+    create: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store"),
+    read: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store")
+  })
 }
 
 export interface SessionStoreConfig {

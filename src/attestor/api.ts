@@ -9,6 +9,7 @@ import { serviceDocument } from "../http/openapi.js"
 import { metricsEndpoint } from "../http/operator.js"
 import { AttestorCommitmentsGroup } from "./commitment.js"
 import { AttestorInfoGroup } from "./info.js"
+import { AttestorLoginsGroup } from "./logins.js"
 
 export const attestorHealthEndpoint = HttpApiEndpoint.get("health", "/v1/health").addSuccess(
   AttestorHealthResponse
@@ -22,6 +23,7 @@ export class AttestorApi extends HttpApi.make("attestor")
   .add(AttestorOperatorGroup)
   .add(AttestorInfoGroup)
   .add(AttestorCommitmentsGroup)
+  .add(AttestorLoginsGroup)
   .addError(Wire.BadRequest)
   .addError(Wire.PayloadTooLarge)
   .addError(Wire.RateLimited)

@@ -23,9 +23,11 @@ export class AttestorInfoGroup extends HttpApiGroup.make("info").add(infoEndpoin
  * The platforms whose login this instance can actually perform: the only list `platforms`
  * advertises, so a client never sends a recipient to a login that cannot succeed. Platforms
  * appear here as their login verification (OAuth app, widget token, sign-in verifier) is
- * configured; this version implements no login yet, so the list is empty whatever the settings.
+ * configured. This version implements the messenger widget login only: messenger is listed when
+ * `MESSENGER_BOT_TOKEN` is set.
  */
-export const loginPlatforms = (_settings: AttestorSettingsShape): ReadonlyArray<Platform> => []
+export const loginPlatforms = (settings: AttestorSettingsShape): ReadonlyArray<Platform> =>
+  Option.isSome(settings.messengerBotToken) ? ["messenger"] : []
 
 /**
  * What `handleLookup` says: the configured mode, the platforms a lookup can resolve in it and

@@ -80,6 +80,13 @@ export interface AttestorSettingsShape {
   readonly redirectAllowList: ReadonlyArray<string>
   /** Always `off` in this version: other modes are refused at start-up. */
   readonly handleLookupMode: ServedHandleLookupMode
+  /**
+   * Bot token of the messenger login widget: the widget's hash is keyed with its SHA-256. None:
+   * no messenger login (`/v1/oauth/messenger/verify` answers 400 `unsupported`).
+   */
+  readonly messengerBotToken: Option.Option<Redacted.Redacted>
+  /** A widget payload whose `auth_date` is older than this is refused. */
+  readonly messengerAuthMaxAgeSeconds: number
 }
 
 /** At least 16 bytes of hex: the pepper decides every salt, so a short one is refused. */
@@ -157,6 +164,8 @@ export const loadAttestorSettings = Effect.gen(function* () {
     vetoUnknownIds: Config.boolean("VETO_UNKNOWN_IDS").pipe(Config.withDefault(false)),
     oauthGetStart: Config.boolean("OAUTH_GET_START").pipe(Config.withDefault(true)),
     redirectAllowList: origins,
+    messengerBotToken: optionalSecret("MESSENGER_BOT_TOKEN"),
+    messengerAuthMaxAgeSeconds: positiveInt("MESSENGER_AUTH_MAX_AGE_SECONDS", 86_400, 7 * 86_400),
     handleLookupMode: Config.literal(
       "paid",
       "off",

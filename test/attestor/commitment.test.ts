@@ -13,6 +13,7 @@ import { attestorServer } from "../../layers/attestor.js"
 import { CommitmentResponse } from "../../schema/attestor.js"
 import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
+import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
 import { formatConfigError } from "../../src/config/settings.js"
@@ -51,7 +52,7 @@ const capture = Logger.replace(
 
 const runtime = ManagedRuntime.make(
   attestorServer.pipe(
-    Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled)),
+    Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, SessionStore.unused)),
     Layer.provide(mockChainClient({})),
     Layer.provide(AttestorSettings.layer),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),

@@ -11,6 +11,7 @@ import { attestorServer } from "../../layers/attestor.js"
 import { AttestorInfo } from "../../schema/attestor.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { loginPlatforms } from "../../src/attestor/info.js"
+import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
@@ -41,7 +42,7 @@ const baseEnv = {
 const serve = (env: Record<string, string>, chainId: Effect.Effect<number, ChainUnavailable>) =>
   ManagedRuntime.make(
     attestorServer.pipe(
-      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled)),
+      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, SessionStore.unused)),
       Layer.provide(mockChainClient({ chainId })),
       Layer.provide(AttestorSettings.layer),
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
@@ -93,16 +94,20 @@ describe("GET /v1/info with the chain id configured", () => {
     expect(chainReads).toBe(0)
   })
 
-  it("advertises no platform: no login is implemented yet, and platforms follow the logins", async () => {
-    const settings = await Effect.runPromise(
-      Effect.withConfigProvider(
-        loadAttestorSettings,
-        ConfigProvider.fromMap(new Map(Object.entries({ ...baseEnv, CHAIN_ID: "31337" })))
+  it("advertises only the logins it can perform: none without MESSENGER_BOT_TOKEN", async () => {
+    const settingsOf = (env: Record<string, string>) =>
+      Effect.runPromise(
+        Effect.withConfigProvider(loadAttestorSettings, ConfigProvider.fromMap(new Map(Object.entries(env))))
       )
-    )
+    const settings = await settingsOf({ ...baseEnv, CHAIN_ID: "31337" })
     expect(loginPlatforms(settings)).toEqual([])
     const body = (await (await get(base, "/v1/info")).json()) as { platforms: unknown }
     expect(body.platforms).toEqual(loginPlatforms(settings))
+    // The messenger widget is the one login of this version; an empty token is no token.
+    expect(loginPlatforms(await settingsOf({ ...baseEnv, MESSENGER_BOT_TOKEN: "1:bot" }))).toEqual([
+      "messenger"
+    ])
+    expect(loginPlatforms(await settingsOf({ ...baseEnv, MESSENGER_BOT_TOKEN: "" }))).toEqual([])
   })
 
   it("serves the same body every time, and reads cost no rate-limit token", async () => {
@@ -128,12 +133,15 @@ describe("GET /v1/info with the chain id configured", () => {
     expect((await get(base, "/v1/info", client)).status).toBe(200)
   })
 
-  it("documents /v1/info and /v1/commitment in its OpenAPI document", async () => {
+  it("documents its endpoints in its OpenAPI document", async () => {
     const spec = (await (await get(base, "/v1/openapi.json")).json()) as {
       paths: Record<string, Record<string, { responses: Record<string, unknown> }>>
     }
     expect(Object.keys(spec.paths).sort()).toEqual(
-      ["/v1/health", "/v1/metrics", "/v1/info", "/v1/commitment"].sort()
+      ["/v1/health", "/v1/metrics", "/v1/info", "/v1/commitment", "/v1/oauth/messenger/verify"].sort()
+    )
+    expect(Object.keys(spec.paths["/v1/oauth/messenger/verify"]?.post?.responses ?? {})).toEqual(
+      expect.arrayContaining(["200", "400", "401", "413", "429", "503"])
     )
     expect(Object.keys(spec.paths["/v1/info"]?.get?.responses ?? {})).toEqual(
       expect.arrayContaining(["200", "503"])

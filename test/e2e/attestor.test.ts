@@ -142,7 +142,7 @@ describe("attestor on the devnet", () => {
       vault: chain.deployment.vault,
       attestor: devnetAccount(devnetRoles.attestor).address,
       hintPublicKey: hintPublicKeyOf(DEVNET_HINT_PRIVATE_KEY),
-      platforms: [],
+      platforms: ["messenger"],
       bindDeadlineSeconds: 3600,
       handleLookup: { mode: "off", platforms: [], price: null }
     })
