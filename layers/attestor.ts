@@ -5,6 +5,7 @@
 import { Effect, Layer } from "effect"
 import { AttestorApi } from "../src/attestor/api.js"
 import { AttestorCommitmentsLive } from "../src/attestor/commitment.js"
+import { AttestorEscrowsLive } from "../src/attestor/escrows.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
 import { hintIndexLayer } from "../src/attestor/hintIndex.js"
 import { AttestorOperatorLive } from "../src/attestor/http.js"
@@ -23,7 +24,8 @@ const AttestorHandlers = Layer.mergeAll(
   AttestorOperatorLive,
   AttestorInfoLive,
   AttestorCommitmentsLive,
-  AttestorLoginsLive
+  AttestorLoginsLive,
+  AttestorEscrowsLive
 )
 
 /**

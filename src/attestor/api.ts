@@ -8,6 +8,7 @@ import { Wire } from "../../schema/errors.js"
 import { serviceDocument } from "../http/openapi.js"
 import { metricsEndpoint } from "../http/operator.js"
 import { AttestorCommitmentsGroup } from "./commitment.js"
+import { AttestorEscrowsGroup } from "./escrows.js"
 import { AttestorInfoGroup } from "./info.js"
 import { AttestorLoginsGroup } from "./logins.js"
 
@@ -24,6 +25,7 @@ export class AttestorApi extends HttpApi.make("attestor")
   .add(AttestorInfoGroup)
   .add(AttestorCommitmentsGroup)
   .add(AttestorLoginsGroup)
+  .add(AttestorEscrowsGroup)
   .addError(Wire.BadRequest)
   .addError(Wire.PayloadTooLarge)
   .addError(Wire.RateLimited)

@@ -138,9 +138,19 @@ describe("GET /v1/info with the chain id configured", () => {
       paths: Record<string, Record<string, { responses: Record<string, unknown> }>>
     }
     expect(Object.keys(spec.paths).sort()).toEqual(
-      ["/v1/health", "/v1/metrics", "/v1/info", "/v1/commitment", "/v1/oauth/messenger/verify"].sort()
+      [
+        "/v1/health",
+        "/v1/metrics",
+        "/v1/info",
+        "/v1/commitment",
+        "/v1/oauth/messenger/verify",
+        "/v1/escrows"
+      ].sort()
     )
     expect(Object.keys(spec.paths["/v1/oauth/messenger/verify"]?.post?.responses ?? {})).toEqual(
+      expect.arrayContaining(["200", "400", "401", "413", "429", "503"])
+    )
+    expect(Object.keys(spec.paths["/v1/escrows"]?.post?.responses ?? {})).toEqual(
       expect.arrayContaining(["200", "400", "401", "413", "429", "503"])
     )
     expect(Object.keys(spec.paths["/v1/info"]?.get?.responses ?? {})).toEqual(

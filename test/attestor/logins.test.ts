@@ -1,10 +1,12 @@
 /**
- * POST /v1/oauth/messenger/verify through the attestor's own server wiring over a mocked chain
- * and a real (embedded) database: a widget payload signed with the bot token makes a session
- * bound to the stealth owner and id sent with it; every refusal with its status and code (bad
- * hash, wrong token, stale or future auth_date, replay, malformed bodies, messenger not
- * configured); /v1/info lists messenger exactly when it is configured; the outcome metric; and
- * nothing of a login in logs or metrics.
+ * POST /v1/oauth/messenger/verify and the session checks of POST /v1/escrows through the
+ * attestor's own server wiring over a mocked chain, no indexer and a real (embedded) database: a
+ * widget payload signed with the bot token makes a session bound to the stealth owner and id sent
+ * with it; every refusal with its status and code (bad hash, wrong token, stale or future
+ * auth_date, replay, malformed bodies, messenger not configured, unknown and expired sessions,
+ * index not ready); /v1/info lists messenger exactly when it is configured; the outcome metric;
+ * and nothing of a login in logs or metrics. The escrow listing itself runs on the devnet
+ * (test/e2e/attestor-escrows.test.ts).
  */
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Schema } from "effect"
 import type { Hex } from "viem"
@@ -75,14 +77,17 @@ const serve = (env: Record<string, string>) =>
 
 const configured = serve({ ...baseEnv, MESSENGER_BOT_TOKEN: BOT_TOKEN })
 const unconfigured = serve(baseEnv)
+const shortLived = serve({ ...baseEnv, MESSENGER_BOT_TOKEN: BOT_TOKEN, SESSION_TTL_SECONDS: "1" })
 let base = ""
 let bare = ""
+let short = ""
 beforeAll(async () => {
   base = await configured.runPromise(serverUrl)
   bare = await unconfigured.runPromise(serverUrl)
+  short = await shortLived.runPromise(serverUrl)
 })
 afterAll(async () => {
-  await Promise.all([configured.dispose(), unconfigured.dispose()])
+  await Promise.all([configured.dispose(), unconfigured.dispose(), shortLived.dispose()])
 })
 
 let clients = 0
@@ -258,5 +263,49 @@ describe("messenger not configured", () => {
   it("with MESSENGER_BOT_TOKEN set, /v1/info lists messenger", async () => {
     const info = (await (await fetch(`${base}/v1/info`)).json()) as { platforms: Array<string> }
     expect(info.platforms).toEqual(["messenger"])
+  })
+})
+
+describe("POST /v1/escrows: sessions", () => {
+  const escrows = (body: unknown, url = base) => post(url, "/v1/escrows", body)
+  const login = async (url = base) => {
+    const res = await verify({ auth: widget(), stealthOwner: STEALTH_OWNER }, url)
+    expect(res.status).toBe(200)
+    return (await res.json()) as { session: string; expiresAt: string }
+  }
+
+  it("refuses an unknown session with 401 invalid_session", async () => {
+    await expectRefusal(
+      await escrows({ session: "no-such-session-token-0123456789" }),
+      401,
+      "invalid_session"
+    )
+    // Sessions belong to the attestor that made them.
+    const { session } = await login(short)
+    await expectRefusal(await escrows({ session }), 401, "invalid_session")
+  })
+
+  it("refuses malformed bodies with 400 bad_request", async () => {
+    for (const body of [
+      {},
+      { session: "too-short" },
+      { session: "with spaces in the token 0123" },
+      { session: "with/slash/in/the/token/0123" },
+      { session: 1234567890123456 },
+      { session: "x".repeat(513) },
+      "[]"
+    ])
+      await expectRefusal(await escrows(body), 400, "bad_request")
+  })
+
+  it("answers 503 unavailable to a valid session while the index is not ready", async () => {
+    const { session } = await login()
+    await expectRefusal(await escrows({ session }), 503, "unavailable")
+  })
+
+  it("refuses an expired session with 401 invalid_session (SESSION_TTL_SECONDS=1)", async () => {
+    const { session, expiresAt } = await login(short)
+    await new Promise((resolve) => setTimeout(resolve, Number(expiresAt) * 1000 - Date.now() + 50))
+    await expectRefusal(await escrows({ session }, short), 401, "invalid_session")
   })
 })

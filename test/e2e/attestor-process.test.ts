@@ -94,7 +94,14 @@ describe("attestor process", () => {
     expect(openapi.status).toBe(200)
     const spec = (await openapi.json()) as { paths: Record<string, unknown> }
     expect(Object.keys(spec.paths).sort()).toEqual(
-      ["/v1/health", "/v1/metrics", "/v1/info", "/v1/commitment", "/v1/oauth/messenger/verify"].sort()
+      [
+        "/v1/health",
+        "/v1/metrics",
+        "/v1/info",
+        "/v1/commitment",
+        "/v1/oauth/messenger/verify",
+        "/v1/escrows"
+      ].sort()
     )
     // No request value in the process's log lines.
     expect(service.stdout()).not.toMatch(/fedsocial|"3"|userId/)

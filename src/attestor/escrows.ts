@@ -1,0 +1,207 @@
+/**
+ * `POST /v1/escrows` `{ session }` → `{ escrows: Escrow[] }` (spec/attestor.md §4 "POST
+ * /v1/escrows and POST /v1/bind", §5).
+ *
+ * 1. The session must be valid: an unknown or expired token is 401 `invalid_session` (checked
+ *    first, before any index is looked at).
+ * 2. The session's `(platformId, userId)` is matched against the hint index: the escrows whose
+ *    hints this attestor opened and verified (commitment and id recomputed). A session made for
+ *    some ids (`ids` non-empty) lists only those of them; empty `ids` lists every escrow of the
+ *    user. Ids the hint index does not know are left out: this attestor cannot attest them.
+ * 3. Each escrow's account state comes from the vault indexer's account projection (events
+ *    `Registered`, `OwnerRotated`, `BindProposed`, `BindFinalized`, `BindCancelled` folded from
+ *    range log queries), read at or after the hint index's block: when the projection is behind
+ *    the hint index (a brief race, both follow one event store) the read waits up to
+ *    `COHERENCE_WAIT_MS` for it. No per-id chain read is made.
+ *    - unregistered: `registered: false`, `owner: null`, and the kind-2 registration payload
+ *      from the hint `{ kind: 2, handleCommitment, fallbackRecipient, fallbackDelay }` (zero
+ *      address and 0 without a fallback), so that `computeId(2, …)` of it is the escrow's id;
+ *    - registered: `owner` (the zero address until a bind finalizes), `register: null`;
+ *    - `pendingOwner` / `pendingReadyAt` of a pending bind, else null. Listing never acts on a
+ *      pending bind.
+ *    - `visibility` (`escrowVisibility`).
+ * 4. Index freshness: before the indexes cover their first range the answer is 503
+ *    `unavailable`. Once they do, an index whose last step failed (indexer or hint index
+ *    `retrying`) is stale: the chain is asked for its head once, and if it does not answer the
+ *    route is 503 `unavailable` (spec: "stale and the chain cannot be reached"); if it answers,
+ *    the last index is served while the indexer catches up.
+ *
+ * Nothing of the session, user or escrows reaches a log line or a metric.
+ */
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Duration, Effect, Option, Schema } from "effect"
+import type { Hex } from "viem"
+import {
+  Escrow,
+  EscrowsRequest,
+  EscrowsResponse,
+  platformIdOf,
+  type Visibility
+} from "../../schema/attestor.js"
+import { type InvalidSession, Unavailable, Wire } from "../../schema/errors.js"
+import { ZERO_ADDRESS } from "../../schema/ids.js"
+import { ChainClient } from "../chain/ChainClient.js"
+import { Indexer, type IndexerStatus } from "../indexer/Indexer.js"
+import type { AccountState } from "../store/projections/accounts.js"
+import type { Escrow as HintEscrow } from "../store/projections/hints.js"
+import { HintIndex, type HintIndexStatus } from "./hintIndex.js"
+import { authenticate, type SessionStore, type StoredSession } from "./SessionStore.js"
+
+export const escrowsEndpoint = HttpApiEndpoint.post("escrows", "/v1/escrows")
+  .setPayload(EscrowsRequest)
+  .addSuccess(EscrowsResponse)
+  .addError(Wire.BadRequest)
+  .addError(Wire.InvalidSession)
+  .addError(Wire.RateLimited)
+  .addError(Wire.Unavailable)
+
+export class AttestorEscrowsGroup extends HttpApiGroup.make("escrows").add(escrowsEndpoint) {}
+
+// ---------------------------------------------------------------------------------------------
+// Visibility
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Visibility (spec §4): the spec names `public` and `private` escrows without saying how one is
+ * told from the other. The rule here: an escrow is `public` when its recipient was named in the
+ * open, through a PublicHandle attestation this attestor issued for its handle commitment
+ * (`POST /v1/public-handle`, spec §2), and `private` otherwise. This version issues no public-handle
+ * attestation (that endpoint is not built), so every escrow is `private`. Nothing in the hint
+ * (PROTOCOL §6) or on chain marks an escrow public, so a rule reading either would be invented.
+ */
+export const escrowVisibility = (_escrow: HintEscrow): Visibility => "private"
+
+// ---------------------------------------------------------------------------------------------
+// Escrows from the indexes
+// ---------------------------------------------------------------------------------------------
+
+/** One escrow of a user: its hint and its account state at (or after) the hint index's block. */
+export interface IndexedEscrow {
+  readonly escrow: HintEscrow
+  /** None while no vault event names the id (no deposit, no registration yet). */
+  readonly account: AccountState | undefined
+}
+
+export interface IndexedEscrows {
+  /** Block of the hint index the escrows were matched at. */
+  readonly hintBlock: number
+  /** Block of the account projection the states come from (>= hintBlock unless it lagged). */
+  readonly accountBlock: number
+  readonly escrows: ReadonlyArray<IndexedEscrow>
+}
+
+/** How long a read waits for the account projection to reach the hint index's block. */
+export const COHERENCE_WAIT_MS = 1_000
+const COHERENCE_POLL = Duration.millis(25)
+
+export const INDEX_NOT_READY = "the attestor's index is not ready yet"
+export const INDEX_STALE_CHAIN_DOWN = "the attestor's index is stale and the chain RPC is not answering"
+
+/** An index whose last step failed: what it serves may be behind the chain. */
+export const indexIsStale = (indexer: IndexerStatus, hints: HintIndexStatus): boolean =>
+  indexer.state === "retrying" || hints.state === "retrying"
+
+/**
+ * The escrows of `(platformId, userId)`, restricted to `ids` when there are some, with their
+ * account states; 503 `unavailable` before the indexes are ready, or when they are stale and the
+ * chain does not answer.
+ */
+export const indexedEscrows = (
+  platformId: number,
+  userId: string,
+  ids: ReadonlyArray<Hex>
+): Effect.Effect<IndexedEscrows, Unavailable, Indexer | HintIndex | ChainClient> =>
+  Effect.gen(function* () {
+    const indexer = yield* Indexer
+    const hints = yield* HintIndex
+    const chain = yield* ChainClient
+    const notReady = new Unavailable({ message: INDEX_NOT_READY })
+    const [indexerStatus, hintStatus] = yield* Effect.all([indexer.status, hints.status])
+    if (indexIsStale(indexerStatus, hintStatus))
+      yield* chain.blockNumber.pipe(
+        Effect.mapError(() => new Unavailable({ message: INDEX_STALE_CHAIN_DOWN }))
+      )
+    const found = yield* hints.escrowsOf(platformId, userId)
+    if (Option.isNone(found)) return yield* Effect.fail(notReady)
+    const wanted = new Set(ids.map((id) => id.toLowerCase()))
+    const escrows =
+      wanted.size === 0
+        ? found.value.escrows
+        : found.value.escrows.filter((e) => wanted.has(e.beneficiaryId.toLowerCase()))
+    const hintBlock = found.value.block
+    const readAccounts = indexer.read((snapshot) =>
+      snapshot === undefined
+        ? undefined
+        : {
+            block: snapshot.block,
+            states: escrows.map((escrow) => ({
+              escrow,
+              account: snapshot.accounts.get(escrow.beneficiaryId)
+            }))
+          }
+    )
+    let accounts = yield* readAccounts
+    for (
+      let waited = 0;
+      accounts !== undefined && accounts.block < hintBlock && waited < COHERENCE_WAIT_MS;
+    ) {
+      yield* Effect.sleep(COHERENCE_POLL)
+      waited += Duration.toMillis(COHERENCE_POLL)
+      accounts = yield* readAccounts
+    }
+    if (accounts === undefined) return yield* Effect.fail(notReady)
+    return { hintBlock, accountBlock: accounts.block, escrows: accounts.states }
+  })
+
+const decodeEscrow = Schema.decodeUnknownSync(Escrow)
+
+/** The wire Escrow of an indexed escrow (a defect if the indexes held something out of shape). */
+export const escrowOf = ({ escrow, account }: IndexedEscrow): Escrow => {
+  const registered = account?.registration !== undefined
+  const fallback = escrow.hint.fallback
+  return decodeEscrow({
+    id: escrow.beneficiaryId,
+    registered,
+    owner: registered ? account.owner : null,
+    pendingOwner: account?.pendingOwner ?? null,
+    pendingReadyAt: account?.pendingReadyAt?.toString() ?? null,
+    register: registered
+      ? null
+      : {
+          kind: 2,
+          handleCommitment: escrow.hint.handleCommitment,
+          fallbackRecipient: fallback?.recipient ?? ZERO_ADDRESS,
+          fallbackDelay: (fallback?.delay ?? 0n).toString()
+        },
+    visibility: escrowVisibility(escrow)
+  })
+}
+
+/** The escrows of a valid session, as `/v1/escrows` lists them. */
+export const sessionEscrows = (
+  session: StoredSession
+): Effect.Effect<EscrowsResponse, Unavailable, Indexer | HintIndex | ChainClient> =>
+  Effect.map(indexedEscrows(platformIdOf(session.platform), session.userId, session.ids), (found) => ({
+    escrows: found.escrows.map(escrowOf)
+  }))
+
+// ---------------------------------------------------------------------------------------------
+// The route
+// ---------------------------------------------------------------------------------------------
+
+/* Built against a view holding this group alone (see src/relayer/quote.ts): no import cycle with api.ts. */
+const EscrowsApiView = HttpApi.make("attestor").add(AttestorEscrowsGroup)
+
+export const AttestorEscrowsLive = HttpApiBuilder.group(EscrowsApiView, "escrows", (handlers) =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<SessionStore | Indexer | HintIndex | ChainClient>()
+    return handlers.handle(
+      "escrows",
+      ({ payload }) =>
+        authenticate(payload.session).pipe(
+          Effect.flatMap(sessionEscrows),
+          Effect.provide(context)
+        ) satisfies Effect.Effect<EscrowsResponse, InvalidSession | Unavailable>
+    )
+  })
+)
