@@ -14,8 +14,8 @@
  */
 import { randomBytes } from "node:crypto"
 import type { HttpServerRequest } from "@effect/platform"
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiError, HttpApiGroup } from "@effect/platform"
-import { Cause, Effect, Either, Exit, Metric, Option, Redacted, Schema } from "effect"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, type HttpApiError, HttpApiGroup } from "@effect/platform"
+import { Effect, Either, Metric, Redacted, Schema } from "effect"
 import { bytesToHex, type Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import {
@@ -25,9 +25,10 @@ import {
   type Platform,
   platformIdOf
 } from "../../schema/attestor.js"
-import { BadRequest, errorCatalog, Unsupported, Wire } from "../../schema/errors.js"
+import { BadRequest, Unsupported, Wire } from "../../schema/errors.js"
 import { attestorSalt, handleCommitment, userIdHash } from "../../schema/ids.js"
 import { AttestorSettings } from "../config/attestor.js"
+import { decodeBody, withOutcome } from "../http/route.js"
 
 export const commitmentEndpoint = HttpApiEndpoint.post("commitment", "/v1/commitment")
   .setPayload(CommitmentRequest)
@@ -197,7 +198,7 @@ export const commitmentOutcomes = Metric.counter("attestor_commitments_total", {
 const recordOutcome = (outcome: string) =>
   Metric.increment(Metric.tagged(commitmentOutcomes, "outcome", outcome))
 
-const decodeRequest = Schema.decodeUnknown(CommitmentRequest)
+const decodeRequest = decodeBody(CommitmentRequest)
 
 /** Decodes, refuses or commits; the body is decoded here so malformed ones count among the outcomes. */
 export const handleCommitmentRequest =
@@ -207,31 +208,13 @@ export const handleCommitmentRequest =
   }: {
     readonly request: HttpServerRequest.HttpServerRequest
   }): Effect.Effect<CommitmentResponse, BadRequest | Unsupported | HttpApiError.HttpApiDecodeError> =>
-    request.json.pipe(
-      // The body guard already refused anything that is not a JSON object.
-      Effect.orDie,
-      Effect.flatMap((body) => decodeRequest(body)),
-      Effect.catchTag("ParseError", (error) =>
-        Effect.flatMap(HttpApiError.HttpApiDecodeError.fromParseError(error), Effect.fail)
-      ),
+    decodeRequest(request).pipe(
       Effect.flatMap((body) =>
         Effect.flatMap(requestedUserId(body), (userId) =>
           Effect.map(freshNonce, (nonce) => commitmentFor(keys, body.platform, userId, nonce))
         )
       ),
-      Effect.onExit(
-        Exit.match({
-          onSuccess: () => recordOutcome("ok"),
-          onFailure: (cause) =>
-            Option.match(Cause.failureOption(cause), {
-              onSome: (error) =>
-                recordOutcome(
-                  error._tag === "HttpApiDecodeError" ? "bad_request" : errorCatalog[error._tag].code
-                ),
-              onNone: () => (Cause.isInterruptedOnly(cause) ? Effect.void : recordOutcome("internal"))
-            })
-        })
-      )
+      withOutcome(recordOutcome)
     )
 
 /* Built against a view holding this group alone (see src/relayer/quote.ts): no import cycle with api.ts. */

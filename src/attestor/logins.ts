@@ -32,8 +32,8 @@ import {
 } from "../../schema/attestor.js"
 import { type BadRequest, InvalidSession, Unavailable, Unsupported, Wire } from "../../schema/errors.js"
 import { AttestorSettings } from "../config/attestor.js"
+import { decodeBody, withOutcome } from "../http/route.js"
 import { verifyWidgetPayload, type WidgetKey, type WidgetRefusal, widgetKey } from "./messenger.js"
-import { decodeBody, withOutcome } from "./route.js"
 import { type CreatedSession, SESSION_STORE_UNAVAILABLE, SessionStore } from "./SessionStore.js"
 
 export const messengerVerifyEndpoint = HttpApiEndpoint.post("messengerVerify", "/v1/oauth/messenger/verify")

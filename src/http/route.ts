@@ -1,6 +1,5 @@
 /**
- * What the attestor's POST routes share (see src/relayer/writeRoute.ts for the relayer's): the
- * body decoded by the handler itself, so that a malformed body is counted among the route's
+ * What both services' POST routes share: the body decoded by the handler itself, so that a malformed body is counted among the route's
  * outcomes (the endpoint still declares the schema for the OpenAPI document and typed clients),
  * and one outcome recorded per request: `ok`, the refusal's wire code, or `internal` for a
  * defect. A client that hangs up is no outcome.
