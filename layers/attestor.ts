@@ -16,7 +16,7 @@ import { SessionStore } from "../src/attestor/SessionStore.js"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { AttestorSettings } from "../src/config/attestor.js"
 import { serveApi } from "../src/http/server.js"
-import { indexerLayer } from "../src/indexer/Indexer.js"
+import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
 
@@ -43,15 +43,7 @@ export const attestorServices = Layer.unwrapEffect(
         applicationName: "attestor"
       })
     )
-    const indexer = indexerLayer({
-      chainId: settings.chainId,
-      vault: settings.vault,
-      startBlock: settings.indexerStartBlock,
-      settlementAsset: settings.settlementAsset,
-      pollIntervalMs: settings.indexerPollIntervalMs,
-      confirmationDepth: settings.indexerConfirmationDepth,
-      maxBlockRange: settings.indexerMaxBlockRange
-    })
+    const indexer = indexerLayer(indexerConfigOf(settings))
     return Layer.mergeAll(
       hintIndexLayer({ startBlock: settings.indexerStartBlock }),
       SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds })

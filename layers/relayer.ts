@@ -6,7 +6,7 @@ import { Effect, Layer, Option } from "effect"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { RelayerSettings } from "../src/config/relayer.js"
 import { serveApi } from "../src/http/server.js"
-import { Indexer, indexerLayer } from "../src/indexer/Indexer.js"
+import { Indexer, indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
 import { accountsFeedLayer } from "../src/relayer/accounts.js"
 import { RelayerActionsLive } from "../src/relayer/actions.js"
 import { RelayerApi } from "../src/relayer/api.js"
@@ -44,15 +44,7 @@ export const relayerServices = Layer.unwrapEffect(
       })
     )
     const indexer = settings.indexerEnabled
-      ? indexerLayer({
-          chainId: settings.chainId,
-          vault: settings.vault,
-          startBlock: settings.indexerStartBlock,
-          settlementAsset: settings.settlementAsset,
-          pollIntervalMs: settings.indexerPollIntervalMs,
-          confirmationDepth: settings.indexerConfirmationDepth,
-          maxBlockRange: settings.indexerMaxBlockRange
-        }).pipe(Layer.provide(eventStoreLayer))
+      ? indexerLayer(indexerConfigOf(settings)).pipe(Layer.provide(eventStoreLayer))
       : Indexer.disabled
     return accountsFeedLayer.pipe(
       Layer.provideMerge(indexer),

@@ -68,6 +68,27 @@ export interface IndexerConfig {
   readonly headerPruneIntervalBlocks?: number
 }
 
+/** The settings both services name their indexer with (INDEXER_* and the vault's addresses). */
+export interface IndexerSettings {
+  readonly chainId: Option.Option<number>
+  readonly vault: Address
+  readonly indexerStartBlock: number
+  readonly settlementAsset: Address
+  readonly indexerPollIntervalMs: number
+  readonly indexerConfirmationDepth: number
+  readonly indexerMaxBlockRange: number
+}
+
+export const indexerConfigOf = (settings: IndexerSettings): IndexerConfig => ({
+  chainId: settings.chainId,
+  vault: settings.vault,
+  startBlock: settings.indexerStartBlock,
+  settlementAsset: settings.settlementAsset,
+  pollIntervalMs: settings.indexerPollIntervalMs,
+  confirmationDepth: settings.indexerConfirmationDepth,
+  maxBlockRange: settings.indexerMaxBlockRange
+})
+
 export type IndexerStateName = M.IndexerState | "disabled"
 
 export interface IndexerStatus {
