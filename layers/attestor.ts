@@ -3,7 +3,9 @@
  * server. Tests and the devnet compose the same layer; only the settings differ.
  */
 import { Effect, Layer } from "effect"
+import { AttestationStore } from "../src/attestor/AttestationStore.js"
 import { AttestorApi } from "../src/attestor/api.js"
+import { AttestorBindsLive } from "../src/attestor/binds.js"
 import { AttestorCommitmentsLive } from "../src/attestor/commitment.js"
 import { AttestorEscrowsLive } from "../src/attestor/escrows.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
@@ -25,7 +27,8 @@ const AttestorHandlers = Layer.mergeAll(
   AttestorInfoLive,
   AttestorCommitmentsLive,
   AttestorLoginsLive,
-  AttestorEscrowsLive
+  AttestorEscrowsLive,
+  AttestorBindsLive
 )
 
 /**
@@ -46,7 +49,8 @@ export const attestorServices = Layer.unwrapEffect(
     const indexer = indexerLayer(indexerConfigOf(settings))
     return Layer.mergeAll(
       hintIndexLayer({ startBlock: settings.indexerStartBlock }),
-      SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds })
+      SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
+      AttestationStore.layer
     ).pipe(
       Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer)),
       Layer.provideMerge(eventStoreLayer),

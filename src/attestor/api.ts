@@ -7,6 +7,7 @@ import { AttestorHealthResponse } from "../../schema/attestor.js"
 import { Wire } from "../../schema/errors.js"
 import { serviceDocument } from "../http/openapi.js"
 import { metricsEndpoint } from "../http/operator.js"
+import { AttestorBindsGroup } from "./binds.js"
 import { AttestorCommitmentsGroup } from "./commitment.js"
 import { AttestorEscrowsGroup } from "./escrows.js"
 import { AttestorInfoGroup } from "./info.js"
@@ -26,6 +27,7 @@ export class AttestorApi extends HttpApi.make("attestor")
   .add(AttestorCommitmentsGroup)
   .add(AttestorLoginsGroup)
   .add(AttestorEscrowsGroup)
+  .add(AttestorBindsGroup)
   .addError(Wire.BadRequest)
   .addError(Wire.PayloadTooLarge)
   .addError(Wire.RateLimited)

@@ -10,6 +10,7 @@ import m0002_indexer_progress from "./migrations/0002_indexer_progress.js"
 import m0010_tx_sender from "./migrations/0010_tx_sender.js"
 import m0011_tx_confirmations from "./migrations/0011_tx_confirmations.js"
 import m0020_attestor_sessions from "./migrations/0020_attestor_sessions.js"
+import m0021_attestor_attestations from "./migrations/0021_attestor_attestations.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
 export const migrations = {
@@ -17,7 +18,8 @@ export const migrations = {
   "0002_indexer_progress": m0002_indexer_progress,
   "0010_tx_sender": m0010_tx_sender,
   "0011_tx_confirmations": m0011_tx_confirmations,
-  "0020_attestor_sessions": m0020_attestor_sessions
+  "0020_attestor_sessions": m0020_attestor_sessions,
+  "0021_attestor_attestations": m0021_attestor_attestations
 } as const
 
 /**

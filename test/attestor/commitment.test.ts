@@ -11,6 +11,7 @@ import { privateKeyToAccount, publicKeyToAddress } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { attestorServer } from "../../layers/attestor.js"
 import { CommitmentResponse } from "../../schema/attestor.js"
+import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
@@ -52,7 +53,9 @@ const capture = Logger.replace(
 
 const runtime = ManagedRuntime.make(
   attestorServer.pipe(
-    Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, SessionStore.unused)),
+    Layer.provide(
+      Layer.mergeAll(Indexer.disabled, HintIndex.disabled, SessionStore.unused, AttestationStore.unused)
+    ),
     Layer.provide(mockChainClient({})),
     Layer.provide(AttestorSettings.layer),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),

@@ -9,6 +9,7 @@ import { privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { attestorServer } from "../../layers/attestor.js"
 import { AttestorInfo } from "../../schema/attestor.js"
+import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { loginPlatforms } from "../../src/attestor/info.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
@@ -42,7 +43,9 @@ const baseEnv = {
 const serve = (env: Record<string, string>, chainId: Effect.Effect<number, ChainUnavailable>) =>
   ManagedRuntime.make(
     attestorServer.pipe(
-      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, SessionStore.unused)),
+      Layer.provide(
+        Layer.mergeAll(Indexer.disabled, HintIndex.disabled, SessionStore.unused, AttestationStore.unused)
+      ),
       Layer.provide(mockChainClient({ chainId })),
       Layer.provide(AttestorSettings.layer),
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
@@ -144,13 +147,17 @@ describe("GET /v1/info with the chain id configured", () => {
         "/v1/info",
         "/v1/commitment",
         "/v1/oauth/messenger/verify",
-        "/v1/escrows"
+        "/v1/escrows",
+        "/v1/bind"
       ].sort()
     )
     expect(Object.keys(spec.paths["/v1/oauth/messenger/verify"]?.post?.responses ?? {})).toEqual(
       expect.arrayContaining(["200", "400", "401", "413", "429", "503"])
     )
     expect(Object.keys(spec.paths["/v1/escrows"]?.post?.responses ?? {})).toEqual(
+      expect.arrayContaining(["200", "400", "401", "413", "429", "503"])
+    )
+    expect(Object.keys(spec.paths["/v1/bind"]?.post?.responses ?? {})).toEqual(
       expect.arrayContaining(["200", "400", "401", "413", "429", "503"])
     )
     expect(Object.keys(spec.paths["/v1/info"]?.get?.responses ?? {})).toEqual(

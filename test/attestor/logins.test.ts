@@ -13,6 +13,7 @@ import type { Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { attestorServer } from "../../layers/attestor.js"
 import { SessionResponse } from "../../schema/attestor.js"
+import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
@@ -59,7 +60,10 @@ const serve = (env: Record<string, string>) =>
       Layer.provide(
         Layer.unwrapEffect(
           Effect.map(AttestorSettings, (settings) =>
-            SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }).pipe(
+            Layer.mergeAll(
+              SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
+              AttestationStore.layer
+            ).pipe(
               Layer.provide(
                 storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
               )

@@ -1,0 +1,148 @@
+/**
+ * The attestor's record of the `BindOwner` signatures it issued (migration 0021): what `/v1/bind`
+ * signed, per escrow id, new owner, bind nonce and deadline, with the escrow's visibility and a
+ * revoked flag. The veto watcher (not built yet) vetoes a `BindProposed` whose new owner has no
+ * unrevoked attestation here; a contest revokes the attestations of an id for every other owner.
+ *
+ * Nothing stored here reaches a log line, a metric or an error message.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Context, Data, Effect, Layer } from "effect"
+import type { Address, Hex } from "viem"
+import type { Visibility } from "../../schema/attestor.js"
+import { Unavailable } from "../../schema/errors.js"
+
+export interface Attestation {
+  readonly id: Hex
+  readonly newOwner: Address
+  readonly bindNonce: bigint
+  readonly deadline: bigint
+  readonly visibility: Visibility
+}
+
+export interface StoredAttestation extends Attestation {
+  readonly revoked: boolean
+  readonly issuedAt: number
+}
+
+/** The database did not answer; the cause stays here, never in a response or a log line. */
+export class AttestationStoreError extends Data.TaggedError("AttestationStoreError")<{
+  readonly operation: string
+  readonly cause: SqlError
+}> {
+  override get message() {
+    return `attestation store failed during ${this.operation}`
+  }
+}
+
+export interface AttestationStoreShape {
+  /**
+   * Records issued attestations (one transaction). Re-recording one that exists changes nothing:
+   * in particular a revoked attestation stays revoked.
+   */
+  readonly record: (
+    attestations: ReadonlyArray<Attestation>,
+    issuedAt: number
+  ) => Effect.Effect<void, AttestationStoreError>
+  /** The visibilities a stealth owner was attested for, revoked attestations included. */
+  readonly visibilitiesOf: (
+    newOwner: Address
+  ) => Effect.Effect<ReadonlySet<Visibility>, AttestationStoreError>
+  /** Revokes the unrevoked attestations of `id` for every owner but `keep`; how many were revoked. */
+  readonly revokeOthers: (id: Hex, keep: Address) => Effect.Effect<number, AttestationStoreError>
+  /** Every attestation of `id` (for the veto watcher and tests). */
+  readonly ofId: (id: Hex) => Effect.Effect<ReadonlyArray<StoredAttestation>, AttestationStoreError>
+}
+
+export class AttestationStore extends Context.Tag("AttestationStore")<
+  AttestationStore,
+  AttestationStoreShape
+>() {
+  /** The store on the SQL client (migrations applied). */
+  static readonly layer: Layer.Layer<AttestationStore, never, SqlClient> = Layer.effect(
+    AttestationStore,
+    Effect.suspend(() => makeAttestationStore)
+  )
+
+  /** For wiring that signs no bind (tests of other routes): any use is a defect saying so. */
+  static readonly unused: Layer.Layer<AttestationStore> = Layer.succeed(AttestationStore, {
+    record: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
+    visibilitiesOf: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
+    revokeOthers: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
+    ofId: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store")
+  })
+}
+
+interface AttestationRow {
+  readonly beneficiary_id: string
+  readonly new_owner: string
+  readonly bind_nonce: string
+  readonly deadline: string
+  readonly visibility: string
+  readonly revoked: boolean
+  readonly issued_at: string | number
+}
+
+const lower = (value: string) => value.toLowerCase()
+
+export const makeAttestationStore = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const failed = (operation: string) => (cause: SqlError) => new AttestationStoreError({ operation, cause })
+
+  const record: AttestationStoreShape["record"] = (attestations, issuedAt) =>
+    attestations.length === 0
+      ? Effect.void
+      : Effect.forEach(
+          attestations,
+          (a) => sql`
+            INSERT INTO attestor_attestations
+              (beneficiary_id, new_owner, bind_nonce, deadline, visibility, revoked, issued_at)
+            VALUES (${lower(a.id)}, ${lower(a.newOwner)}, ${a.bindNonce.toString()},
+              ${a.deadline.toString()}, ${a.visibility}, false, ${issuedAt})
+            ON CONFLICT (beneficiary_id, new_owner, bind_nonce, deadline) DO NOTHING`,
+          { discard: true }
+        ).pipe(sql.withTransaction, Effect.mapError(failed("recording attestations")))
+
+  const visibilitiesOf: AttestationStoreShape["visibilitiesOf"] = (newOwner) =>
+    sql<{ readonly visibility: string }>`
+      SELECT DISTINCT visibility FROM attestor_attestations WHERE new_owner = ${lower(newOwner)}`.pipe(
+      Effect.mapError(failed("reading attestations")),
+      Effect.map((rows) => new Set(rows.map((row) => row.visibility as Visibility)))
+    )
+
+  const revokeOthers: AttestationStoreShape["revokeOthers"] = (id, keep) =>
+    sql<{ readonly beneficiary_id: string }>`
+      UPDATE attestor_attestations SET revoked = true
+      WHERE beneficiary_id = ${lower(id)} AND new_owner <> ${lower(keep)} AND NOT revoked
+      RETURNING beneficiary_id`.pipe(
+      Effect.mapError(failed("revoking attestations")),
+      Effect.map((rows) => rows.length)
+    )
+
+  const ofId: AttestationStoreShape["ofId"] = (id) =>
+    sql<AttestationRow>`
+      SELECT beneficiary_id, new_owner, bind_nonce, deadline, visibility, revoked, issued_at
+      FROM attestor_attestations WHERE beneficiary_id = ${lower(id)}
+      ORDER BY issued_at, new_owner, bind_nonce, deadline`.pipe(
+      Effect.mapError(failed("reading attestations")),
+      Effect.map((rows) =>
+        rows.map((row) => ({
+          id: row.beneficiary_id as Hex,
+          newOwner: row.new_owner as Address,
+          bindNonce: BigInt(row.bind_nonce),
+          deadline: BigInt(row.deadline),
+          visibility: row.visibility as Visibility,
+          revoked: row.revoked,
+          issuedAt: Number(row.issued_at)
+        }))
+      )
+    )
+
+  return { record, visibilitiesOf, revokeOthers, ofId } satisfies AttestationStoreShape
+})
+
+export const ATTESTATION_STORE_UNAVAILABLE = "the attestation store is not answering"
+
+export const attestationStoreUnavailable = (_: AttestationStoreError): Unavailable =>
+  new Unavailable({ message: ATTESTATION_STORE_UNAVAILABLE })

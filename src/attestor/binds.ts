@@ -1,0 +1,316 @@
+/**
+ * `POST /v1/bind` `{ session, ids?, contest?, deadline?, visibility? }` → `{ binds: BindSignature[] }`
+ * (spec/attestor.md §2 BindSignature, §3 contest and veto rows, §4 "POST /v1/escrows and POST
+ * /v1/bind", §8).
+ *
+ * 1. The body is decoded (`BindRequest`): malformed, or `contest: true` without exactly one id in
+ *    `ids`, is 400 `bad_request`. The session must be valid: 401 `invalid_session`.
+ * 2. `deadline`, when sent, must lie in `[now + 300, now + bindDeadlineSeconds + 300]` (unix
+ *    seconds, the attestor's clock, both ends included), else 400 `bad_request`. Without it the
+ *    attestor signs `now + bindDeadlineSeconds` rounded down to a 600 s grid.
+ * 3. The escrows considered are the session's, exactly as `/v1/escrows` lists them (same indexes,
+ *    same 503 `unavailable` rules), restricted to `ids` when sent. An id in `ids` that is not one
+ *    of the session's escrows is left out, as `/v1/escrows` leaves out session ids the hint index
+ *    does not know: this attestor cannot attest it, and telling it apart would say nothing useful.
+ * 4. Contest (`contest: true`, one id): if that escrow has a pending bind whose new owner is not
+ *    the session's stealth owner, every unrevoked attestation this attestor issued for the id to
+ *    another owner is revoked, so the veto watcher will veto the proposal; `vetoBind` itself is
+ *    sent by the veto watcher with `AUTO_VETO`, which is not built yet (the intent is logged,
+ *    without ids). A contest never signs: with no pending bind, or one for the session's own key,
+ *    it does nothing and answers `{ binds: [] }`.
+ * 5. Otherwise one `BindOwner(id, session.stealthOwner, bindNonces(id) as indexed, deadline)`
+ *    EIP-712 signature over the vault domain per escrow that has no pending bind and is not
+ *    already owned by the session's key; the others are simply absent. `register` is null for a
+ *    registered account, else the kind-2 registration payload (as `/v1/escrows` shows it).
+ * 6. Visibility (spec §4): `visibility` filters the escrows to one kind. A request that would sign
+ *    both kinds, or one whose stealth owner this attestor already attested for the other kind, is
+ *    400 `bad_request`, before anything is signed.
+ * 7. Every signature is recorded (`AttestationStore`) before the answer; the database not
+ *    answering is 503 `unavailable` and no signature leaves.
+ *
+ * Metrics `attestor_binds_total{outcome}` and `attestor_bind_signatures_total`. Nothing of the
+ * session, escrows, owners or signatures reaches a log line or a metric.
+ */
+import type { HttpServerRequest } from "@effect/platform"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, type HttpApiError, HttpApiGroup } from "@effect/platform"
+import { Clock, Effect, Either, Metric, Option, Redacted, Ref } from "effect"
+import type { Address, Hex } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
+import {
+  BindRequest,
+  BindResponse,
+  type BindSignature,
+  platformIdOf,
+  type Visibility
+} from "../../schema/attestor.js"
+import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
+import { BadRequest, type InvalidSession, Unavailable, Wire } from "../../schema/errors.js"
+import { ChainClient } from "../chain/ChainClient.js"
+import { AttestorSettings } from "../config/attestor.js"
+import { decodeBody, withOutcome } from "../http/route.js"
+import type { Indexer } from "../indexer/Indexer.js"
+import type { Escrow as HintEscrow } from "../store/projections/hints.js"
+import { type Attestation, AttestationStore, attestationStoreUnavailable } from "./AttestationStore.js"
+import { escrowOf, escrowVisibility, type IndexedEscrow, indexedEscrows } from "./escrows.js"
+import type { HintIndex } from "./hintIndex.js"
+import { authenticate, type SessionStore, type StoredSession } from "./SessionStore.js"
+
+export const bindEndpoint = HttpApiEndpoint.post("bind", "/v1/bind")
+  .setPayload(BindRequest)
+  .addSuccess(BindResponse)
+  .addError(Wire.BadRequest)
+  .addError(Wire.InvalidSession)
+  .addError(Wire.RateLimited)
+  .addError(Wire.Unavailable)
+
+export class AttestorBindsGroup extends HttpApiGroup.make("binds").add(bindEndpoint) {}
+
+export const bindOutcomes = Metric.counter("attestor_binds_total", {
+  description: "POST /v1/bind requests by outcome: ok or the refusal's code",
+  incremental: true
+})
+
+export const bindSignatures = Metric.counter("attestor_bind_signatures_total", {
+  description: "BindOwner signatures issued by POST /v1/bind",
+  incremental: true
+})
+
+const recordBind = (outcome: string) => Metric.increment(Metric.tagged(bindOutcomes, "outcome", outcome))
+
+// ---------------------------------------------------------------------------------------------
+// Deadline
+// ---------------------------------------------------------------------------------------------
+
+/** Least headroom of a bind deadline (spec §4, §8). */
+export const BIND_DEADLINE_MIN_HEADROOM = 300
+/** Grid the default deadline is rounded down to. */
+export const BIND_DEADLINE_GRID = 600
+
+/** Whether `deadline` lies in `[now + 300, now + bindDeadlineSeconds + 300]`, both ends included. */
+export const deadlineAccepted = (deadline: bigint, now: number, bindDeadlineSeconds: number): boolean =>
+  deadline >= BigInt(now + BIND_DEADLINE_MIN_HEADROOM) &&
+  deadline <= BigInt(now + bindDeadlineSeconds + BIND_DEADLINE_MIN_HEADROOM)
+
+/** `now + bindDeadlineSeconds` rounded down to the 600 s grid. */
+export const defaultDeadline = (now: number, bindDeadlineSeconds: number): bigint =>
+  BigInt(Math.floor((now + bindDeadlineSeconds) / BIND_DEADLINE_GRID) * BIND_DEADLINE_GRID)
+
+export const deadlineRefusal = (bindDeadlineSeconds: number) =>
+  `deadline must be between now + ${BIND_DEADLINE_MIN_HEADROOM} s and now + ${
+    bindDeadlineSeconds + BIND_DEADLINE_MIN_HEADROOM
+  } s by this attestor's clock`
+
+// ---------------------------------------------------------------------------------------------
+// What a request signs
+// ---------------------------------------------------------------------------------------------
+
+export const BOTH_VISIBILITIES =
+  "this request would sign both public and private escrows: send visibility to choose one kind"
+export const otherVisibilityUsed = (visibility: Visibility) =>
+  `this stealth owner was already attested for ${
+    visibility === "public" ? "private" : "public"
+  } escrows: use a fresh key for ${visibility} ones`
+
+const sameAddress = (a: Address | undefined, b: Address) =>
+  a !== undefined && a.toLowerCase() === b.toLowerCase()
+
+/** One escrow to sign for, with what its signature and record need. */
+export interface BindCandidate {
+  readonly indexed: IndexedEscrow
+  readonly bindNonce: bigint
+  readonly visibility: Visibility
+}
+
+/**
+ * The escrows a (non-contest) request signs for: no pending bind, not owned by `stealthOwner`,
+ * of the `filter` visibility when given; a refusal message when they mix both kinds.
+ */
+export const planBinds = (
+  escrows: ReadonlyArray<IndexedEscrow>,
+  stealthOwner: Address,
+  filter: Visibility | undefined,
+  visibilityOf: (escrow: HintEscrow) => Visibility = escrowVisibility
+): Either.Either<ReadonlyArray<BindCandidate>, string> => {
+  const candidates: Array<BindCandidate> = []
+  for (const indexed of escrows) {
+    const account = indexed.account
+    if (account?.pendingOwner !== undefined) continue
+    if (account?.registration !== undefined && sameAddress(account.owner, stealthOwner)) continue
+    const visibility = visibilityOf(indexed.escrow)
+    if (filter !== undefined && visibility !== filter) continue
+    candidates.push({ indexed, bindNonce: account?.bindNonce ?? 0n, visibility })
+  }
+  const kinds = new Set(candidates.map((c) => c.visibility))
+  return kinds.size > 1 ? Either.left(BOTH_VISIBILITIES) : Either.right(candidates)
+}
+
+/** What a contest does to an escrow: revoke the other owners' attestations, or nothing. */
+export const contestAction = (
+  indexed: IndexedEscrow | undefined,
+  stealthOwner: Address
+): "revoke" | "none" => {
+  const pending = indexed?.account?.pendingOwner
+  return pending !== undefined && !sameAddress(pending, stealthOwner) ? "revoke" : "none"
+}
+
+// ---------------------------------------------------------------------------------------------
+// The handler
+// ---------------------------------------------------------------------------------------------
+
+export interface BindSigner {
+  readonly address: Address
+  readonly signBindOwner: (
+    chainId: number,
+    message: { id: Hex; newOwner: Address; bindNonce: bigint; deadline: bigint }
+  ) => Effect.Effect<Hex>
+}
+
+export const bindSigner = (key: Hex, vault: Address): BindSigner => {
+  const account = privateKeyToAccount(key)
+  return {
+    address: account.address,
+    signBindOwner: (chainId, message) =>
+      Effect.promise(() =>
+        account.signTypedData({
+          domain: vaultDomain(chainId, vault),
+          types: { BindOwner: vaultTypes.BindOwner },
+          primaryType: "BindOwner",
+          message
+        })
+      )
+  }
+}
+
+type BindError = BadRequest | InvalidSession | Unavailable | HttpApiError.HttpApiDecodeError
+
+type BindServices = SessionStore | Indexer | HintIndex | ChainClient | AttestationStore
+
+const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+
+export interface BindConfig {
+  readonly signer: BindSigner
+  readonly bindDeadlineSeconds: number
+  readonly autoVeto: boolean
+  /** The chain id to sign for; read from the chain (once) when none is configured. */
+  readonly chainId: Effect.Effect<number, Unavailable>
+}
+
+const contest = (session: StoredSession, target: IndexedEscrow | undefined, config: BindConfig) =>
+  Effect.gen(function* () {
+    if (target === undefined || contestAction(target, session.stealthOwner) === "none") return
+    const store = yield* AttestationStore
+    yield* store
+      .revokeOthers(target.escrow.beneficiaryId, session.stealthOwner)
+      .pipe(Effect.mapError(attestationStoreUnavailable))
+    yield* Effect.logInfo(
+      config.autoVeto
+        ? "bind contested: other attestations revoked; vetoBind is left to the veto watcher, not built yet"
+        : "bind contested: other attestations revoked; AUTO_VETO is off"
+    )
+  })
+
+const sign = (
+  session: StoredSession,
+  candidates: ReadonlyArray<BindCandidate>,
+  deadline: bigint,
+  now: number,
+  config: BindConfig
+) =>
+  Effect.gen(function* () {
+    if (candidates.length === 0) return []
+    const store = yield* AttestationStore
+    const kind = candidates[0]!.visibility
+    const used = yield* store
+      .visibilitiesOf(session.stealthOwner)
+      .pipe(Effect.mapError(attestationStoreUnavailable))
+    if ([...used].some((v) => v !== kind))
+      return yield* Effect.fail(new BadRequest({ message: otherVisibilityUsed(kind) }))
+    const chainId = yield* config.chainId
+    const binds: Array<BindSignature> = []
+    const records: Array<Attestation> = []
+    for (const candidate of candidates) {
+      const id = candidate.indexed.escrow.beneficiaryId
+      const message = { id, newOwner: session.stealthOwner, bindNonce: candidate.bindNonce, deadline }
+      const signature = yield* config.signer.signBindOwner(chainId, message)
+      binds.push({
+        beneficiaryId: id as BindSignature["beneficiaryId"],
+        newOwner: session.stealthOwner,
+        bindNonce: candidate.bindNonce,
+        deadline,
+        signature: signature as BindSignature["signature"],
+        attestor: config.signer.address as BindSignature["attestor"],
+        register: escrowOf(candidate.indexed).register
+      })
+      records.push({ ...message, visibility: candidate.visibility })
+    }
+    yield* store.record(records, now).pipe(Effect.mapError(attestationStoreUnavailable))
+    yield* Metric.incrementBy(bindSignatures, binds.length)
+    return binds
+  })
+
+/** The bind handler. */
+export const handleBind =
+  (config: BindConfig) =>
+  ({
+    request
+  }: {
+    readonly request: HttpServerRequest.HttpServerRequest
+  }): Effect.Effect<BindResponse, BindError, BindServices> =>
+    withOutcome(recordBind)(
+      Effect.gen(function* () {
+        const body = yield* decodeBody(BindRequest)(request)
+        const session = yield* authenticate(body.session)
+        const now = yield* nowSeconds
+        if (body.deadline !== undefined && !deadlineAccepted(body.deadline, now, config.bindDeadlineSeconds))
+          return yield* Effect.fail(new BadRequest({ message: deadlineRefusal(config.bindDeadlineSeconds) }))
+        const deadline = body.deadline ?? defaultDeadline(now, config.bindDeadlineSeconds)
+        const found = yield* indexedEscrows(platformIdOf(session.platform), session.userId, session.ids)
+        const wanted = body.ids === undefined ? undefined : new Set(body.ids.map((id) => id.toLowerCase()))
+        const escrows =
+          wanted === undefined
+            ? found.escrows
+            : found.escrows.filter((e) => wanted.has(e.escrow.beneficiaryId.toLowerCase()))
+        if (body.contest === true) {
+          yield* contest(session, escrows[0], config)
+          return { binds: [] }
+        }
+        const plan = planBinds(escrows, session.stealthOwner, body.visibility)
+        if (Either.isLeft(plan)) return yield* Effect.fail(new BadRequest({ message: plan.left }))
+        return { binds: yield* sign(session, plan.right, deadline, now, config) }
+      })
+    )
+
+// ---------------------------------------------------------------------------------------------
+// The route
+// ---------------------------------------------------------------------------------------------
+
+/* Built against a view holding this group alone (see src/relayer/quote.ts): no import cycle with api.ts. */
+const BindsApiView = HttpApi.make("attestor").add(AttestorBindsGroup)
+
+export const AttestorBindsLive = HttpApiBuilder.group(BindsApiView, "binds", (handlers) =>
+  Effect.gen(function* () {
+    const settings = yield* AttestorSettings
+    const chain = yield* ChainClient
+    const context = yield* Effect.context<BindServices>()
+    const cachedChainId = yield* Ref.make(settings.chainId)
+    const chainId = Effect.flatMap(
+      Ref.get(cachedChainId),
+      Option.match({
+        onSome: Effect.succeed,
+        onNone: () =>
+          chain.chainId.pipe(
+            Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" })),
+            Effect.tap((id) => Ref.set(cachedChainId, Option.some(id)))
+          )
+      })
+    )
+    const config: BindConfig = {
+      signer: bindSigner(Redacted.value(settings.signingKey), settings.vault),
+      bindDeadlineSeconds: settings.bindDeadlineSeconds,
+      autoVeto: settings.autoVeto,
+      chainId
+    }
+    const handle = handleBind(config)
+    return handlers.handleRaw("bind", (input) => Effect.provide(handle(input), context))
+  })
+)
