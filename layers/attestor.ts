@@ -15,6 +15,7 @@ import { AttestorInfoLive } from "../src/attestor/info.js"
 import { AttestorLoginsLive } from "../src/attestor/logins.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
+import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { AttestorSettings } from "../src/config/attestor.js"
 import { serveApi } from "../src/http/server.js"
@@ -33,8 +34,8 @@ const AttestorHandlers = Layer.mergeAll(
 
 /**
  * Everything below the HTTP server, given the settings: the chain, the attestor's own database
- * with its sessions, the vault indexer writing its event store, and the hint index folding its
- * `TokenLaunched` events.
+ * with its sessions, the vault indexer writing its event store, the hint index folding its
+ * `TokenLaunched` events, and the veto watcher judging the pending bind proposals.
  */
 export const attestorServices = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) => {
@@ -47,11 +48,14 @@ export const attestorServices = Layer.unwrapEffect(
       })
     )
     const indexer = indexerLayer(indexerConfigOf(settings))
-    return Layer.mergeAll(
-      hintIndexLayer({ startBlock: settings.indexerStartBlock }),
-      SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
-      AttestationStore.layer
-    ).pipe(
+    return vetoWatcherLayer().pipe(
+      Layer.provideMerge(
+        Layer.mergeAll(
+          hintIndexLayer({ startBlock: settings.indexerStartBlock }),
+          SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
+          AttestationStore.layer
+        )
+      ),
       Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer)),
       Layer.provideMerge(eventStoreLayer),
       Layer.provideMerge(base)

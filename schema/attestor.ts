@@ -246,11 +246,20 @@ export const HintIndexHealth = Schema.Struct({
 }).annotations({ identifier: "HintIndexHealth" })
 export type HintIndexHealth = typeof HintIndexHealth.Type
 
-/** `{ ok: true }` of the spec, plus the vault indexer's and the hint index's state. */
+/** The veto watcher: its state, the indexer block of its last pass, and whether it sends vetoes. */
+export const VetoWatcherHealth = Schema.Struct({
+  state: Schema.Literal("starting", "ready", "retrying", "disabled"),
+  block: optional(BlockNumber),
+  autoVeto: Schema.Boolean
+}).annotations({ identifier: "VetoWatcherHealth" })
+export type VetoWatcherHealth = typeof VetoWatcherHealth.Type
+
+/** `{ ok: true }` of the spec, plus the vault indexer's, the hint index's and the veto watcher's state. */
 export const AttestorHealthResponse = Schema.Struct({
   ok: Schema.Literal(true),
   indexer: optional(IndexerHealth),
-  hints: optional(HintIndexHealth)
+  hints: optional(HintIndexHealth),
+  vetoWatcher: optional(VetoWatcherHealth)
 }).annotations({ identifier: "AttestorHealthResponse" })
 export type AttestorHealthResponse = typeof AttestorHealthResponse.Type
 

@@ -1,8 +1,9 @@
 /**
  * The attestor's record of the `BindOwner` signatures it issued (migration 0021): what `/v1/bind`
  * signed, per escrow id, new owner, bind nonce and deadline, with the escrow's visibility and a
- * revoked flag. The veto watcher (not built yet) vetoes a `BindProposed` whose new owner has no
- * unrevoked attestation here; a contest revokes the attestations of an id for every other owner.
+ * revoked flag. The veto watcher (`VetoWatcher.ts`) vetoes a pending proposal whose id, new owner
+ * and bind nonce have no unrevoked attestation here; a contest revokes the attestations of an id
+ * for every other owner.
  *
  * Nothing stored here reaches a log line, a metric or an error message.
  */

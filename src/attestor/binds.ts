@@ -14,10 +14,11 @@
  *    does not know: this attestor cannot attest it, and telling it apart would say nothing useful.
  * 4. Contest (`contest: true`, one id): if that escrow has a pending bind whose new owner is not
  *    the session's stealth owner, every unrevoked attestation this attestor issued for the id to
- *    another owner is revoked, so the veto watcher will veto the proposal; `vetoBind` itself is
- *    sent by the veto watcher with `AUTO_VETO`, which is not built yet (the intent is logged,
- *    without ids). A contest never signs: with no pending bind, or one for the session's own key,
- *    it does nothing and answers `{ binds: [] }`.
+ *    another owner is revoked, so the pending proposal has no unrevoked attestation left and
+ *    the veto watcher (`VetoWatcher.ts`) judges it unattested on its next pass (at most
+ *    `resyncIntervalMs`, 5 s, later) and, with `AUTO_VETO`, sends `vetoBind`. A contest never
+ *    signs: with no pending bind, or one for the session's own key, it does nothing and answers
+ *    `{ binds: [] }`.
  * 5. Otherwise one `BindOwner(id, session.stealthOwner, bindNonces(id) as indexed, deadline)`
  *    EIP-712 signature over the vault domain per escrow that has no pending bind and is not
  *    already owned by the session's key; the others are simply absent. `register` is null for a
@@ -204,8 +205,8 @@ const contest = (session: StoredSession, target: IndexedEscrow | undefined, conf
       .pipe(Effect.mapError(attestationStoreUnavailable))
     yield* Effect.logInfo(
       config.autoVeto
-        ? "bind contested: other attestations revoked; vetoBind is left to the veto watcher, not built yet"
-        : "bind contested: other attestations revoked; AUTO_VETO is off"
+        ? "bind contested: other attestations revoked; the veto watcher vetoes the pending proposal"
+        : "bind contested: other attestations revoked; AUTO_VETO is off, the veto watcher only counts it"
     )
   })
 

@@ -6,6 +6,7 @@ import type { Address } from "viem"
 import type { Deployment } from "../../schema/deployment.js"
 import {
   addressOr,
+  gweiAmount,
   nonNegativeInt,
   optionalDeployment,
   optionalPositiveInt,
@@ -73,8 +74,20 @@ export interface AttestorSettingsShape {
   readonly oauthStateTtlSeconds: number
   readonly sessionTtlSeconds: number
   readonly bindDeadlineSeconds: number
+  /** The veto watcher sends `vetoBind` for unattested proposals (else it only counts them). */
   readonly autoVeto: boolean
+  /** The veto watcher also judges proposals of ids without a hint for this attestor. */
   readonly vetoUnknownIds: boolean
+  /**
+   * The attestor key's transaction sender (the relayer's `TxSender`, `vetoBind` only), same
+   * settings names and defaults as the relayer's.
+   */
+  readonly txReplaceAfterSeconds: number
+  readonly txMaxReplacements: number
+  /** Ceiling of `maxFeePerGas`, in wei. */
+  readonly txMaxFeePerGas: bigint
+  readonly txPollIntervalMs: number
+  readonly txConfirmations: number
   readonly oauthGetStart: boolean
   /** Origins (scheme://host[:port]) a login may redirect back to. */
   readonly redirectAllowList: ReadonlyArray<string>
@@ -162,6 +175,11 @@ export const loadAttestorSettings = Effect.gen(function* () {
     bindDeadlineSeconds: positiveInt("BIND_DEADLINE_SECONDS", 3600, 30 * 24 * 3600),
     autoVeto: Config.boolean("AUTO_VETO").pipe(Config.withDefault(false)),
     vetoUnknownIds: Config.boolean("VETO_UNKNOWN_IDS").pipe(Config.withDefault(false)),
+    txReplaceAfterSeconds: positiveInt("TX_REPLACE_AFTER_SECONDS", 60, 86_400),
+    txMaxReplacements: nonNegativeInt("TX_MAX_REPLACEMENTS", 5, 100),
+    txMaxFeePerGas: gweiAmount("TX_MAX_FEE_GWEI", "500"),
+    txPollIntervalMs: positiveInt("TX_POLL_INTERVAL_MS", 2_000, 600_000),
+    txConfirmations: positiveInt("TX_CONFIRMATIONS", 12, 10_000),
     oauthGetStart: Config.boolean("OAUTH_GET_START").pipe(Config.withDefault(true)),
     redirectAllowList: origins,
     messengerBotToken: optionalSecret("MESSENGER_BOT_TOKEN"),

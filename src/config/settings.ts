@@ -4,7 +4,7 @@
  */
 import { readFile } from "node:fs/promises"
 import { Cause, Config, ConfigError, Effect, Either, Option, ParseResult, Redacted } from "effect"
-import { type Address, getAddress, isAddress } from "viem"
+import { type Address, getAddress, isAddress, parseGwei } from "viem"
 import { type Deployment, decodeDeploymentJson } from "../../schema/deployment.js"
 
 export const address = (name: string): Config.Config<Address> =>
@@ -29,6 +29,17 @@ const integerIn = (name: string, min: number, max: number): Config.Config<number
 /** Basis points: 10_000 is 1x. */
 export const bps = (name: string, defaultValue: number, max = 1_000_000): Config.Config<number> =>
   integerIn(name, 0, max).pipe(Config.withDefault(defaultValue))
+
+/** A positive amount of gwei with at most 9 decimals, as wei. */
+export const gweiAmount = (name: string, defaultValue: string): Config.Config<bigint> =>
+  Config.string(name).pipe(
+    Config.withDefault(defaultValue),
+    Config.mapOrFail((s) =>
+      /^\d{1,12}(\.\d{1,9})?$/.test(s) && parseGwei(s) > 0n
+        ? Either.right(parseGwei(s))
+        : Either.left(ConfigError.InvalidData([], "expected a positive amount of gwei, e.g. 500 or 0.05"))
+    )
+  )
 
 export const positiveInt = (name: string, defaultValue: number, max = Number.MAX_SAFE_INTEGER) =>
   integerIn(name, 1, max).pipe(Config.withDefault(defaultValue))

@@ -11,6 +11,7 @@ import m0010_tx_sender from "./migrations/0010_tx_sender.js"
 import m0011_tx_confirmations from "./migrations/0011_tx_confirmations.js"
 import m0020_attestor_sessions from "./migrations/0020_attestor_sessions.js"
 import m0021_attestor_attestations from "./migrations/0021_attestor_attestations.js"
+import m0022_attestor_bind_proposals from "./migrations/0022_attestor_bind_proposals.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
 export const migrations = {
@@ -19,7 +20,8 @@ export const migrations = {
   "0010_tx_sender": m0010_tx_sender,
   "0011_tx_confirmations": m0011_tx_confirmations,
   "0020_attestor_sessions": m0020_attestor_sessions,
-  "0021_attestor_attestations": m0021_attestor_attestations
+  "0021_attestor_attestations": m0021_attestor_attestations,
+  "0022_attestor_bind_proposals": m0022_attestor_bind_proposals
 } as const
 
 /**

@@ -44,6 +44,7 @@ import {
 import type { IndexedEscrow } from "../../src/attestor/escrows.js"
 import { HintIndex, type HintIndexStatus } from "../../src/attestor/hintIndex.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
+import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings } from "../../src/config/attestor.js"
@@ -146,7 +147,7 @@ const capture = Logger.replace(
 
 const runtime = ManagedRuntime.make(
   attestorServer.pipe(
-    Layer.provideMerge(Layer.mergeAll(stubIndexer, stubHints)),
+    Layer.provideMerge(Layer.mergeAll(stubIndexer, stubHints, VetoWatcher.disabled)),
     Layer.provideMerge(
       Layer.mergeAll(SessionStore.layer({ ttlSeconds: 900 }), AttestationStore.layer).pipe(
         Layer.provide(

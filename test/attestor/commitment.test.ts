@@ -15,6 +15,7 @@ import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
+import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
 import { formatConfigError } from "../../src/config/settings.js"
@@ -54,7 +55,13 @@ const capture = Logger.replace(
 const runtime = ManagedRuntime.make(
   attestorServer.pipe(
     Layer.provide(
-      Layer.mergeAll(Indexer.disabled, HintIndex.disabled, SessionStore.unused, AttestationStore.unused)
+      Layer.mergeAll(
+        Indexer.disabled,
+        HintIndex.disabled,
+        VetoWatcher.disabled,
+        SessionStore.unused,
+        AttestationStore.unused
+      )
     ),
     Layer.provide(mockChainClient({})),
     Layer.provide(AttestorSettings.layer),

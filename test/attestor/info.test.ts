@@ -13,6 +13,7 @@ import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { loginPlatforms } from "../../src/attestor/info.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
+import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
@@ -44,7 +45,13 @@ const serve = (env: Record<string, string>, chainId: Effect.Effect<number, Chain
   ManagedRuntime.make(
     attestorServer.pipe(
       Layer.provide(
-        Layer.mergeAll(Indexer.disabled, HintIndex.disabled, SessionStore.unused, AttestationStore.unused)
+        Layer.mergeAll(
+          Indexer.disabled,
+          HintIndex.disabled,
+          VetoWatcher.disabled,
+          SessionStore.unused,
+          AttestationStore.unused
+        )
       ),
       Layer.provide(mockChainClient({ chainId })),
       Layer.provide(AttestorSettings.layer),

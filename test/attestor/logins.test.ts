@@ -17,6 +17,7 @@ import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
+import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings } from "../../src/config/attestor.js"
 import { serverUrl } from "../../src/http/server.js"
@@ -56,7 +57,7 @@ const capture = Logger.replace(
 const serve = (env: Record<string, string>) =>
   ManagedRuntime.make(
     attestorServer.pipe(
-      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled)),
+      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, VetoWatcher.disabled)),
       Layer.provide(
         Layer.unwrapEffect(
           Effect.map(AttestorSettings, (settings) =>

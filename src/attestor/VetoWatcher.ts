@@ -1,0 +1,491 @@
+/**
+ * The veto watcher (spec/attestor.md §1, §3 veto and contest rows, §6): a supervised fiber that
+ * judges every pending bind proposal of the indexed vault and, with `AUTO_VETO`, sends
+ * `vetoBind(id)` from the attestor's key for the ones this attestor did not attest.
+ *
+ * Proposals. The vault indexer folds the canonical `BindProposed` events (and the
+ * `BindFinalized` / `BindCancelled` that end them, following reorgs) into the account projection:
+ * an account with a pending owner is a proposal still pending, `(id, pendingOwner, bindNonce - 1)`
+ * (`proposeBind` consumed the bind nonce the `BindOwner` signatures were made for, PROTOCOL §4,
+ * and nothing else moves it while the bind is pending). Reading them there rather than from a
+ * cursor of its own over the event store makes "still pending" and reorgs the indexer's business.
+ *
+ * Verdict (`verdictOf`), per proposal:
+ * - `unknown_id`: the hint index has no escrow for the id (no hint for this attestor), and
+ *   `VETO_UNKNOWN_IDS` is off: counted, never vetoed;
+ * - `attested`: an unrevoked attestation of this attestor (`AttestationStore`) has the same id,
+ *   new owner and bind nonce, i.e. the proposal's `BindOwner` message (deadline aside) is one
+ *   `POST /v1/bind` signed. A signature for the same owner at another bind nonce does not count:
+ *   it belongs to another proposal;
+ * - `unattested`: anything else, including an attestation a contest revoked: a contest
+ *   (`POST /v1/bind` with `contest: true`) revokes the attestations of the id for every owner but
+ *   the session's, so on the watcher's next pass the pending proposal is unattested and, with
+ *   `AUTO_VETO`, vetoed.
+ * While the hint index lags behind the indexer, an id it does not know yet is left for a later
+ * pass rather than judged `unknown_id`.
+ *
+ * Durable record (migration 0022, `attestor_bind_proposals`, keyed by id and bind nonce): each
+ * proposal's last verdict, so `attestor_bind_proposals_total{verdict}` counts a verdict once per
+ * proposal (again only when it changes, e.g. attested then contested), across restarts; and its
+ * veto: claimed (`sending`) in the database before anything is sent, so a proposal is vetoed at
+ * most once whatever restarts or replicas do. A claimed veto that could not be handed to the
+ * transaction sender (nothing sent) is released and tried on the next pass.
+ *
+ * Veto: `eth_call` of `vetoBind(id)` from the attestor's address first (a proposal cancelled or
+ * finalized meanwhile, or a key that is not an attestor, reverts: recorded as `skipped`, nothing
+ * sent), then gas estimation (x1.2) and the relayer's durable `TxSender` for the attestor key
+ * (created only with `AUTO_VETO`), which signs, stores, broadcasts and replaces stuck attempts.
+ *
+ * Passes run whenever the indexer's projection changes and at least every `resyncIntervalMs`
+ * (a contest changes attestations, not the projection). A failed pass is logged without account
+ * data, counted (`attestor_veto_watcher_restarts_total`) and restarted with jittered exponential
+ * backoff. Metrics `attestor_bind_proposals_total{verdict}`, `attestor_vetoes_total{outcome}`.
+ * No id, owner, address or hash reaches a log line or a label.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Cause, Context, Data, Duration, Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
+import { type Address, encodeFunctionData, type Hex } from "viem"
+import { feeVaultAbi } from "../../contracts/abi.js"
+import { ChainClient } from "../chain/ChainClient.js"
+import { AttestorSettings, type AttestorSettingsShape } from "../config/attestor.js"
+import { describeFailure } from "../indexer/health.js"
+import { Indexer } from "../indexer/Indexer.js"
+import { makeTxSender, type TxSenderOptions, type TxSenderShape } from "../relayer/TxSender.js"
+import type { AccountState } from "../store/projections/accounts.js"
+import { AttestationStore, type StoredAttestation } from "./AttestationStore.js"
+import { HintIndex } from "./hintIndex.js"
+
+// ---------------------------------------------------------------------------------------------
+// The decision rule
+// ---------------------------------------------------------------------------------------------
+
+/** A pending bind proposal: the message its signatures were made over, deadline aside. */
+export interface Proposal {
+  readonly id: Hex
+  readonly newOwner: Address
+  /** The bind nonce `proposeBind` consumed (the `BindProposed` event's `bindNonce`). */
+  readonly bindNonce: bigint
+}
+
+export type Verdict = "attested" | "unattested" | "unknown_id"
+export type VetoState = "none" | "sending" | "sent" | "skipped"
+
+/** What the watcher recorded of a proposal. */
+export interface Handled {
+  readonly verdict: Verdict
+  readonly veto: VetoState
+}
+
+const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
+
+/** The pending proposals of the account projection. */
+export const pendingProposals = (accounts: Iterable<AccountState>): ReadonlyArray<Proposal> => {
+  const out: Array<Proposal> = []
+  for (const a of accounts)
+    if (a.pendingOwner !== undefined && a.bindNonce > 0n)
+      out.push({ id: a.id, newOwner: a.pendingOwner, bindNonce: a.bindNonce - 1n })
+  return out
+}
+
+/**
+ * The verdict on a proposal: `unknown_id` for an id without a hint for this attestor unless
+ * `vetoUnknownIds`; `attested` when an unrevoked attestation has its id, new owner and bind nonce;
+ * else `unattested`.
+ */
+export const verdictOf = (
+  proposal: Proposal,
+  known: boolean,
+  vetoUnknownIds: boolean,
+  attestations: ReadonlyArray<StoredAttestation>
+): Verdict => {
+  if (!known && !vetoUnknownIds) return "unknown_id"
+  const attested = attestations.some(
+    (a) =>
+      !a.revoked &&
+      same(a.id, proposal.id) &&
+      same(a.newOwner, proposal.newOwner) &&
+      a.bindNonce === proposal.bindNonce
+  )
+  return attested ? "attested" : "unattested"
+}
+
+/** What to do with a judged proposal: count its verdict (new or changed), send a veto. */
+export const decide = (
+  verdict: Verdict,
+  handled: Handled | undefined,
+  autoVeto: boolean
+): { readonly count: boolean; readonly veto: boolean } => ({
+  count: handled?.verdict !== verdict,
+  veto: verdict === "unattested" && autoVeto && (handled?.veto ?? "none") === "none"
+})
+
+// ---------------------------------------------------------------------------------------------
+// The record of judged proposals (migration 0022)
+// ---------------------------------------------------------------------------------------------
+
+export class ProposalStoreError extends Data.TaggedError("ProposalStoreError")<{
+  readonly operation: string
+  readonly cause: SqlError
+}> {
+  override get message() {
+    return `bind proposal store failed during ${this.operation}`
+  }
+}
+
+export interface ProposalStoreShape {
+  readonly get: (id: Hex, bindNonce: bigint) => Effect.Effect<Option.Option<Handled>, ProposalStoreError>
+  /** Records the verdict (creating the row with no veto). */
+  readonly setVerdict: (
+    id: Hex,
+    bindNonce: bigint,
+    verdict: Verdict,
+    now: number
+  ) => Effect.Effect<void, ProposalStoreError>
+  /** Claims the veto (`none` → `sending`); false when another process or pass has it. */
+  readonly claimVeto: (id: Hex, bindNonce: bigint, now: number) => Effect.Effect<boolean, ProposalStoreError>
+  /** Ends a claimed veto: `sent` with the hash, `skipped`, or `none` again (nothing was sent). */
+  readonly endVeto: (
+    id: Hex,
+    bindNonce: bigint,
+    veto: Exclude<VetoState, "sending">,
+    txHash: Hex | undefined,
+    now: number
+  ) => Effect.Effect<void, ProposalStoreError>
+}
+
+interface ProposalRow {
+  readonly verdict: string
+  readonly veto: string
+}
+
+export const makeProposalStore = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const failed = (operation: string) => (cause: SqlError) => new ProposalStoreError({ operation, cause })
+  const lower = (id: Hex) => id.toLowerCase()
+
+  const get: ProposalStoreShape["get"] = (id, bindNonce) =>
+    sql<ProposalRow>`
+      SELECT verdict, veto FROM attestor_bind_proposals
+      WHERE beneficiary_id = ${lower(id)} AND bind_nonce = ${bindNonce.toString()}`.pipe(
+      Effect.mapError(failed("reading proposals")),
+      Effect.map((rows) =>
+        Option.map(Option.fromNullable(rows[0]), (row) => ({
+          verdict: row.verdict as Verdict,
+          veto: row.veto as VetoState
+        }))
+      )
+    )
+
+  const setVerdict: ProposalStoreShape["setVerdict"] = (id, bindNonce, verdict, now) =>
+    sql`
+      INSERT INTO attestor_bind_proposals (beneficiary_id, bind_nonce, verdict, veto, updated_at)
+      VALUES (${lower(id)}, ${bindNonce.toString()}, ${verdict}, 'none', ${now})
+      ON CONFLICT (beneficiary_id, bind_nonce)
+      DO UPDATE SET verdict = excluded.verdict, updated_at = excluded.updated_at`.pipe(
+      Effect.asVoid,
+      Effect.mapError(failed("recording a verdict"))
+    )
+
+  const claimVeto: ProposalStoreShape["claimVeto"] = (id, bindNonce, now) =>
+    sql<{ readonly veto: string }>`
+      UPDATE attestor_bind_proposals SET veto = 'sending', updated_at = ${now}
+      WHERE beneficiary_id = ${lower(id)} AND bind_nonce = ${bindNonce.toString()} AND veto = 'none'
+      RETURNING veto`.pipe(
+      Effect.map((rows) => rows.length === 1),
+      Effect.mapError(failed("claiming a veto"))
+    )
+
+  const endVeto: ProposalStoreShape["endVeto"] = (id, bindNonce, veto, txHash, now) =>
+    sql`
+      UPDATE attestor_bind_proposals
+      SET veto = ${veto}, tx_hash = ${txHash === undefined ? null : txHash.toLowerCase()}, updated_at = ${now}
+      WHERE beneficiary_id = ${lower(id)} AND bind_nonce = ${bindNonce.toString()} AND veto = 'sending'`.pipe(
+      Effect.asVoid,
+      Effect.mapError(failed("recording a veto"))
+    )
+
+  return { get, setVerdict, claimVeto, endVeto } satisfies ProposalStoreShape
+})
+
+// ---------------------------------------------------------------------------------------------
+// The watcher
+// ---------------------------------------------------------------------------------------------
+
+export type VetoWatcherState = "starting" | "ready" | "retrying" | "disabled"
+
+export interface VetoWatcherStatus {
+  readonly state: VetoWatcherState
+  /** The indexer block of the last completed pass. */
+  readonly block: number | undefined
+  readonly autoVeto: boolean
+}
+
+export interface VetoWatcherShape {
+  readonly status: Effect.Effect<VetoWatcherStatus>
+}
+
+export class VetoWatcher extends Context.Tag("VetoWatcher")<VetoWatcher, VetoWatcherShape>() {
+  /** No watcher (wiring without an indexer). */
+  static readonly disabled: Layer.Layer<VetoWatcher> = Layer.succeed(VetoWatcher, {
+    status: Effect.succeed<VetoWatcherStatus>({ state: "disabled", block: undefined, autoVeto: false })
+  })
+}
+
+export const bindProposals = Metric.counter("attestor_bind_proposals_total", {
+  description:
+    "Pending bind proposals judged by the veto watcher, by verdict (once per proposal and verdict)",
+  incremental: true
+})
+
+export const vetoes = Metric.counter("attestor_vetoes_total", {
+  description:
+    "vetoBind attempts: sent, skipped (simulation reverted), unavailable (chain not answering), failed (not handed to the sender)",
+  incremental: true
+})
+
+const watcherRestarts = Metric.counter("attestor_veto_watcher_restarts_total", {
+  description: "Times the veto watcher's pass failed and was restarted",
+  incremental: true
+})
+
+export type VetoOutcome = "sent" | "skipped" | "unavailable" | "failed" | "underfunded"
+
+const countVerdict = (verdict: Verdict) => Metric.increment(Metric.tagged(bindProposals, "verdict", verdict))
+const countVeto = (outcome: VetoOutcome) => Metric.increment(Metric.tagged(vetoes, "outcome", outcome))
+
+export interface VetoWatcherConfig {
+  readonly vault: Address
+  readonly autoVeto: boolean
+  readonly vetoUnknownIds: boolean
+  /** How often the indexer's projection is looked at for changes. Default 200 ms. */
+  readonly pollIntervalMs?: number
+  /** Longest time between two passes (contests change attestations only). Default 5 s. */
+  readonly resyncIntervalMs?: number
+  readonly restartBaseDelayMs?: number
+  readonly restartMaxDelayMs?: number
+}
+
+/** Gas sent with a veto: the estimate plus 20 %. */
+const withGasMargin = (estimate: bigint) => (estimate * 12n) / 10n
+
+const nowSeconds = Effect.sync(() => Math.floor(Date.now() / 1000))
+
+/**
+ * The watcher over `store`, sending through `sender` (required with `autoVeto`). Needs the
+ * indexer, the hint index, the attestation store and the chain.
+ */
+export const makeVetoWatcher = (
+  config: VetoWatcherConfig,
+  store: ProposalStoreShape,
+  sender: Option.Option<TxSenderShape>
+) =>
+  Effect.gen(function* () {
+    const indexer = yield* Indexer
+    const hints = yield* HintIndex
+    const attestations = yield* AttestationStore
+    const chain = yield* ChainClient
+    const state = yield* Ref.make<VetoWatcherState>(indexer.enabled ? "starting" : "disabled")
+    const lastBlock = yield* Ref.make<number | undefined>(undefined)
+    const pollInterval = Duration.millis(config.pollIntervalMs ?? 200)
+    const resyncInterval = config.resyncIntervalMs ?? 5_000
+    const cache = new Map<string, Handled>()
+    const keyOf = (p: Proposal) => `${p.id.toLowerCase()}:${p.bindNonce}`
+
+    const handledOf = (p: Proposal) =>
+      Effect.suspend(() => {
+        const cached = cache.get(keyOf(p))
+        if (cached !== undefined) return Effect.succeed<Handled | undefined>(cached)
+        return Effect.map(store.get(p.id, p.bindNonce), (found) => {
+          if (Option.isSome(found)) cache.set(keyOf(p), found.value)
+          return Option.getOrUndefined(found)
+        })
+      })
+
+    const veto = (p: Proposal, s: TxSenderShape) =>
+      Effect.gen(function* () {
+        const data = encodeFunctionData({ abi: feeVaultAbi, functionName: "vetoBind", args: [p.id] })
+        const request = { from: s.address, to: config.vault, data }
+        const simulated = yield* Effect.either(chain.call(request))
+        const now = yield* nowSeconds
+        if (simulated._tag === "Left") {
+          if (simulated.left._tag !== "ChainReverted") {
+            yield* countVeto("unavailable")
+            yield* Effect.logWarning("veto not sent: the chain is not answering; next pass").pipe(
+              Effect.annotateLogs({ error: simulated.left._tag })
+            )
+            return
+          }
+          if (!(yield* store.claimVeto(p.id, p.bindNonce, now))) return
+          yield* store.endVeto(p.id, p.bindNonce, "skipped", undefined, now)
+          cache.set(keyOf(p), { verdict: "unattested", veto: "skipped" })
+          yield* countVeto("skipped")
+          yield* Effect.logWarning(
+            "veto not sent: vetoBind would revert (no pending bind, or not an attestor)"
+          )
+          return
+        }
+        const gas = yield* Effect.either(chain.estimateGas(request))
+        if (gas._tag === "Left") {
+          yield* countVeto("unavailable")
+          yield* Effect.logWarning("veto not sent: gas estimation failed; next pass").pipe(
+            Effect.annotateLogs({ error: gas.left._tag })
+          )
+          return
+        }
+        if (!(yield* store.claimVeto(p.id, p.bindNonce, now))) return
+        cache.set(keyOf(p), { verdict: "unattested", veto: "sending" })
+        const sent = yield* Effect.either(s.submit({ to: config.vault, data, gas: withGasMargin(gas.right) }))
+        const after = yield* nowSeconds
+        if (sent._tag === "Right") {
+          yield* store.endVeto(p.id, p.bindNonce, "sent", sent.right, after)
+          cache.set(keyOf(p), { verdict: "unattested", veto: "sent" })
+          yield* countVeto("sent")
+          yield* Effect.logInfo("vetoBind sent for an unattested bind proposal")
+          return
+        }
+        // Nothing was sent (the sender's errors say so): released for the next pass.
+        yield* store.endVeto(p.id, p.bindNonce, "none", undefined, after)
+        cache.set(keyOf(p), { verdict: "unattested", veto: "none" })
+        yield* countVeto(sent.left._tag === "HotKeyUnderfunded" ? "underfunded" : "failed")
+        yield* Effect.logWarning("veto not sent: the transaction sender refused it; next pass").pipe(
+          Effect.annotateLogs({ error: sent.left._tag })
+        )
+      })
+
+    /** One proposal: verdict, count, veto. */
+    const judge = (p: Proposal, known: boolean) =>
+      Effect.gen(function* () {
+        const verdict =
+          !known && !config.vetoUnknownIds
+            ? ("unknown_id" as const)
+            : verdictOf(p, known, config.vetoUnknownIds, yield* attestations.ofId(p.id))
+        const handled = yield* handledOf(p)
+        const action = decide(verdict, handled, config.autoVeto)
+        if (action.count) {
+          yield* store.setVerdict(p.id, p.bindNonce, verdict, yield* nowSeconds)
+          cache.set(keyOf(p), { verdict, veto: handled?.veto ?? "none" })
+          yield* countVerdict(verdict)
+          yield* Effect.logInfo("bind proposal judged").pipe(
+            Effect.annotateLogs({ verdict, auto_veto: config.autoVeto })
+          )
+        }
+        if (action.veto && Option.isSome(sender)) yield* veto(p, sender.value)
+      })
+
+    /** One pass over the pending proposals; the indexer block it judged, if any. */
+    const pass = Effect.gen(function* () {
+      const hintBlock = yield* hints.read((h) => h?.block)
+      const view = yield* indexer.read((s) =>
+        s === undefined ? undefined : { block: s.block, proposals: pendingProposals(s.accounts.values()) }
+      )
+      if (view === undefined) return undefined
+      const known = yield* hints.read((h) =>
+        view.proposals.map((p) => h?.projection.escrow(p.id) !== undefined)
+      )
+      const hintsCaughtUp = hintBlock !== undefined && hintBlock >= view.block
+      for (const [i, p] of view.proposals.entries()) {
+        const isKnown = known[i] === true
+        // An id the hint index may not have reached yet is judged on a later pass.
+        if (!isKnown && !config.vetoUnknownIds && !hintsCaughtUp) continue
+        yield* judge(p, isKnown)
+      }
+      return view.block
+    })
+
+    const follow = Effect.gen(function* () {
+      let seen: string | undefined
+      let lastPass = 0
+      while (true) {
+        const key = yield* indexer.read((s) =>
+          s === undefined ? undefined : `${s.block}:${s.hash}:${s.version}`
+        )
+        const hintBlock = yield* hints.read((h) => h?.block)
+        const current = `${key}:${hintBlock}`
+        if (key !== undefined && (current !== seen || Date.now() - lastPass >= resyncInterval)) {
+          const block = yield* pass
+          seen = current
+          lastPass = Date.now()
+          if (block !== undefined) {
+            yield* Ref.set(lastBlock, block)
+            yield* Ref.set(state, "ready")
+          }
+        }
+        yield* Effect.sleep(pollInterval)
+      }
+    })
+
+    const supervised = Effect.gen(function* () {
+      const base = config.restartBaseDelayMs ?? 500
+      const max = config.restartMaxDelayMs ?? 30_000
+      let failures = 0
+      while (true) {
+        const started = Date.now()
+        const exit = yield* Effect.exit(follow)
+        if (exit._tag === "Success") continue
+        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
+        cache.clear()
+        failures = Date.now() - started > 60_000 ? 1 : failures + 1
+        const delay = Math.min(max, base * 2 ** Math.min(failures - 1, 20)) * (0.5 + Math.random() / 2)
+        yield* Metric.increment(watcherRestarts)
+        yield* Ref.set(state, "retrying")
+        yield* Effect.logWarning("veto watcher pass failed; restarting").pipe(
+          Effect.annotateLogs({ failure: describeFailure(exit.cause), retry_in_ms: Math.round(delay) })
+        )
+        yield* Effect.sleep(Duration.millis(delay))
+      }
+    })
+
+    if (indexer.enabled) yield* Effect.forkScoped(supervised)
+
+    const status: VetoWatcherShape["status"] = Effect.all({
+      state: Ref.get(state),
+      block: Ref.get(lastBlock)
+    }).pipe(Effect.map(({ state, block }) => ({ state, block, autoVeto: config.autoVeto })))
+
+    return { status, pass } as const
+  })
+
+/** The relayer's `TxSender` options for the attestor's key and `TX_*` settings. */
+export const attestorTxSenderOptions = (settings: AttestorSettingsShape): TxSenderOptions => ({
+  privateKey: Redacted.value(settings.signingKey),
+  chainId: settings.chainId,
+  replaceAfter: Duration.seconds(settings.txReplaceAfterSeconds),
+  maxReplacements: settings.txMaxReplacements,
+  maxFeePerGas: settings.txMaxFeePerGas,
+  pollInterval: Duration.millis(settings.txPollIntervalMs),
+  confirmations: settings.txConfirmations
+})
+
+/**
+ * The veto watcher of the attestor's settings, its fiber (and, with `AUTO_VETO`, the attestor
+ * key's transaction sender) stopped when the layer's scope closes.
+ */
+export const vetoWatcherLayer = (
+  overrides: Partial<Pick<VetoWatcherConfig, "pollIntervalMs" | "resyncIntervalMs">> = {}
+): Layer.Layer<
+  VetoWatcher,
+  never,
+  AttestorSettings | Indexer | HintIndex | AttestationStore | ChainClient | SqlClient
+> =>
+  Layer.scoped(
+    VetoWatcher,
+    Effect.gen(function* () {
+      const settings = yield* AttestorSettings
+      const store = yield* makeProposalStore
+      const sender = settings.autoVeto
+        ? Option.some(yield* makeTxSender(attestorTxSenderOptions(settings)))
+        : Option.none()
+      const watcher = yield* makeVetoWatcher(
+        {
+          vault: settings.vault,
+          autoVeto: settings.autoVeto,
+          vetoUnknownIds: settings.vetoUnknownIds,
+          ...overrides
+        },
+        store,
+        sender
+      )
+      return { status: watcher.status }
+    })
+  )

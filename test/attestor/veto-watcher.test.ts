@@ -1,0 +1,352 @@
+/**
+ * The veto watcher (src/attestor/VetoWatcher.ts): the decision rule (attested, unattested,
+ * revoked, unknown id with and without VETO_UNKNOWN_IDS, already handled), the record of judged
+ * proposals (migration 0022) on each test database, and passes over stubbed indexes, chain and
+ * sender with the real attestation store: one veto per unattested proposal, never a second one
+ * (not on the next pass, not after a restart), a contest's revocation leading to a veto, a
+ * simulation that reverts sending nothing, a sender's refusal retried, AUTO_VETO off only counting.
+ */
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Layer, Metric, Option } from "effect"
+import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem"
+import {
+  AttestationStore,
+  makeAttestationStore,
+  type StoredAttestation
+} from "../../src/attestor/AttestationStore.js"
+import { HintIndex, type HintSnapshot } from "../../src/attestor/hintIndex.js"
+import {
+  bindProposals,
+  decide,
+  makeProposalStore,
+  makeVetoWatcher,
+  type Proposal,
+  pendingProposals,
+  verdictOf,
+  vetoes
+} from "../../src/attestor/VetoWatcher.js"
+import { ChainReverted, ChainUnavailable } from "../../src/chain/ChainClient.js"
+import { mockChainClient } from "../../src/chain/MockChainClient.js"
+import { type AccountsSnapshot, Indexer } from "../../src/indexer/Indexer.js"
+import { SendUnavailable, type TxRequest, type TxSenderShape } from "../../src/relayer/TxSender.js"
+import { migrate } from "../../src/store/migrations.js"
+import { type AccountState, emptyAccount } from "../../src/store/projections/accounts.js"
+import { testDatabases } from "../support/database.js"
+
+let counter = 0
+const newId = (): Hex => keccak256(numberToHex(++counter))
+const newOwner = (): Address => getAddress(numberToHex(0xbeef0000 + ++counter, { size: 20 }))
+const VAULT = getAddress(numberToHex(0x7a017, { size: 20 }))
+const ATTESTOR = getAddress(numberToHex(0xa77e5, { size: 20 }))
+
+const attestation = (p: Proposal, overrides: Partial<StoredAttestation> = {}): StoredAttestation => ({
+  id: p.id,
+  newOwner: p.newOwner,
+  bindNonce: p.bindNonce,
+  deadline: 1_700_000_000n,
+  visibility: "private",
+  revoked: false,
+  issuedAt: 1,
+  ...overrides
+})
+
+describe("the decision rule", () => {
+  const p: Proposal = { id: newId(), newOwner: newOwner(), bindNonce: 3n }
+
+  it("attested: an unrevoked attestation of the id, new owner and bind nonce, whatever the case", () => {
+    expect(verdictOf(p, true, false, [attestation(p)])).toBe("attested")
+    const upper = attestation(p, {
+      id: p.id.toUpperCase().replace("0X", "0x") as Hex,
+      newOwner: p.newOwner.toLowerCase() as Address
+    })
+    expect(verdictOf(p, true, false, [upper])).toBe("attested")
+  })
+
+  it("unattested: no attestation, another owner's, another bind nonce's, or a revoked one", () => {
+    expect(verdictOf(p, true, false, [])).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p, { newOwner: newOwner() })])).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p, { bindNonce: 2n })])).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p, { revoked: true })])).toBe("unattested")
+    expect(
+      verdictOf(p, true, false, [attestation(p, { revoked: true }), attestation(p, { deadline: 5n })])
+    ).toBe("attested")
+  })
+
+  it("unknown id: only counted without VETO_UNKNOWN_IDS, judged like any other with it", () => {
+    expect(verdictOf(p, false, false, [])).toBe("unknown_id")
+    expect(verdictOf(p, false, true, [])).toBe("unattested")
+    expect(verdictOf(p, false, true, [attestation(p)])).toBe("attested")
+  })
+
+  it("decide: counts a new or changed verdict, vetoes an unattested proposal once, with AUTO_VETO only", () => {
+    expect(decide("unattested", undefined, true)).toEqual({ count: true, veto: true })
+    expect(decide("unattested", undefined, false)).toEqual({ count: true, veto: false })
+    expect(decide("unattested", { verdict: "unattested", veto: "none" }, true)).toEqual({
+      count: false,
+      veto: true
+    })
+    expect(decide("unattested", { verdict: "attested", veto: "none" }, true)).toEqual({
+      count: true,
+      veto: true
+    })
+    for (const veto of ["sending", "sent", "skipped"] as const)
+      expect(decide("unattested", { verdict: "unattested", veto }, true)).toEqual({
+        count: false,
+        veto: false
+      })
+    expect(decide("attested", undefined, true)).toEqual({ count: true, veto: false })
+    expect(decide("attested", { verdict: "attested", veto: "none" }, true)).toEqual({
+      count: false,
+      veto: false
+    })
+    expect(decide("unknown_id", undefined, true)).toEqual({ count: true, veto: false })
+  })
+
+  it("pending proposals: accounts with a pending owner, at the bind nonce proposeBind consumed", () => {
+    const id = newId()
+    const owner = newOwner()
+    const pending: AccountState = {
+      ...emptyAccount(id),
+      pendingOwner: owner,
+      pendingReadyAt: 10n,
+      bindNonce: 2n
+    }
+    expect(pendingProposals([pending, emptyAccount(newId())])).toEqual([
+      { id, newOwner: owner, bindNonce: 1n }
+    ])
+  })
+})
+
+const withMigrations = (database: ReturnType<typeof testDatabases>[number]) =>
+  Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer))
+
+const counted = (metric: typeof bindProposals, key: string, value: string) =>
+  Effect.map(Metric.value(Metric.tagged(metric, key, value)), (s) => s.count)
+
+for (const database of testDatabases()) {
+  describe(`veto watcher on ${database.name}`, () => {
+    layer(withMigrations(database), { timeout: 60_000 })((it) => {
+      it.effect("the proposal record: verdicts, a veto claimed once, released when nothing was sent", () =>
+        Effect.gen(function* () {
+          const store = yield* makeProposalStore
+          const id = newId()
+          expect(yield* store.get(id, 0n)).toEqual(Option.none())
+          yield* store.setVerdict(id, 0n, "attested", 1)
+          expect(yield* store.get(id, 0n)).toEqual(Option.some({ verdict: "attested", veto: "none" }))
+          yield* store.setVerdict(id, 0n, "unattested", 2)
+          expect(yield* store.claimVeto(id, 0n, 3)).toBe(true)
+          expect(yield* store.claimVeto(id, 0n, 3)).toBe(false)
+          yield* store.endVeto(id, 0n, "none", undefined, 4)
+          expect(yield* store.claimVeto(id, 0n, 5)).toBe(true)
+          yield* store.endVeto(id, 0n, "sent", `0x${"ab".repeat(32)}`, 6)
+          expect(yield* store.get(id, 0n)).toEqual(Option.some({ verdict: "unattested", veto: "sent" }))
+          expect(yield* store.claimVeto(id, 0n, 7)).toBe(false)
+          // Another bind nonce of the same id is another proposal.
+          expect(yield* store.get(id, 1n)).toEqual(Option.none())
+          expect(yield* store.get(id.toUpperCase().replace("0X", "0x") as Hex, 0n)).toEqual(
+            Option.some({ verdict: "unattested", veto: "sent" })
+          )
+        })
+      )
+
+      it.effect(
+        "passes: one veto per unattested proposal, contests, simulation reverts, refusals, restarts",
+        () =>
+          Effect.gen(function* () {
+            const accounts = new Map<Hex, AccountState>()
+            const known = new Set<string>()
+            const reverting = new Set<string>()
+            const submitted: Array<TxRequest> = []
+            let refuse = false
+            let chainDown = false
+
+            const propose = (id: Hex, owner: Address, consumed: bigint) =>
+              accounts.set(id, {
+                ...emptyAccount(id),
+                pendingOwner: owner,
+                pendingReadyAt: 1n,
+                bindNonce: consumed + 1n
+              })
+            const idOf = (data: Hex) => `0x${data.slice(10, 74)}`
+
+            // Not enabled: the watcher forks no fiber, the test runs its passes.
+            const indexer = Layer.succeed(Indexer, {
+              enabled: false,
+              status: Effect.die("unused"),
+              read: (f) =>
+                Effect.sync(() =>
+                  f({
+                    chainId: 31337,
+                    vault: VAULT,
+                    block: 100,
+                    hash: `0x${"11".repeat(32)}`,
+                    version: 1,
+                    accounts,
+                    projection: undefined as never
+                  } satisfies AccountsSnapshot)
+                )
+            })
+            const hints = Layer.succeed(HintIndex, {
+              status: Effect.die("unused"),
+              escrowsOf: () => Effect.die("unused"),
+              read: (f) =>
+                Effect.sync(() =>
+                  f({
+                    block: 100,
+                    projection: {
+                      escrow: (id: Hex) => (known.has(id.toLowerCase()) ? ({} as never) : undefined)
+                    }
+                  } as unknown as HintSnapshot)
+                )
+            })
+            const chain = mockChainClient({
+              call: (request) =>
+                chainDown
+                  ? Effect.fail(
+                      new ChainUnavailable({
+                        operation: "eth_call",
+                        reason: "down",
+                        attempts: 1,
+                        cause: null
+                      })
+                    )
+                  : reverting.has(idOf(request.data))
+                    ? Effect.fail(
+                        new ChainReverted({ operation: "eth_call", data: "0x", description: "NoPendingBind" })
+                      )
+                    : Effect.succeed("0x"),
+              estimateGas: () => Effect.succeed(50_000n)
+            })
+            const sender: TxSenderShape = {
+              address: ATTESTOR,
+              submit: (request) =>
+                refuse
+                  ? Effect.fail(new SendUnavailable({ reason: "chain" }))
+                  : Effect.sync(() => {
+                      submitted.push(request)
+                      return `0x${String(submitted.length).padStart(64, "0")}` as Hex
+                    }),
+              status: () => Effect.die("unused")
+            }
+
+            const attestations = yield* makeAttestationStore
+            const proposals = yield* makeProposalStore
+            const services = Layer.mergeAll(
+              indexer,
+              hints,
+              chain,
+              Layer.succeed(AttestationStore, attestations)
+            )
+            const watcher = (autoVeto: boolean, vetoUnknownIds = false) =>
+              makeVetoWatcher(
+                { vault: VAULT, autoVeto, vetoUnknownIds, pollIntervalMs: 3_600_000 },
+                proposals,
+                autoVeto ? Option.some(sender) : Option.none()
+              ).pipe(Effect.provide(services), Effect.scoped)
+
+            // Three proposals: attested, unattested (a forged signature), unknown id.
+            const attested = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
+            const forged = { id: newId(), newOwner: newOwner(), bindNonce: 2n }
+            const unknown = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
+            for (const p of [attested, forged]) known.add(p.id.toLowerCase())
+            for (const p of [attested, forged, unknown]) propose(p.id, p.newOwner, p.bindNonce)
+            yield* attestations.record([{ ...attested, deadline: 9n, visibility: "private" }], 1)
+            // An attestation for the forged proposal's owner at another bind nonce does not cover it.
+            yield* attestations.record([{ ...forged, bindNonce: 1n, deadline: 9n, visibility: "private" }], 1)
+
+            const before = {
+              attested: yield* counted(bindProposals, "verdict", "attested"),
+              unattested: yield* counted(bindProposals, "verdict", "unattested"),
+              unknown: yield* counted(bindProposals, "verdict", "unknown_id"),
+              sent: yield* counted(vetoes, "outcome", "sent"),
+              skipped: yield* counted(vetoes, "outcome", "skipped"),
+              failed: yield* counted(vetoes, "outcome", "failed")
+            }
+
+            const on = yield* watcher(true)
+            expect(yield* on.pass).toBe(100)
+            expect(submitted).toHaveLength(1)
+            expect(submitted[0]).toMatchObject({ to: VAULT, gas: 60_000n })
+            expect(idOf(submitted[0]!.data)).toBe(forged.id.toLowerCase())
+            expect(yield* proposals.get(forged.id, 2n)).toEqual(
+              Option.some({ verdict: "unattested", veto: "sent" })
+            )
+            expect(yield* proposals.get(attested.id, 0n)).toEqual(
+              Option.some({ verdict: "attested", veto: "none" })
+            )
+            expect(yield* proposals.get(unknown.id, 0n)).toEqual(
+              Option.some({ verdict: "unknown_id", veto: "none" })
+            )
+
+            // The next pass sends and counts nothing more.
+            yield* on.pass
+            expect(submitted).toHaveLength(1)
+            expect(yield* counted(bindProposals, "verdict", "unattested")).toBe(before.unattested + 1)
+            expect(yield* counted(bindProposals, "verdict", "attested")).toBe(before.attested + 1)
+            expect(yield* counted(bindProposals, "verdict", "unknown_id")).toBe(before.unknown + 1)
+            expect(yield* counted(vetoes, "outcome", "sent")).toBe(before.sent + 1)
+
+            // A contest revokes the attested owner's attestation: the proposal is vetoed next pass.
+            expect(yield* attestations.revokeOthers(attested.id, newOwner())).toBe(1)
+            yield* on.pass
+            expect(submitted).toHaveLength(2)
+            expect(idOf(submitted[1]!.data)).toBe(attested.id.toLowerCase())
+
+            // A restarted watcher (fresh memory, same database) sends nothing again.
+            yield* (yield* watcher(true)).pass
+            expect(submitted).toHaveLength(2)
+
+            // VETO_UNKNOWN_IDS judges the unknown id: unattested, vetoed.
+            yield* (yield* watcher(true, true)).pass
+            expect(submitted).toHaveLength(3)
+            expect(idOf(submitted[2]!.data)).toBe(unknown.id.toLowerCase())
+
+            // A proposal no longer pending on the chain: the simulation reverts, nothing is sent, ever.
+            const stale = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
+            known.add(stale.id.toLowerCase())
+            reverting.add(stale.id.toLowerCase())
+            propose(stale.id, stale.newOwner, 0n)
+            yield* on.pass
+            yield* on.pass
+            expect(submitted).toHaveLength(3)
+            expect(yield* proposals.get(stale.id, 0n)).toEqual(
+              Option.some({ verdict: "unattested", veto: "skipped" })
+            )
+            expect(yield* counted(vetoes, "outcome", "skipped")).toBe(before.skipped + 1)
+
+            // The chain not answering, or the sender refusing: nothing sent, tried again next pass.
+            const retried = { id: newId(), newOwner: newOwner(), bindNonce: 4n }
+            known.add(retried.id.toLowerCase())
+            propose(retried.id, retried.newOwner, 4n)
+            chainDown = true
+            yield* on.pass
+            chainDown = false
+            refuse = true
+            yield* on.pass
+            expect(submitted).toHaveLength(3)
+            expect(yield* proposals.get(retried.id, 4n)).toEqual(
+              Option.some({ verdict: "unattested", veto: "none" })
+            )
+            expect(yield* counted(vetoes, "outcome", "failed")).toBe(before.failed + 1)
+            refuse = false
+            yield* on.pass
+            expect(submitted).toHaveLength(4)
+
+            // AUTO_VETO off: an unattested proposal is counted, nothing is sent.
+            const quiet = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
+            known.add(quiet.id.toLowerCase())
+            propose(quiet.id, quiet.newOwner, 0n)
+            const off = yield* watcher(false)
+            const unattestedBefore = yield* counted(bindProposals, "verdict", "unattested")
+            yield* off.pass
+            yield* off.pass
+            expect(submitted).toHaveLength(4)
+            expect(yield* counted(bindProposals, "verdict", "unattested")).toBe(unattestedBefore + 1)
+            expect(yield* proposals.get(quiet.id, 0n)).toEqual(
+              Option.some({ verdict: "unattested", veto: "none" })
+            )
+          })
+      )
+    })
+  })
+}
