@@ -100,7 +100,8 @@ describe("attestor process", () => {
         "/v1/info",
         "/v1/commitment",
         "/v1/oauth/messenger/verify",
-        "/v1/escrows"
+        "/v1/escrows",
+        "/v1/bind"
       ].sort()
     )
     // No request value in the process's log lines.
