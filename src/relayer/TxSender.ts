@@ -237,7 +237,7 @@ export const makeTxSenderWithState = (
         : identity
     )
     const account = yield* Effect.try(() => privateKeyToAccount(options.privateKey)).pipe(
-      Effect.orDieWith(() => new Error("RELAYER_PRIVATE_KEY is not a valid secp256k1 key"))
+      Effect.orDieWith(() => new Error("the sender's private key is not a valid secp256k1 key"))
     )
     const address = account.address
     const cap = options.maxFeePerGas
