@@ -44,12 +44,12 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Context, Data, Duration, Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
+import { Context, Data, Duration, Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { AttestorSettings, type AttestorSettingsShape } from "../config/attestor.js"
-import { describeFailure } from "../indexer/health.js"
+import { describeFailure, superviseForever } from "../indexer/health.js"
 import { Indexer } from "../indexer/Indexer.js"
 import { makeTxSender, type TxSenderOptions, type TxSenderShape } from "../relayer/TxSender.js"
 import type { AccountState } from "../store/projections/accounts.js"
@@ -415,25 +415,18 @@ export const makeVetoWatcher = (
       }
     })
 
-    const supervised = Effect.gen(function* () {
-      const base = config.restartBaseDelayMs ?? 500
-      const max = config.restartMaxDelayMs ?? 30_000
-      let failures = 0
-      while (true) {
-        const started = Date.now()
-        const exit = yield* Effect.exit(follow)
-        if (exit._tag === "Success") continue
-        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
-        cache.clear()
-        failures = Date.now() - started > 60_000 ? 1 : failures + 1
-        const delay = Math.min(max, base * 2 ** Math.min(failures - 1, 20)) * (0.5 + Math.random() / 2)
-        yield* Metric.increment(watcherRestarts)
-        yield* Ref.set(state, "retrying")
-        yield* Effect.logWarning("veto watcher pass failed; restarting").pipe(
-          Effect.annotateLogs({ failure: describeFailure(exit.cause), retry_in_ms: Math.round(delay) })
-        )
-        yield* Effect.sleep(Duration.millis(delay))
-      }
+    const supervised = superviseForever(follow, {
+      baseDelayMs: config.restartBaseDelayMs,
+      maxDelayMs: config.restartMaxDelayMs,
+      onRestart: (cause, delay) =>
+        Effect.gen(function* () {
+          cache.clear()
+          yield* Metric.increment(watcherRestarts)
+          yield* Ref.set(state, "retrying")
+          yield* Effect.logWarning("veto watcher pass failed; restarting").pipe(
+            Effect.annotateLogs({ failure: describeFailure(cause), retry_in_ms: Math.round(delay) })
+          )
+        })
     })
 
     if (indexer.enabled) yield* Effect.forkScoped(supervised)

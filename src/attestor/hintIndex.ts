@@ -26,7 +26,7 @@
  */
 import { Cause, Context, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex } from "viem"
-import { describeFailure } from "../indexer/health.js"
+import { describeFailure, superviseForever } from "../indexer/health.js"
 import { Indexer } from "../indexer/Indexer.js"
 import { type Coverage, RangeBook } from "../indexer/ranges.js"
 import type { EventStoreError, EventStoreShape, VaultRef } from "../store/EventStore.js"
@@ -329,26 +329,19 @@ export const makeHintIndex = (config: HintIndexConfig) =>
       }
     })
 
-    const supervised = Effect.gen(function* () {
-      const base = config.restartBaseDelayMs ?? 500
-      const max = config.restartMaxDelayMs ?? 30_000
-      let failures = 0
-      while (true) {
-        const started = Date.now()
-        const exit = yield* Effect.exit(follow)
-        if (exit._tag === "Success") continue
-        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
-        // A defect may have left the follower anywhere: the next term starts from scratch.
-        if (Option.isSome(Cause.dieOption(exit.cause))) follower = undefined
-        failures = Date.now() - started > 60_000 ? 1 : failures + 1
-        const delay = Math.min(max, base * 2 ** Math.min(failures - 1, 20)) * (0.5 + Math.random() / 2)
-        yield* Metric.increment(indexRestarts)
-        yield* Ref.set(state, "retrying")
-        yield* Effect.logWarning("hint index sync failed; restarting").pipe(
-          Effect.annotateLogs({ failure: describeFailure(exit.cause), retry_in_ms: Math.round(delay) })
-        )
-        yield* Effect.sleep(Duration.millis(delay))
-      }
+    const supervised = superviseForever(follow, {
+      baseDelayMs: config.restartBaseDelayMs,
+      maxDelayMs: config.restartMaxDelayMs,
+      onRestart: (cause, delay) =>
+        Effect.gen(function* () {
+          // A defect may have left the follower anywhere: the next term starts from scratch.
+          if (Option.isSome(Cause.dieOption(cause))) follower = undefined
+          yield* Metric.increment(indexRestarts)
+          yield* Ref.set(state, "retrying")
+          yield* Effect.logWarning("hint index sync failed; restarting").pipe(
+            Effect.annotateLogs({ failure: describeFailure(cause), retry_in_ms: Math.round(delay) })
+          )
+        })
     })
 
     if (indexer.enabled) yield* Effect.forkScoped(supervised)

@@ -22,7 +22,7 @@
  *   time, the headers more than `headerRetentionBlocks` below it (and below every other vault's
  *   of the chain in the same database) are deleted: only the walk back of a reorg reads them.
  */
-import { Cause, Context, Data, Duration, Effect, Either, Exit, Layer, Metric, Option, Ref } from "effect"
+import { Cause, Context, Data, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex, Log } from "viem"
 import { type ChainBlock, ChainClient } from "../chain/ChainClient.js"
 import {
@@ -38,7 +38,7 @@ import type { AccountsProjection } from "../store/projections/AccountsProjection
 import { type AccountState, applyToAccount, consumesNonce } from "../store/projections/accounts.js"
 import { decodeVaultEvent, isAccountEvent, type VaultEvent } from "../store/projections/vaultEvents.js"
 import { type Committed, ProjectionFollower } from "./follower.js"
-import { describeFailure } from "./health.js"
+import { describeFailure, superviseForever } from "./health.js"
 import { decodeVaultLog, makeLogFetcher, minedLog } from "./logs.js"
 import * as M from "./metrics.js"
 import { readChainNonces } from "./reconcile.js"
@@ -547,27 +547,21 @@ export const makeIndexer = (config: IndexerConfig) =>
       })
     )
 
-    const supervised = Effect.gen(function* () {
-      const base = config.restartBaseDelayMs ?? 500
-      const max = config.restartMaxDelayMs ?? 30_000
-      let failures = 0
-      yield* setState("starting")
-      while (true) {
-        const started = Date.now()
-        const exit = yield* Effect.exit(term)
-        if (Exit.isSuccess(exit)) continue
-        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
-        // A term that ran a while before failing starts the backoff over.
-        failures = Date.now() - started > 60_000 ? 1 : failures + 1
-        const delay = Math.min(max, base * 2 ** Math.min(failures - 1, 20)) * (0.5 + Math.random() / 2)
-        yield* Metric.increment(M.restarts)
-        yield* setState("retrying")
-        yield* Effect.logWarning("indexer failed; restarting").pipe(
-          Effect.annotateLogs({ failure: describeFailure(exit.cause), retry_in_ms: Math.round(delay) })
-        )
-        yield* Effect.sleep(Duration.millis(delay))
-      }
-    })
+    const supervised = Effect.zipRight(
+      setState("starting"),
+      superviseForever(term, {
+        baseDelayMs: config.restartBaseDelayMs,
+        maxDelayMs: config.restartMaxDelayMs,
+        onRestart: (cause, delay) =>
+          Effect.gen(function* () {
+            yield* Metric.increment(M.restarts)
+            yield* setState("retrying")
+            yield* Effect.logWarning("indexer failed; restarting").pipe(
+              Effect.annotateLogs({ failure: describeFailure(cause), retry_in_ms: Math.round(delay) })
+            )
+          })
+      })
+    )
 
     yield* Effect.forkScoped(supervised)
 
