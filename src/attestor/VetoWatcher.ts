@@ -44,14 +44,14 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Data, Duration, Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
+import { Context, Data, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { ChainClient } from "../chain/ChainClient.js"
-import { AttestorSettings, type AttestorSettingsShape } from "../config/attestor.js"
+import { AttestorSettings } from "../config/attestor.js"
 import { describeFailure, superviseForever } from "../indexer/health.js"
 import { Indexer } from "../indexer/Indexer.js"
-import { makeTxSender, type TxSenderOptions, type TxSenderShape } from "../relayer/TxSender.js"
+import { makeTxSender, type TxSenderShape, txSenderOptions } from "../relayer/TxSender.js"
 import type { AccountState } from "../store/projections/accounts.js"
 import { AttestationStore, type StoredAttestation } from "./AttestationStore.js"
 import { HintIndex } from "./hintIndex.js"
@@ -439,17 +439,6 @@ export const makeVetoWatcher = (
     return { status, pass } as const
   })
 
-/** The relayer's `TxSender` options for the attestor's key and `TX_*` settings. */
-export const attestorTxSenderOptions = (settings: AttestorSettingsShape): TxSenderOptions => ({
-  privateKey: Redacted.value(settings.signingKey),
-  chainId: settings.chainId,
-  replaceAfter: Duration.seconds(settings.txReplaceAfterSeconds),
-  maxReplacements: settings.txMaxReplacements,
-  maxFeePerGas: settings.txMaxFeePerGas,
-  pollInterval: Duration.millis(settings.txPollIntervalMs),
-  confirmations: settings.txConfirmations
-})
-
 /**
  * The veto watcher of the attestor's settings, its fiber (and, with `AUTO_VETO`, the attestor
  * key's transaction sender) stopped when the layer's scope closes.
@@ -467,7 +456,7 @@ export const vetoWatcherLayer = (
       const settings = yield* AttestorSettings
       const store = yield* makeProposalStore
       const sender = settings.autoVeto
-        ? Option.some(yield* makeTxSender(attestorTxSenderOptions(settings)))
+        ? Option.some(yield* makeTxSender(txSenderOptions(settings.signingKey, settings)))
         : Option.none()
       const watcher = yield* makeVetoWatcher(
         {

@@ -6,7 +6,8 @@ import type { Address } from "viem"
 import type { Deployment } from "../../schema/deployment.js"
 import {
   addressOr,
-  gweiAmount,
+  type IndexerTuningSettings,
+  indexerTuningSettings,
   nonNegativeInt,
   optionalDeployment,
   optionalPositiveInt,
@@ -14,6 +15,8 @@ import {
   port,
   positiveInt,
   privateKey,
+  type TxSenderSettings,
+  txSenderSettings,
   url
 } from "./settings.js"
 
@@ -41,7 +44,7 @@ export const handleLookupModeRefusal = (
     ? "free handle lookups are for local development and refused on chain id 56"
     : `handle lookups are not available in this version (no handle resolver), so ${mode} cannot be served: leave it unset or set it to off (creators send the numeric userId)`
 
-export interface AttestorSettingsShape {
+export interface AttestorSettingsShape extends IndexerTuningSettings, TxSenderSettings {
   readonly host: string
   readonly port: number
   readonly rpcUrl: URL
@@ -54,12 +57,6 @@ export interface AttestorSettingsShape {
   readonly indexerStartBlock: number
   /** The vault's settlement asset (the account projection's balances need it). */
   readonly settlementAsset: Address
-  /** How often the indexer polls for a new head. */
-  readonly indexerPollIntervalMs: number
-  /** How far below the head a reorg may reach; deeper blocks are final. */
-  readonly indexerConfirmationDepth: number
-  /** Ceiling of the indexer's adaptive `eth_getLogs` block range. */
-  readonly indexerMaxBlockRange: number
   /** Signs `BindOwner` and `PublicHandle`; must be an attestor of the vault. */
   readonly signingKey: Redacted.Redacted<`0x${string}`>
   /** Opens the hint envelopes addressed to this attestor. */
@@ -78,16 +75,6 @@ export interface AttestorSettingsShape {
   readonly autoVeto: boolean
   /** The veto watcher also judges proposals of ids without a hint for this attestor. */
   readonly vetoUnknownIds: boolean
-  /**
-   * The attestor key's transaction sender (the relayer's `TxSender`, `vetoBind` only), same
-   * settings names and defaults as the relayer's.
-   */
-  readonly txReplaceAfterSeconds: number
-  readonly txMaxReplacements: number
-  /** Ceiling of `maxFeePerGas`, in wei. */
-  readonly txMaxFeePerGas: bigint
-  readonly txPollIntervalMs: number
-  readonly txConfirmations: number
   readonly oauthGetStart: boolean
   /** Origins (scheme://host[:port]) a login may redirect back to. */
   readonly redirectAllowList: ReadonlyArray<string>
@@ -154,9 +141,7 @@ export const loadAttestorSettings = Effect.gen(function* () {
   const rest = yield* Config.all({
     host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
     port: port(8081),
-    indexerPollIntervalMs: positiveInt("INDEXER_POLL_INTERVAL_MS", 2_000, 3_600_000),
-    indexerConfirmationDepth: nonNegativeInt("INDEXER_CONFIRMATION_DEPTH", 64, 10_000),
-    indexerMaxBlockRange: positiveInt("INDEXER_MAX_BLOCK_RANGE", 2_000, 1_000_000),
+    ...indexerTuningSettings,
     rpcUrl: url("RPC_URL"),
     rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
     databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
@@ -175,11 +160,7 @@ export const loadAttestorSettings = Effect.gen(function* () {
     bindDeadlineSeconds: positiveInt("BIND_DEADLINE_SECONDS", 3600, 30 * 24 * 3600),
     autoVeto: Config.boolean("AUTO_VETO").pipe(Config.withDefault(false)),
     vetoUnknownIds: Config.boolean("VETO_UNKNOWN_IDS").pipe(Config.withDefault(false)),
-    txReplaceAfterSeconds: positiveInt("TX_REPLACE_AFTER_SECONDS", 60, 86_400),
-    txMaxReplacements: nonNegativeInt("TX_MAX_REPLACEMENTS", 5, 100),
-    txMaxFeePerGas: gweiAmount("TX_MAX_FEE_GWEI", "500"),
-    txPollIntervalMs: positiveInt("TX_POLL_INTERVAL_MS", 2_000, 600_000),
-    txConfirmations: positiveInt("TX_CONFIRMATIONS", 12, 10_000),
+    ...txSenderSettings,
     oauthGetStart: Config.boolean("OAUTH_GET_START").pipe(Config.withDefault(true)),
     redirectAllowList: origins,
     messengerBotToken: optionalSecret("MESSENGER_BOT_TOKEN"),

@@ -2,12 +2,14 @@
  * Every relayer setting (spec/relayer.md §8 and PROTOCOL.md §8), read once at start-up.
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option, type Redacted } from "effect"
-import { type Address, getAddress, isAddress, parseGwei } from "viem"
+import { type Address, getAddress, isAddress } from "viem"
 import type { Deployment } from "../../schema/deployment.js"
 import {
   address,
   addressOr,
   bps,
+  type IndexerTuningSettings,
+  indexerTuningSettings,
   nonNegativeInt,
   optionalDeployment,
   optionalPositiveInt,
@@ -15,10 +17,12 @@ import {
   port,
   positiveInt,
   privateKey,
+  type TxSenderSettings,
+  txSenderSettings,
   url
 } from "./settings.js"
 
-export interface RelayerSettingsShape {
+export interface RelayerSettingsShape extends IndexerTuningSettings, TxSenderSettings {
   readonly host: string
   readonly port: number
   readonly rpcUrl: URL
@@ -34,12 +38,6 @@ export interface RelayerSettingsShape {
   readonly shieldAdapter: Address
   readonly indexerStartBlock: number
   readonly indexerEnabled: boolean
-  /** How often the indexer polls for a new head. */
-  readonly indexerPollIntervalMs: number
-  /** How far below the head a reorg may reach; deeper blocks are final. */
-  readonly indexerConfirmationDepth: number
-  /** Ceiling of the indexer's adaptive `eth_getLogs` block range. */
-  readonly indexerMaxBlockRange: number
   readonly quotedFullBalance: boolean
   /** The key every transaction is sent from (RELAYER_PRIVATE_KEY). */
   readonly hotKey: Redacted.Redacted<`0x${string}`>
@@ -74,31 +72,7 @@ export interface RelayerSettingsShape {
   readonly gasPriceMaxAgeSeconds: number
   /** Scales the whole gas budget table (10_000 = as documented). */
   readonly gasBudgetBps: number
-  /** A transaction not mined this long after its last signature is re-simulated and replaced. */
-  readonly txReplaceAfterSeconds: number
-  /** Fee bumps (and no-op cancellations) per transaction before the sender only waits. */
-  readonly txMaxReplacements: number
-  /** Ceiling of `maxFeePerGas` for every transaction and replacement, in wei. */
-  readonly txMaxFeePerGas: bigint
-  /** How often the sender reconciles nonces, settles receipts and looks for stuck transactions. */
-  readonly txPollIntervalMs: number
-  /**
-   * How deep (the including block counts as 1) a mined transaction must be before the sender
-   * stops watching it for reorgs; until then a reorg that takes it out makes it pending again.
-   */
-  readonly txConfirmations: number
 }
-
-/** A positive amount of gwei with at most 9 decimals, as wei. */
-const gwei = (name: string, defaultValue: string): Config.Config<bigint> =>
-  Config.string(name).pipe(
-    Config.withDefault(defaultValue),
-    Config.mapOrFail((s) =>
-      /^\d{1,12}(\.\d{1,9})?$/.test(s) && parseGwei(s) > 0n
-        ? Either.right(parseGwei(s))
-        : Either.left(ConfigError.InvalidData([], "expected a positive amount of gwei, e.g. 500 or 0.05"))
-    )
-  )
 
 export const loadRelayerSettings = Effect.gen(function* () {
   const deployment = yield* optionalDeployment
@@ -126,9 +100,7 @@ export const loadRelayerSettings = Effect.gen(function* () {
     dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(".data/relayer")),
     chainId: optionalPositiveInt("CHAIN_ID"),
     indexerEnabled: Config.boolean("INDEXER_ENABLED").pipe(Config.withDefault(true)),
-    indexerPollIntervalMs: positiveInt("INDEXER_POLL_INTERVAL_MS", 2_000, 3_600_000),
-    indexerConfirmationDepth: nonNegativeInt("INDEXER_CONFIRMATION_DEPTH", 64, 10_000),
-    indexerMaxBlockRange: positiveInt("INDEXER_MAX_BLOCK_RANGE", 2_000, 1_000_000),
+    ...indexerTuningSettings,
     hotKey: privateKey("RELAYER_PRIVATE_KEY"),
     metricsToken: optionalSecret("METRICS_TOKEN"),
     maxBodyBytes: positiveInt("MAX_BODY_BYTES", 64 * 1024),
@@ -145,11 +117,7 @@ export const loadRelayerSettings = Effect.gen(function* () {
     requireActionFee: Config.boolean("REQUIRE_ACTION_FEE").pipe(Config.withDefault(true)),
     denyListFile: Config.option(Config.nonEmptyString("DENY_LIST")),
     trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16),
-    txReplaceAfterSeconds: positiveInt("TX_REPLACE_AFTER_SECONDS", 60, 86_400),
-    txMaxReplacements: nonNegativeInt("TX_MAX_REPLACEMENTS", 5, 100),
-    txMaxFeePerGas: gwei("TX_MAX_FEE_GWEI", "500"),
-    txPollIntervalMs: positiveInt("TX_POLL_INTERVAL_MS", 2_000, 600_000),
-    txConfirmations: positiveInt("TX_CONFIRMATIONS", 12, 10_000)
+    ...txSenderSettings
   })
   const indexerStartBlock = Option.getOrElse(
     Option.orElse(startBlockSetting, () => fromDeployment((d) => d.startBlock)),

@@ -167,3 +167,46 @@ export const configFailure = (cause: Cause.Cause<unknown>): Option.Option<string
   Option.flatMap(Cause.failureOption(cause), (e) =>
     ConfigError.isConfigError(e) ? Option.some(formatConfigError(e)) : Option.none()
   )
+
+/** The durable transaction sender's settings (`TX_*`), the same for every key that sends. */
+export interface TxSenderSettings {
+  /** A transaction not mined this long after its last signature is re-simulated and replaced. */
+  readonly txReplaceAfterSeconds: number
+  /** Fee bumps (and no-op cancellations) per transaction before the sender only waits. */
+  readonly txMaxReplacements: number
+  /** Ceiling of `maxFeePerGas` for every transaction and replacement, in wei. */
+  readonly txMaxFeePerGas: bigint
+  /** How often the sender reconciles nonces, settles receipts and looks for stuck transactions. */
+  readonly txPollIntervalMs: number
+  /**
+   * How deep (the including block counts as 1) a mined transaction must be before the sender
+   * stops watching it for reorgs; until then a reorg that takes it out makes it pending again.
+   */
+  readonly txConfirmations: number
+}
+
+/** `TX_*`, to spread into a service's `Config.all`. */
+export const txSenderSettings = {
+  txReplaceAfterSeconds: positiveInt("TX_REPLACE_AFTER_SECONDS", 60, 86_400),
+  txMaxReplacements: nonNegativeInt("TX_MAX_REPLACEMENTS", 5, 100),
+  txMaxFeePerGas: gweiAmount("TX_MAX_FEE_GWEI", "500"),
+  txPollIntervalMs: positiveInt("TX_POLL_INTERVAL_MS", 2_000, 600_000),
+  txConfirmations: positiveInt("TX_CONFIRMATIONS", 12, 10_000)
+}
+
+/** The vault indexer's tuning (`INDEXER_*` but the start block), the same in both services. */
+export interface IndexerTuningSettings {
+  /** How often the indexer polls for a new head. */
+  readonly indexerPollIntervalMs: number
+  /** How far below the head a reorg may reach; deeper blocks are final. */
+  readonly indexerConfirmationDepth: number
+  /** Ceiling of the indexer's adaptive `eth_getLogs` block range. */
+  readonly indexerMaxBlockRange: number
+}
+
+/** `INDEXER_POLL_INTERVAL_MS`, `INDEXER_CONFIRMATION_DEPTH`, `INDEXER_MAX_BLOCK_RANGE`. */
+export const indexerTuningSettings = {
+  indexerPollIntervalMs: positiveInt("INDEXER_POLL_INTERVAL_MS", 2_000, 3_600_000),
+  indexerConfirmationDepth: nonNegativeInt("INDEXER_CONFIRMATION_DEPTH", 64, 10_000),
+  indexerMaxBlockRange: positiveInt("INDEXER_MAX_BLOCK_RANGE", 2_000, 1_000_000)
+}

@@ -36,7 +36,8 @@ import { Unavailable } from "../../schema/errors.js"
 import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxStatus } from "../../schema/relayer.js"
 import { ChainClient, type ChainRequestError, type RpcRejectionKind } from "../chain/ChainClient.js"
-import { RelayerSettings, type RelayerSettingsShape } from "../config/relayer.js"
+import { RelayerSettings } from "../config/relayer.js"
+import type { TxSenderSettings } from "../config/settings.js"
 import { type Fees, initialFees, replacementFees } from "./txsender/fees.js"
 import {
   embeddedStatements,
@@ -904,9 +905,12 @@ const txSenderContext = (options: TxSenderOptions) =>
     Context.make(TxSender, sender).pipe(Context.add(HotKeyState, { state }))
   )
 
-/** Options of the sender from the relayer's settings. */
-export const txSenderOptions = (settings: RelayerSettingsShape): TxSenderOptions => ({
-  privateKey: Redacted.value(settings.hotKey),
+/** Options of the sender of `privateKey` from a service's `TX_*` settings. */
+export const txSenderOptions = (
+  privateKey: Redacted.Redacted<Hex>,
+  settings: TxSenderSettings & { readonly chainId: Option.Option<number> }
+): TxSenderOptions => ({
+  privateKey: Redacted.value(privateKey),
   chainId: settings.chainId,
   replaceAfter: Duration.seconds(settings.txReplaceAfterSeconds),
   maxReplacements: settings.txMaxReplacements,
@@ -921,7 +925,7 @@ export const txSenderLayer: Layer.Layer<
   never,
   ChainClient | SqlClient | RelayerSettings
 > = Layer.scopedContext(
-  Effect.flatMap(RelayerSettings, (settings) => txSenderContext(txSenderOptions(settings)))
+  Effect.flatMap(RelayerSettings, (settings) => txSenderContext(txSenderOptions(settings.hotKey, settings)))
 )
 
 /** The sender with explicit options, for tests that tune its timing. */
