@@ -13,8 +13,9 @@ import { afterAll, beforeAll } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { errorCatalog } from "../../schema/errors.js"
 import { EMPTY_DATA_HASH, QUOTED, shieldPayload } from "../../schema/ids.js"
-import type { PingRequest } from "../../schema/relayer.js"
+import type { FinalizeBindRequest, PingRequest } from "../../schema/relayer.js"
 import { OwnerActions, OwnerActionsLive } from "../../src/relayer/action.js"
+import { Binds, BindsLive } from "../../src/relayer/bind.js"
 import {
   E18,
   expectRefusal,
@@ -596,6 +597,26 @@ describe("the pipeline's settings on the live chain", () => {
       expect(decodeFunctionData({ abi: feeVaultAbi, data: submitted[0]!.data }).functionName).toBe(
         "multicall"
       )
+    })
+  )
+
+  it.live("the chain not answering: unavailable, for an owner action and a bind", () =>
+    Effect.gen(function* () {
+      const owner = yield* Effect.promise(() => fundedOwner())
+      const body = yield* Effect.promise(() => pingBody(owner, 0n, { amount: 1n, nonce: 1n }))
+      const down = { RPC_URL: "http://127.0.0.1:1", RPC_TIMEOUT_MS: "300" }
+      submitted.length = 0
+      expect(codeOf(yield* Effect.flip(ping(body, down)))).toBe("unavailable")
+      const finalize = Effect.flatMap(Binds, (binds) =>
+        binds.finalizeBind({ id: owner.id } as FinalizeBindRequest)
+      )
+      const error = yield* Effect.flip(
+        finalize.pipe(
+          Effect.provide(BindsLive.pipe(Layer.provide(liveChainLayers(net.env, down, sender, 1n))))
+        )
+      )
+      expect(codeOf(error)).toBe("unavailable")
+      expect(submitted).toHaveLength(0)
     })
   )
 
