@@ -20,7 +20,6 @@ import { devnetAccount, devnetRoles, launchSampleToken } from "../../contracts/d
 import { AttestorLive } from "../../layers/attestor.js"
 import {
   attestorEnv,
-  DEVNET_MESSENGER_BOT_TOKEN,
   devnetKeys,
   freeLoopbackPort,
   withSettings,
@@ -28,25 +27,11 @@ import {
 } from "../../layers/devnet.js"
 import { EscrowsResponse, SessionResponse } from "../../schema/attestor.js"
 import { computeId } from "../../schema/ids.js"
-import {
-  encodeBeneficiaryHint,
-  type HintPlaintext,
-  hintBeneficiaryId,
-  sealHint
-} from "../../src/attestor/hints.js"
-import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
+import { AttestorClient, type Commitment } from "./support/attestorClient.js"
 import { farDeadline, VaultDevnet } from "./support/relayerDevnet.js"
 
 /** Mnemonic account that sends the vault setup transactions (free for tests, PROTOCOL.md §9). */
 const SETUP = 3
-
-interface Commitment {
-  platformId: number
-  userId: string
-  nonce: Hex
-  attestorSalt: Hex
-  handleCommitment: Hex
-}
 
 interface WireEscrow {
   id: Hex
@@ -120,68 +105,14 @@ const expectRefusal = async (res: Response, status: number, code: string) => {
   expect({ status: res.status, body: await res.json() }).toMatchObject({ status, body: { code } })
 }
 
-const commit = async (userId: string): Promise<Commitment> => {
-  const res = await post(base, "/v1/commitment", { platform: "messenger", userId })
-  expect(res.status).toBe(200)
-  return (await res.json()) as Commitment
-}
-
-/** A creator's launch to a messenger user, its hint sealed to the attestor's hint key. */
-const launchTo = async (
-  commitment: Commitment,
-  symbol: string,
-  fallback?: { recipient: Address; delay: bigint }
-) => {
-  const info = (await (await fetch(`${base}/v1/info`)).json()) as { hintPublicKey: Hex }
-  const hint: HintPlaintext = {
-    platformId: commitment.platformId,
-    userId: commitment.userId,
-    nonce: commitment.nonce,
-    attestorSalt: commitment.attestorSalt,
-    ...(fallback === undefined
-      ? {}
-      : { fallbackRecipient: fallback.recipient, fallbackDelay: fallback.delay.toString() })
-  }
-  const id = computeId(
-    2,
-    commitment.handleCommitment,
-    fallback?.recipient ?? zeroAddress,
-    fallback?.delay ?? 0n
-  )
-  expect(hintBeneficiaryId(hint)).toBe(id)
-  const launched = await launchSampleToken(net.rpcUrl, net.chain.deployment, {
-    beneficiaryId: id,
-    beneficiaryHint: encodeBeneficiaryHint([sealHint(info.hintPublicKey, hint)]),
-    symbol
-  })
-  return { id, block: Number(launched.blockNumber) }
-}
-
-/** Waits until the attestor's vault indexer and hint index both cover `block`. */
-const indexed = async (block: number, url = base) => {
-  for (let i = 0; i < 600; i++) {
-    const health = (await (await fetch(`${url}/v1/health`)).json()) as {
-      indexer?: { block?: number }
-      hints?: { block?: number }
-    }
-    if ((health.indexer?.block ?? -1) >= block && (health.hints?.block ?? -1) >= block) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`the attestor did not index block ${block}`)
-}
-
-const head = async () => Number(await net.publicClient().getBlockNumber({ cacheTime: 0 }))
-
-let payloads = 0
-/** A widget payload for messenger user `id`, signed like the devnet's widget; each one distinct. */
-const widget = (id: number, token = DEVNET_MESSENGER_BOT_TOKEN) =>
-  signWidgetPayload(widgetKey(token), {
-    id,
-    first_name: "Recipient",
-    // Payloads are single-use: a username of its own makes each one another payload.
-    username: `recipient_${++payloads}`,
-    auth_date: Math.floor(Date.now() / 1000) - 1
-  })
+/** The devnet's attestor as a client sees it. */
+const devnetAttestor = () => new AttestorClient(net, base)
+const commit = (userId: string) => devnetAttestor().commit(userId)
+const launchTo = (commitment: Commitment, symbol: string, fallback?: { recipient: Address; delay: bigint }) =>
+  devnetAttestor().launchTo(commitment, symbol, fallback)
+const indexed = (block: number) => devnetAttestor().indexed(block)
+const head = () => devnetAttestor().head()
+const widget = (id: number, token?: string) => AttestorClient.widget(String(id), token)
 
 const stealthOwner = privateKeyToAccount(generatePrivateKey()).address
 

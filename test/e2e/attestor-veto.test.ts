@@ -11,26 +11,12 @@
  *    fresh forged one; a proposal made with the signature `POST /v1/bind` issued is not; a contest
  *    of that one from another stealth owner revokes its attestation, and the watcher vetoes it.
  */
-import { Effect, Exit, Layer, Logger, LogLevel, Schema, Scope } from "effect"
 import { type Address, type Hex, parseAbiItem, zeroAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { launchSampleToken } from "../../contracts/deploy.js"
-import { AttestorLive } from "../../layers/attestor.js"
-import {
-  attestorEnv,
-  DEVNET_MESSENGER_BOT_TOKEN,
-  DEVNET_METRICS_TOKEN,
-  devnetKeys,
-  freeLoopbackPort,
-  withSettings,
-  writeDevnetFile
-} from "../../layers/devnet.js"
-import { SessionResponse } from "../../schema/attestor.js"
+import { DEVNET_METRICS_TOKEN, devnetKeys } from "../../layers/devnet.js"
 import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
-import { computeId } from "../../schema/ids.js"
-import { encodeBeneficiaryHint, sealHint } from "../../src/attestor/hints.js"
-import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
+import { AttestorClient } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
 
 /** Mnemonic account that sends the vault transactions (free for tests, PROTOCOL.md §9). */
@@ -39,39 +25,21 @@ const SETUP = 3
 const attestorKey = privateKeyToAccount(devnetKeys.attestor)
 
 let net: VaultDevnet
-let scope: Scope.CloseableScope | undefined
-let base = ""
+let attestor: AttestorClient | undefined
+
+/** The running attestor (started by the test). */
+const running = (): AttestorClient => {
+  if (attestor === undefined) throw new Error("no attestor is running")
+  return attestor
+}
 
 const startAttestor = async (env: Record<string, string>) => {
-  scope = await Effect.runPromise(Scope.make())
-  const s = scope
-  base = await Effect.runPromise(
-    Effect.gen(function* () {
-      const port = yield* freeLoopbackPort
-      yield* writeDevnetFile(net.chain, {
-        relayerUrl: "http://127.0.0.1:1",
-        attestorUrl: `http://127.0.0.1:${port}`
-      })
-      const settings = {
-        ...attestorEnv(net.chain, port),
-        RATE_LIMIT_BURST: "1000",
-        RATE_LIMIT_PER_MINUTE: "1000",
-        INDEXER_POLL_INTERVAL_MS: "200",
-        TX_POLL_INTERVAL_MS: "500",
-        ...env
-      }
-      yield* Layer.buildWithScope(
-        withSettings(AttestorLive, settings).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Error))),
-        s
-      )
-      return `http://127.0.0.1:${port}`
-    })
-  )
+  attestor = await AttestorClient.start(net, { TX_POLL_INTERVAL_MS: "500", ...env })
 }
 
 const stopAttestor = async () => {
-  if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
-  scope = undefined
+  await attestor?.stop()
+  attestor = undefined
 }
 
 beforeAll(async () => {
@@ -83,12 +51,7 @@ afterAll(async () => {
   await net?.dispose()
 })
 
-const post = (path: string, body: unknown) =>
-  fetch(`${base}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body)
-  })
+const post = (path: string, body: unknown) => running().post(path, body)
 
 const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 30_000) => {
   const end = Date.now() + timeoutMs
@@ -99,10 +62,10 @@ const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 30
   throw new Error(`timed out waiting for ${what}`)
 }
 
-const head = async () => Number(await net.publicClient().getBlockNumber({ cacheTime: 0 }))
+const head = () => running().head()
 
 const health = async () =>
-  (await (await fetch(`${base}/v1/health`)).json()) as {
+  (await (await fetch(`${running().url}/v1/health`)).json()) as {
     indexer?: { block?: number }
     hints?: { block?: number }
     vetoWatcher?: { state: string; block?: number; autoVeto: boolean }
@@ -120,7 +83,7 @@ const indexed = async (block: number) =>
   })
 
 const metric = async (name: string, label: string, value: string): Promise<number> => {
-  const res = await fetch(`${base}/v1/metrics`, {
+  const res = await fetch(`${running().url}/v1/metrics`, {
     headers: { authorization: `Bearer ${DEVNET_METRICS_TOKEN}` }
   })
   expect(res.status).toBe(200)
@@ -137,28 +100,8 @@ const attestorNonce = () =>
 
 /** A registered handle escrow of a messenger user whose hint this attestor opens. */
 const escrowOf = async (userId: string, symbol: string): Promise<Hex> => {
-  const commitRes = await post("/v1/commitment", { platform: "messenger", userId })
-  expect(commitRes.status).toBe(200)
-  const commitment = (await commitRes.json()) as {
-    platformId: number
-    userId: string
-    nonce: Hex
-    attestorSalt: Hex
-    handleCommitment: Hex
-  }
-  const info = (await (await fetch(`${base}/v1/info`)).json()) as { hintPublicKey: Hex }
-  const id = computeId(2, commitment.handleCommitment, zeroAddress, 0n)
-  const hint = sealHint(info.hintPublicKey, {
-    platformId: commitment.platformId,
-    userId: commitment.userId,
-    nonce: commitment.nonce,
-    attestorSalt: commitment.attestorSalt
-  })
-  await launchSampleToken(net.rpcUrl, net.chain.deployment, {
-    beneficiaryId: id,
-    beneficiaryHint: encodeBeneficiaryHint([hint]),
-    symbol
-  })
+  const commitment = await running().commit(userId)
+  const { id } = await running().launchTo(commitment, symbol)
   await net.vaultWrite(SETUP, "registerHandle", [commitment.handleCommitment, zeroAddress, 0n])
   return id
 }
@@ -180,18 +123,8 @@ const proposeForged = async (id: Hex): Promise<Address> => {
   return newOwner
 }
 
-const login = async (userId: string, stealthOwner: Address): Promise<string> => {
-  const res = await post("/v1/oauth/messenger/verify", {
-    auth: signWidgetPayload(widgetKey(DEVNET_MESSENGER_BOT_TOKEN), {
-      id: Number(userId),
-      first_name: "Recipient",
-      auth_date: Math.floor(Date.now() / 1000) - 1
-    }),
-    stealthOwner
-  })
-  expect(res.status).toBe(200)
-  return Schema.decodeUnknownSync(SessionResponse)(await res.json()).session
-}
+const login = (userId: string, stealthOwner: Address): Promise<string> =>
+  running().login(userId, stealthOwner)
 
 const vetoedBy = async (id: Hex) => {
   const logs = await net.publicClient().getLogs({

@@ -1,0 +1,165 @@
+/**
+ * An outside client of an attestor running on a devnet, for end-to-end tests: JSON posts,
+ * messenger commitments and launches with a hint sealed to the attestor's hint key, widget logins
+ * signed with a bot token, and waiting for the attestor's indexes to cover a block.
+ */
+import { Effect, Exit, Layer, Logger, LogLevel, Schema, Scope } from "effect"
+import { type Address, type Hex, zeroAddress } from "viem"
+import { expect } from "vitest"
+import { launchSampleToken } from "../../../contracts/deploy.js"
+import { AttestorLive } from "../../../layers/attestor.js"
+import {
+  attestorEnv,
+  DEVNET_MESSENGER_BOT_TOKEN,
+  freeLoopbackPort,
+  withSettings,
+  writeDevnetFile
+} from "../../../layers/devnet.js"
+import { SessionResponse } from "../../../schema/attestor.js"
+import { computeId } from "../../../schema/ids.js"
+import {
+  encodeBeneficiaryHint,
+  type HintPlaintext,
+  hintBeneficiaryId,
+  sealHint
+} from "../../../src/attestor/hints.js"
+import { signWidgetPayload, widgetKey } from "../../../src/attestor/messenger.js"
+import type { VaultDevnet } from "./relayerDevnet.js"
+
+export interface Commitment {
+  readonly platformId: number
+  readonly userId: string
+  readonly nonce: Hex
+  readonly attestorSalt: Hex
+  readonly handleCommitment: Hex
+}
+
+let payloads = 0
+
+export class AttestorClient {
+  constructor(
+    readonly net: VaultDevnet,
+    readonly url: string,
+    private readonly scope?: Scope.CloseableScope
+  ) {}
+
+  /**
+   * The attestor in this process on `net`'s chain, with the devnet's settings, rate limits lifted
+   * for tests, a 200 ms indexer poll, and `env` on top; logging at errors only.
+   */
+  static async start(net: VaultDevnet, env: Record<string, string> = {}): Promise<AttestorClient> {
+    const scope = await Effect.runPromise(Scope.make())
+    const url = await Effect.runPromise(
+      Effect.gen(function* () {
+        const port = yield* freeLoopbackPort
+        yield* writeDevnetFile(net.chain, {
+          relayerUrl: "http://127.0.0.1:1",
+          attestorUrl: `http://127.0.0.1:${port}`
+        })
+        const settings = {
+          ...attestorEnv(net.chain, port),
+          RATE_LIMIT_BURST: "1000",
+          RATE_LIMIT_PER_MINUTE: "1000",
+          INDEXER_POLL_INTERVAL_MS: "200",
+          ...env
+        }
+        yield* Layer.buildWithScope(
+          withSettings(AttestorLive, settings).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Error))),
+          scope
+        )
+        return `http://127.0.0.1:${port}`
+      }).pipe(Effect.tapErrorCause(() => Scope.close(scope, Exit.void)))
+    )
+    return new AttestorClient(net, url, scope)
+  }
+
+  /** Stops an attestor this client started. */
+  async stop(): Promise<void> {
+    if (this.scope !== undefined) await Effect.runPromise(Scope.close(this.scope, Exit.void))
+  }
+
+  post(path: string, body: unknown): Promise<Response> {
+    return fetch(`${this.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: typeof body === "string" ? body : JSON.stringify(body)
+    })
+  }
+
+  /** The chain's latest block number. */
+  async head(): Promise<number> {
+    return Number(await this.net.publicClient().getBlockNumber({ cacheTime: 0 }))
+  }
+
+  /** Waits until the attestor's vault indexer and hint index both cover `block`. */
+  async indexed(block: number): Promise<void> {
+    for (let i = 0; i < 600; i++) {
+      const health = (await (await fetch(`${this.url}/v1/health`)).json()) as {
+        indexer?: { block?: number }
+        hints?: { block?: number }
+      }
+      if ((health.indexer?.block ?? -1) >= block && (health.hints?.block ?? -1) >= block) return
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    throw new Error(`the attestor did not index block ${block}`)
+  }
+
+  /** A creator's commitment to a messenger user. */
+  async commit(userId: string): Promise<Commitment> {
+    const res = await this.post("/v1/commitment", { platform: "messenger", userId })
+    expect(res.status).toBe(200)
+    return (await res.json()) as Commitment
+  }
+
+  /** A creator's launch to the committed user, its hint sealed to the attestor's hint key. */
+  async launchTo(
+    commitment: Commitment,
+    symbol: string,
+    fallback?: { readonly recipient: Address; readonly delay: bigint }
+  ): Promise<{ readonly id: Hex; readonly block: number }> {
+    const info = (await (await fetch(`${this.url}/v1/info`)).json()) as { hintPublicKey: Hex }
+    const hint: HintPlaintext = {
+      platformId: commitment.platformId,
+      userId: commitment.userId,
+      nonce: commitment.nonce,
+      attestorSalt: commitment.attestorSalt,
+      ...(fallback === undefined
+        ? {}
+        : { fallbackRecipient: fallback.recipient, fallbackDelay: fallback.delay.toString() })
+    }
+    const id = computeId(
+      2,
+      commitment.handleCommitment,
+      fallback?.recipient ?? zeroAddress,
+      fallback?.delay ?? 0n
+    )
+    expect(hintBeneficiaryId(hint)).toBe(id)
+    const launched = await launchSampleToken(this.net.rpcUrl, this.net.chain.deployment, {
+      beneficiaryId: id,
+      beneficiaryHint: encodeBeneficiaryHint([sealHint(info.hintPublicKey, hint)]),
+      symbol
+    })
+    return { id, block: Number(launched.blockNumber) }
+  }
+
+  /** A widget payload for messenger user `userId`; each one distinct (payloads are single-use). */
+  static widget(userId: string, token = DEVNET_MESSENGER_BOT_TOKEN) {
+    return signWidgetPayload(widgetKey(token), {
+      id: Number(userId),
+      first_name: "Recipient",
+      username: `recipient_${++payloads}`,
+      auth_date: Math.floor(Date.now() / 1000) - 1
+    })
+  }
+
+  /** Logs `userId` in with a widget payload for `stealthOwner`; the session's token. */
+  async login(userId: string, stealthOwner: Address, id?: Hex): Promise<string> {
+    const res = await this.post("/v1/oauth/messenger/verify", {
+      auth: AttestorClient.widget(userId),
+      stealthOwner,
+      ...(id === undefined ? {} : { id })
+    })
+    expect(res.status).toBe(200)
+    return Schema.decodeUnknownSync(SessionResponse)(await res.json()).session
+  }
+}
