@@ -41,8 +41,8 @@ import {
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { RelayerLive } from "../../layers/relayer.js"
-import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
 import { computeId, ownerCommitment } from "../../schema/ids.js"
+import { directClaimBody } from "../../test/support/directClaim.js"
 
 const CLAIMS = Math.max(1, Number(process.env.BENCH_CLAIMS ?? 30))
 const AMOUNT = 10n * 10n ** 18n
@@ -209,34 +209,28 @@ async function main() {
 
     const deadline = BigInt(Math.floor(Date.now() / 1000) + 3600)
     const bodies = await Promise.all(
-      accounts.map(async (a) => {
-        const adapterData = encodeAbiParameters([{ type: "address" }], [a.recipient])
-        const claim = {
-          beneficiaryId: a.id,
+      accounts.map((a) =>
+        directClaimBody({
+          signer: a.owner,
+          chainId: chain.deployment.chainId,
+          vault,
+          id: a.id,
           asset: usdt,
           amount: AMOUNT,
-          adapter: zeroAddress,
-          dataHash: keccak256(adapterData),
+          recipient: a.recipient,
           relayer: relayerAddress,
           relayerFee: fee,
           nonce: 0n,
-          deadline
-        }
-        const signature = await a.owner.signTypedData({
-          domain: vaultDomain(chain.deployment.chainId, vault),
-          types: vaultTypes,
-          primaryType: "Claim",
-          message: claim
+          deadline,
+          register: {
+            kind: 1,
+            owner: a.owner.address,
+            salt: a.salt,
+            fallbackRecipient: zeroAddress,
+            fallbackDelay: 0n
+          }
         })
-        const register = {
-          kind: 1,
-          owner: a.owner.address,
-          salt: a.salt,
-          fallbackRecipient: zeroAddress,
-          fallbackDelay: 0n
-        }
-        return json({ claim, adapterData, signature, register })
-      })
+      )
     )
 
     // Claims, one at a time; RPC calls counted only while a claim request is open.

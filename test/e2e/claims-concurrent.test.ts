@@ -3,12 +3,13 @@
  * account in the same transaction, all are accepted and mined, every recipient is paid, and the
  * hot key's nonces come out contiguous, with no gap and no reuse, however the requests interleave.
  */
-import { createPublicClient, encodeAbiParameters, type Hex, http, keccak256, zeroAddress } from "viem"
+import { createPublicClient, type Hex, http, zeroAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { feeVaultAbi, testTokenAbi } from "../../contracts/abi.js"
 import { devnetAccount, devnetClients } from "../../contracts/deploy.js"
-import { E18, freshOwner, json, RelayerDevnet } from "./support/relayerDevnet.js"
+import { directClaimBody } from "../support/directClaim.js"
+import { E18, freshOwner, RelayerDevnet } from "./support/relayerDevnet.js"
 
 const CLAIMS = 50
 const AMOUNT = 10n * E18
@@ -86,22 +87,22 @@ describe("concurrent claims", () => {
 
     const deadline = BigInt(Math.floor(Date.now() / 1000) + 3600)
     const bodies = await Promise.all(
-      accounts.map(async (a) => {
-        const adapterData = encodeAbiParameters([{ type: "address" }], [a.recipient])
-        const claim = {
-          beneficiaryId: a.id,
+      accounts.map((a) =>
+        directClaimBody({
+          signer: a.signer,
+          chainId: net.chain.deployment.chainId,
+          vault: net.vault,
+          id: a.id,
           asset: usdt,
           amount: AMOUNT,
-          adapter: zeroAddress,
-          dataHash: keccak256(adapterData),
+          recipient: a.recipient,
           relayer: relayerAddress,
           relayerFee: fee,
           nonce: 0n,
-          deadline
-        }
-        const signature = await net.sign(a.signer, "Claim", claim)
-        return json({ claim, adapterData, signature, register: a.register })
-      })
+          deadline,
+          register: a.register
+        })
+      )
     )
 
     const reader = publicClient()
