@@ -48,6 +48,7 @@ import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
 import { BadRequest, type InvalidSession, Unavailable, Wire } from "../../schema/errors.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { AttestorSettings } from "../config/attestor.js"
+import { taggedOnce } from "../http/metrics.js"
 import { decodeBody, withOutcome } from "../http/route.js"
 import type { Indexer } from "../indexer/Indexer.js"
 import type { Escrow as HintEscrow } from "../store/projections/hints.js"
@@ -76,7 +77,8 @@ export const bindSignatures = Metric.counter("attestor_bind_signatures_total", {
   incremental: true
 })
 
-const recordBind = (outcome: string) => Metric.increment(Metric.tagged(bindOutcomes, "outcome", outcome))
+const bindOutcome = taggedOnce(bindOutcomes)
+const recordBind = (outcome: string) => Metric.increment(bindOutcome({ outcome }))
 
 // ---------------------------------------------------------------------------------------------
 // Deadline

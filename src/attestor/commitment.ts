@@ -28,6 +28,7 @@ import {
 import { BadRequest, Unsupported, Wire } from "../../schema/errors.js"
 import { attestorSalt, handleCommitment, userIdHash } from "../../schema/ids.js"
 import { AttestorSettings } from "../config/attestor.js"
+import { taggedOnce } from "../http/metrics.js"
 import { decodeBody, withOutcome } from "../http/route.js"
 
 export const commitmentEndpoint = HttpApiEndpoint.post("commitment", "/v1/commitment")
@@ -195,8 +196,9 @@ export const commitmentOutcomes = Metric.counter("attestor_commitments_total", {
   incremental: true
 })
 
-const recordOutcome = (outcome: string) =>
-  Metric.increment(Metric.tagged(commitmentOutcomes, "outcome", outcome))
+const commitmentOutcome = taggedOnce(commitmentOutcomes)
+
+const recordOutcome = (outcome: string) => Metric.increment(commitmentOutcome({ outcome }))
 
 const decodeRequest = decodeBody(CommitmentRequest)
 

@@ -32,6 +32,7 @@ import {
 } from "../../schema/attestor.js"
 import { type BadRequest, InvalidSession, Unavailable, Unsupported, Wire } from "../../schema/errors.js"
 import { AttestorSettings } from "../config/attestor.js"
+import { taggedOnce } from "../http/metrics.js"
 import { decodeBody, withOutcome } from "../http/route.js"
 import { verifyWidgetPayload, type WidgetKey, type WidgetRefusal, widgetKey } from "./messenger.js"
 import { type CreatedSession, SESSION_STORE_UNAVAILABLE, SessionStore } from "./SessionStore.js"
@@ -52,8 +53,10 @@ export const loginOutcomes = Metric.counter("attestor_logins_total", {
   incremental: true
 })
 
+const loginOutcome = taggedOnce(loginOutcomes)
+
 const recordLogin = (platform: Platform) => (outcome: string) =>
-  Metric.increment(Metric.tagged(Metric.tagged(loginOutcomes, "platform", platform), "outcome", outcome))
+  Metric.increment(loginOutcome({ platform, outcome }))
 
 export const MESSENGER_NOT_CONFIGURED = "messenger login is not configured on this attestor"
 export const MESSENGER_REPLAYED = "this messenger login was already used: log in again"

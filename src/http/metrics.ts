@@ -22,32 +22,35 @@ interface RequestLabels {
   readonly status: number
 }
 
-const withRequestLabels = <T, In, Out>(metric: Metric.Metric<T, In, Out>, labels: RequestLabels) =>
-  metric.pipe(
-    Metric.tagged("route", labels.route),
-    Metric.tagged("method", labels.method),
-    Metric.tagged("status", String(labels.status))
-  )
-
 /**
- * The tagged metrics of each label set, built once: tagging derives a new metric key per call,
- * which is measurable work on every request. Label sets are bounded (routes x methods x statuses).
+ * `metric` tagged with a label set, each label set built once: tagging derives a new metric key
+ * per call, measurable work when done on every request. Label sets are bounded by design (routes,
+ * methods, statuses, actions, codes).
  */
-const taggedRequestMetrics = new Map<
-  string,
-  { readonly count: Effect.Effect<void>; readonly duration: (seconds: number) => Effect.Effect<void> }
->()
+export const taggedOnce = <T, In, Out>(metric: Metric.Metric<T, In, Out>) => {
+  const cache = new Map<string, Metric.Metric<T, In, Out>>()
+  return (labels: Readonly<Record<string, string>>): Metric.Metric<T, In, Out> => {
+    const key = Object.entries(labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("\u0000")
+    let tagged = cache.get(key)
+    if (tagged === undefined) {
+      tagged = Object.entries(labels).reduce((m, [k, v]) => Metric.tagged(m, k, v), metric)
+      cache.set(key, tagged)
+    }
+    return tagged
+  }
+}
+
+const requestCounter = taggedOnce(httpRequests)
+const requestHistogram = taggedOnce(httpRequestDuration)
 
 export const recordRequest = (labels: RequestLabels, seconds: number) => {
-  const key = `${labels.route}\u0000${labels.method}\u0000${labels.status}`
-  let tagged = taggedRequestMetrics.get(key)
-  if (tagged === undefined) {
-    const counter = withRequestLabels(httpRequests, labels)
-    const histogram = withRequestLabels(httpRequestDuration, labels)
-    tagged = { count: Metric.increment(counter), duration: (s) => Metric.update(histogram, s) }
-    taggedRequestMetrics.set(key, tagged)
-  }
-  return Effect.zipRight(tagged.count, tagged.duration(seconds))
+  const tags = { route: labels.route, method: labels.method, status: String(labels.status) }
+  return Effect.zipRight(
+    Metric.increment(requestCounter(tags)),
+    Metric.update(requestHistogram(tags), seconds)
+  )
 }
 
 const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')

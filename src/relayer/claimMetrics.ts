@@ -4,6 +4,7 @@
  */
 import { Effect, Metric } from "effect"
 import { feeVaultAbi } from "../../contracts/abi.js"
+import { taggedOnce } from "../http/metrics.js"
 
 export const claimOutcomes = Metric.counter("relayer_claims_total", {
   description: "POST /v1/claim requests by outcome: ok or the refusal's code",
@@ -22,11 +23,14 @@ export const simulationFailures = Metric.counter("relayer_simulation_failures_to
   incremental: true
 })
 
-export const recordClaimOutcome = (code: string) =>
-  Metric.increment(Metric.tagged(claimOutcomes, "code", code))
+const claimOutcome = taggedOnce(claimOutcomes)
+const actionOutcome = taggedOnce(actionOutcomes)
+const simulationFailure = taggedOnce(simulationFailures)
+
+export const recordClaimOutcome = (code: string) => Metric.increment(claimOutcome({ code }))
 
 export const recordActionOutcome = (action: string) => (code: string) =>
-  Metric.increment(Metric.tagged(Metric.tagged(actionOutcomes, "action", action), "code", code))
+  Metric.increment(actionOutcome({ action, code }))
 
 /** Names a revert may be labelled with: the vault's errors (which include the shield adapter's). */
 const knownErrors = new Set<string>([
@@ -38,10 +42,9 @@ const knownErrors = new Set<string>([
 export const recordSimulationFailure = (action: string, errorName: string | undefined) =>
   Effect.asVoid(
     Metric.increment(
-      Metric.tagged(
-        Metric.tagged(simulationFailures, "action", action),
-        "error",
-        errorName !== undefined && knownErrors.has(errorName) ? errorName : "unknown"
-      )
+      simulationFailure({
+        action,
+        error: errorName !== undefined && knownErrors.has(errorName) ? errorName : "unknown"
+      })
     )
   )

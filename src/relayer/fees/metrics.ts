@@ -3,6 +3,7 @@
  */
 import { Effect, Metric } from "effect"
 import type { QuoteAction } from "../../../schema/relayer.js"
+import { taggedOnce } from "../../http/metrics.js"
 
 export const quotesServed = Metric.counter("relayer_quotes_total", {
   description: "Quotes served by GET /v1/quote, by action",
@@ -24,11 +25,12 @@ export const gasPriceGauge = Metric.gauge("relayer_gas_price_wei", {
   bigint: true
 })
 
-export const recordQuoteServed = (action: QuoteAction) =>
-  Metric.increment(Metric.tagged(quotesServed, "action", action))
+const quoteServed = taggedOnce(quotesServed)
+const priceSourceFailure = taggedOnce(priceSourceFailures)
 
-export const recordPriceSourceFailure = (source: string) =>
-  Metric.increment(Metric.tagged(priceSourceFailures, "source", source))
+export const recordQuoteServed = (action: QuoteAction) => Metric.increment(quoteServed({ action }))
+
+export const recordPriceSourceFailure = (source: string) => Metric.increment(priceSourceFailure({ source }))
 
 export const recordGasPrice = (wei: bigint) => Metric.set(gasPriceGauge, wei)
 
