@@ -69,6 +69,11 @@ export const attestorServer = Layer.unwrapEffect(
       host: settings.host,
       port: settings.port,
       maxBodyBytes: settings.maxBodyBytes,
+      timeouts: {
+        headersMs: settings.httpHeadersTimeoutMs,
+        requestMs: settings.httpRequestTimeoutMs,
+        keepAliveMs: settings.httpKeepAliveTimeoutMs
+      },
       rateLimit: attestorIpRateLimit(settings)
     })
   )

@@ -60,6 +60,11 @@ export const relayerServer = Layer.unwrapEffect(
       host: settings.host,
       port: settings.port,
       maxBodyBytes: settings.maxBodyBytes,
+      timeouts: {
+        headersMs: settings.httpHeadersTimeoutMs,
+        requestMs: settings.httpRequestTimeoutMs,
+        keepAliveMs: settings.httpKeepAliveTimeoutMs
+      },
       rateLimit: relayerIpRateLimit(settings)
     })
   )

@@ -38,6 +38,11 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   /** Sent as `Retry-After`. */
   retryAfterSeconds: Schema.Number
 }) {}
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
+  message: Schema.String,
+  /** Sent as `Allow`. */
+  allow: Schema.Array(Schema.String)
+}) {}
 export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", fields) {}
 export class Internal extends Schema.TaggedError<Internal>()("Internal", fields) {}
 
@@ -64,6 +69,7 @@ export type ApiError =
   | SimulationFailed
   | GasCapExceeded
   | RateLimited
+  | MethodNotAllowed
   | Unavailable
   | Internal
 
@@ -91,6 +97,7 @@ export const errorCatalog = {
   SimulationFailed: { status: 422, code: "simulation_failed" },
   GasCapExceeded: { status: 422, code: "gas_cap_exceeded" },
   RateLimited: { status: 429, code: "rate_limited" },
+  MethodNotAllowed: { status: 405, code: "method_not_allowed" },
   Unavailable: { status: 503, code: "unavailable" },
   Internal: { status: 500, code: "internal" }
 } as const satisfies Record<ApiError["_tag"], { readonly status: number; readonly code: string }>
@@ -114,7 +121,9 @@ type ApiErrorClass<E extends ApiError> = Schema.Schema<
  * The wire form `{ error, code }` of one error class, annotated with its status: what an endpoint
  * declares, so the OpenAPI document and the typed client see the body clients really get.
  */
-export const wireError = <E extends Exclude<ApiError, RateLimited>>(errorClass: ApiErrorClass<E>) => {
+export const wireError = <E extends Exclude<ApiError, RateLimited | MethodNotAllowed>>(
+  errorClass: ApiErrorClass<E>
+) => {
   const tag: E["_tag"] = errorClass._tag
   const { status, code } = errorCatalog[tag]
   return Schema.transform(

@@ -348,6 +348,13 @@ export const UnixSeconds = Schema.NonNegativeInt.annotations({
 /** A count or duration in seconds as a plain JSON number. */
 export const NonNegativeInt = Schema.NonNegativeInt
 
+/**
+ * Annotations of every request body: a field the body does not declare is 400 `bad_request`, as
+ * the OpenAPI document says (`additionalProperties: false`). Silently ignoring it would let a
+ * misspelt optional field (`contest`, `visibility`, `register`) change what a request does.
+ */
+export const requestBody = { parseOptions: { onExcessProperty: "error" } } as const
+
 /** Account kind: 1 owner account, 2 handle account. */
 export const AccountKind = Schema.Literal(1, 2).annotations({ identifier: "AccountKind" })
 

@@ -6,6 +6,8 @@ import type { Address } from "viem"
 import type { Deployment } from "../../schema/deployment.js"
 import {
   addressOr,
+  type HttpTimeoutSettings,
+  httpTimeoutSettings,
   type IndexerTuningSettings,
   indexerTuningSettings,
   nonNegativeInt,
@@ -44,7 +46,7 @@ export const handleLookupModeRefusal = (
     ? "free handle lookups are for local development and refused on chain id 56"
     : `handle lookups are not available in this version (no handle resolver), so ${mode} cannot be served: leave it unset or set it to off (creators send the numeric userId)`
 
-export interface AttestorSettingsShape extends IndexerTuningSettings, TxSenderSettings {
+export interface AttestorSettingsShape extends IndexerTuningSettings, TxSenderSettings, HttpTimeoutSettings {
   readonly host: string
   readonly port: number
   readonly rpcUrl: URL
@@ -152,6 +154,7 @@ export const loadAttestorSettings = Effect.gen(function* () {
     pepper,
     metricsToken: optionalSecret("METRICS_TOKEN"),
     maxBodyBytes: positiveInt("MAX_BODY_BYTES", 16 * 1024),
+    ...httpTimeoutSettings,
     rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 20),
     rateLimitPerMinute: positiveInt("RATE_LIMIT_PER_MINUTE", 20),
     trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16),

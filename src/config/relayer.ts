@@ -8,6 +8,8 @@ import {
   address,
   addressOr,
   bps,
+  type HttpTimeoutSettings,
+  httpTimeoutSettings,
   type IndexerTuningSettings,
   indexerTuningSettings,
   nonNegativeInt,
@@ -22,7 +24,7 @@ import {
   url
 } from "./settings.js"
 
-export interface RelayerSettingsShape extends IndexerTuningSettings, TxSenderSettings {
+export interface RelayerSettingsShape extends IndexerTuningSettings, TxSenderSettings, HttpTimeoutSettings {
   readonly host: string
   readonly port: number
   readonly rpcUrl: URL
@@ -104,6 +106,7 @@ export const loadRelayerSettings = Effect.gen(function* () {
     hotKey: privateKey("RELAYER_PRIVATE_KEY"),
     metricsToken: optionalSecret("METRICS_TOKEN"),
     maxBodyBytes: positiveInt("MAX_BODY_BYTES", 64 * 1024),
+    ...httpTimeoutSettings,
     rateLimitIpBurst: positiveInt("RATE_LIMIT_IP_BURST", 30),
     rateLimitIpPerMinute: positiveInt("RATE_LIMIT_IP_PER_MINUTE", 30),
     rateLimitIdBurst: positiveInt("RATE_LIMIT_ID_BURST", 6),

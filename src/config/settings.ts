@@ -210,3 +210,20 @@ export const indexerTuningSettings = {
   indexerConfirmationDepth: nonNegativeInt("INDEXER_CONFIRMATION_DEPTH", 64, 10_000),
   indexerMaxBlockRange: positiveInt("INDEXER_MAX_BLOCK_RANGE", 2_000, 1_000_000)
 }
+
+/** How long the HTTP server waits on a client (`HTTP_*_TIMEOUT_MS`), the same in both services. */
+export interface HttpTimeoutSettings {
+  /** Until the request's headers are complete. */
+  readonly httpHeadersTimeoutMs: number
+  /** Until the whole request, body included, has arrived. */
+  readonly httpRequestTimeoutMs: number
+  /** An idle keep-alive connection is closed after this. */
+  readonly httpKeepAliveTimeoutMs: number
+}
+
+/** `HTTP_HEADERS_TIMEOUT_MS`, `HTTP_REQUEST_TIMEOUT_MS`, `HTTP_KEEP_ALIVE_TIMEOUT_MS`. */
+export const httpTimeoutSettings = {
+  httpHeadersTimeoutMs: positiveInt("HTTP_HEADERS_TIMEOUT_MS", 10_000, 600_000),
+  httpRequestTimeoutMs: positiveInt("HTTP_REQUEST_TIMEOUT_MS", 30_000, 600_000),
+  httpKeepAliveTimeoutMs: positiveInt("HTTP_KEEP_ALIVE_TIMEOUT_MS", 5_000, 600_000)
+}

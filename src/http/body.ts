@@ -1,15 +1,44 @@
 /**
- * Request bodies: JSON only, at most `maxBodyBytes`. The limit is enforced while the body
- * streams in, so an oversized request is refused without ever being held in memory: a declared
- * `Content-Length` above the limit is refused before reading a byte, a chunked body as soon as the
- * running count passes it.
+ * Request bodies: JSON only, at most `maxBodyBytes`, nested at most `MAX_JSON_DEPTH` deep. The
+ * limit is enforced while the body streams in, so an oversized request is refused without ever
+ * being held in memory: a declared `Content-Length` above the limit is refused before reading a
+ * byte (whatever the path), a chunked body as soon as the running count passes it. Requests for no
+ * route are answered 404/405 here, before their body is read.
  */
 import type { IncomingMessage } from "node:http"
-import { HttpServerRequest } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Stream } from "effect"
-import { BadRequest, PayloadTooLarge } from "../../schema/errors.js"
-import { matchRoute, type RouteTemplate } from "./routes.js"
+import { Effect, FiberRef, Stream } from "effect"
+import { BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "../../schema/errors.js"
+import { renderApiError } from "./render.js"
+import { currentRoute, type RouteDecision } from "./routes.js"
+
+/**
+ * No request body of either service nests deeper than a few levels; refusing deeper ones before
+ * parsing keeps recursive work (schema decoding, error formatting) bounded.
+ */
+export const MAX_JSON_DEPTH = 32
+
+/**
+ * Whether `text` nests arrays and objects deeper than `max`, counted without parsing (brackets
+ * inside strings do not count). Malformed text is left to `JSON.parse`.
+ */
+export const jsonNestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c)
+        i++ // backslash: skip the escaped character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
+}
 
 const methodsWithBody = new Set(["POST", "PUT", "PATCH"])
 
@@ -59,9 +88,9 @@ const tooLarge = (maxBytes: number) =>
  */
 const withBufferedBody = (
   request: HttpServerRequest.HttpServerRequest,
+  text: string,
   body: Uint8Array
 ): HttpServerRequest.HttpServerRequest => {
-  const text = new TextDecoder().decode(body)
   const buffered = Object.create(request) as HttpServerRequest.HttpServerRequest
   Object.defineProperties(buffered, {
     text: { get: () => Effect.succeed(text) },
@@ -74,37 +103,63 @@ const withBufferedBody = (
 
 const malformed = new BadRequest({ message: "request body is not valid JSON" })
 
+/** Whether the request came with a body (one the answer may leave unread). */
+const hasBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const length = request.headers["content-length"]
+  return (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
+}
+
+/** 404 or 405 for a request that is for no route; its body is never read, so the connection closes. */
+const refuseUnrouted = (
+  request: HttpServerRequest.HttpServerRequest,
+  decision: Exclude<RouteDecision, { _tag: "Route" }>
+): HttpServerResponse.HttpServerResponse => {
+  const response = renderApiError(
+    decision._tag === "WrongMethod"
+      ? new MethodNotAllowed({
+          message: `this route answers ${decision.allow.join(", ")}`,
+          allow: decision.allow
+        })
+      : new NotFound({ message: "no such route" })
+  )
+  return hasBody(request) ? HttpServerResponse.setHeader(response, "connection", "close") : response
+}
+
 /** HttpApi middleware: checks and buffers the body before routing decodes it. */
 export const jsonBodyGuard =
-  (maxBodyBytes: number, routes: ReadonlyArray<RouteTemplate>) =>
-  <E, R>(app: Effect.Effect<import("@effect/platform").HttpServerResponse.HttpServerResponse, E, R>) =>
+  (maxBodyBytes: number) =>
+  <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      // Unknown routes are the router's to refuse (404), whatever their body.
-      if (
-        !methodsWithBody.has(request.method) ||
-        matchRoute(routes, request.method, request.url) === "unmatched"
-      ) {
-        return yield* app
-      }
       const declared = request.headers["content-length"]
       if (declared !== undefined && Number(declared) > maxBodyBytes)
         return yield* Effect.fail(tooLarge(maxBodyBytes))
+      const decision = yield* FiberRef.get(currentRoute)
+      if (decision._tag !== "Route") return refuseUnrouted(request, decision)
+      if (!methodsWithBody.has(request.method)) return yield* app
       if (!isJsonContentType(request.headers["content-type"])) {
         return yield* Effect.fail(new BadRequest({ message: "Content-Type must be application/json" }))
       }
       const body = yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes)
-      const text = new TextDecoder("utf-8", { fatal: true })
-      const parsed = yield* Effect.try({
-        try: () => JSON.parse(text.decode(body)) as unknown,
+      const text = yield* Effect.try({
+        try: () => new TextDecoder("utf-8", { fatal: true }).decode(body),
         catch: () => malformed
       })
-      if (parsed === null || typeof parsed !== "object") {
+      if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
+        return yield* Effect.fail(
+          new BadRequest({ message: `request body nests deeper than ${MAX_JSON_DEPTH} levels` })
+        )
+      }
+      const parsed = yield* Effect.try({
+        try: () => JSON.parse(text) as unknown,
+        catch: () => malformed
+      })
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
         return yield* Effect.fail(new BadRequest({ message: "request body must be a JSON object" }))
       }
       return yield* Effect.provideService(
         app,
         HttpServerRequest.HttpServerRequest,
-        withBufferedBody(request, body)
+        withBufferedBody(request, text, body)
       )
     })

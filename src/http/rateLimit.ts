@@ -10,9 +10,9 @@
 import { isIP } from "node:net"
 import { RateLimiter } from "@effect/experimental"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Duration, Effect, Layer, Metric, Option } from "effect"
+import { Duration, Effect, FiberRef, Layer, Metric, Option } from "effect"
 import { RateLimited } from "../../schema/errors.js"
-import { matchRoute, type RouteTemplate } from "./routes.js"
+import { currentRoute, routeLabel } from "./routes.js"
 
 /** A bucket that holds `burst` tokens and refills `perMinute` tokens a minute. */
 export interface TokenBucket {
@@ -220,8 +220,7 @@ const expandIpv6 = (address: string): ReadonlyArray<string> => {
  * an empty bucket answers 429 `rate_limited` with `Retry-After` before the body is read.
  */
 export const ipRateLimit = (
-  options: IpRateLimitOptions,
-  routes: ReadonlyArray<RouteTemplate>
+  options: IpRateLimitOptions
 ): Effect.Effect<
   <E, R>(
     app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
@@ -234,14 +233,17 @@ export const ipRateLimit = (
   Effect.map(
     makeLimit(options.bucket, "ip").pipe(Effect.provide(memoryRateLimiter())),
     (limit) => (app) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const cost = options.cost(request.method, matchRoute(routes, request.method, request.url))
-        if (cost <= 0) return app
-        const key = clientKey(
-          Option.getOrUndefined(request.remoteAddress),
-          request.headers["x-forwarded-for"],
-          options.trustProxyHops
-        )
-        return Effect.zipRight(limit(`ip:${key}`, cost), app)
-      })
+      Effect.flatMap(
+        Effect.zip(HttpServerRequest.HttpServerRequest, FiberRef.get(currentRoute)),
+        ([request, route]) => {
+          const cost = options.cost(request.method, routeLabel(route))
+          if (cost <= 0) return app
+          const key = clientKey(
+            Option.getOrUndefined(request.remoteAddress),
+            request.headers["x-forwarded-for"],
+            options.trustProxyHops
+          )
+          return Effect.zipRight(limit(`ip:${key}`, cost), app)
+        }
+      )
   )

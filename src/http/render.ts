@@ -12,6 +12,7 @@ export const renderApiError = (error: ApiError): HttpServerResponse.HttpServerRe
   const headers: Record<string, string> = {}
   if (error._tag === "RateLimited")
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterSeconds)))
+  if (error._tag === "MethodNotAllowed") headers.allow = error.allow.join(", ")
   // An oversized body is not read to the end; closing the connection stops the client sending it.
   if (error._tag === "PayloadTooLarge") headers.connection = "close"
   return HttpServerResponse.unsafeJson({ error: error.message, code }, { status, headers })
@@ -66,11 +67,29 @@ export const renderCause = (
   )
 }
 
-/** A schema violation names the offending field and the rule it broke (to the sender only). */
+/** At most `max` characters of `text`, marked when cut. */
+const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}…`)
+
+/** How much of one thing the client sent (a value, a field name) an error message may quote. */
+const QUOTE_CHARS = 40
+/** A rule's own text is the schema's, but it may embed a value too. */
+const RULE_CHARS = 200
+
+/**
+ * A schema violation names the offending field and the rule it broke (to the sender only), quoting
+ * no more than a few dozen characters of what was sent: field names and values come from the
+ * client, and an error message is no echo service.
+ */
 const decodeErrorMessage = (error: HttpApiError.HttpApiDecodeError): string => {
   const first = error.issues[0]
   if (first === undefined) return "request does not match the schema"
-  const path = first.path.length > 0 ? first.path.join(".") : "body"
+  const path =
+    first.path.length > 0 ? first.path.map((segment) => cut(String(segment), QUOTE_CHARS)).join(".") : "body"
   const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : ""
-  return `${path}: ${first.message}${more}`
+  // Effect's messages end in "actual <the value>".
+  const rule = first.message.replace(
+    /(actual )([\s\S]*)$/,
+    (_, label: string, actual: string) => `${label}${cut(actual, QUOTE_CHARS)}`
+  )
+  return `${path}: ${cut(rule, RULE_CHARS)}${more}`
 }

@@ -1,8 +1,13 @@
 /**
- * Route templates of an API, so requests are labelled by template ("/v1/oauth/:platform/start")
- * and never by a concrete path.
+ * Which declared route a request is for, decided once per request and read by everything else:
+ * the access log and metrics (by template, never by concrete path), the rate limit, the body
+ * guard and the 404/405 answers. Only canonical paths match: origin-form, exactly as declared
+ * (case, slashes, no percent-encoding outside path parameters). `/V1/CLAIM`, `/v1/claim/`,
+ * `//v1/claim`, `/v1/cl%61im` and absolute-form URLs are unknown routes, so the router (made as
+ * strict, see `strictRouter`) never serves a request the guards did not see as that route.
  */
-import { HttpApi, type HttpApiGroup } from "@effect/platform"
+import { HttpApi, type HttpApiGroup, HttpRouter } from "@effect/platform"
+import { FiberRef } from "effect"
 
 export const OPENAPI_PATH = "/v1/openapi.json"
 
@@ -32,8 +37,59 @@ export const routeTemplates = (api: HttpApi.HttpApi.Any): ReadonlyArray<RouteTem
   return routes
 }
 
-export const matchRoute = (routes: ReadonlyArray<RouteTemplate>, method: string, url: string): string => {
-  const path = url.split("?")[0] ?? ""
-  for (const route of routes) if (route.method === method && route.pattern.test(path)) return route.template
-  return "unmatched"
+/** The label of a request that is for no declared route. */
+export const UNMATCHED = "unmatched"
+
+export type RouteDecision =
+  /** A declared route: its template labels the request. */
+  | { readonly _tag: "Route"; readonly template: string }
+  /** A declared path asked with another method: 405 with `Allow`. */
+  | { readonly _tag: "WrongMethod"; readonly template: string; readonly allow: ReadonlyArray<string> }
+  /** No declared path: 404. */
+  | { readonly _tag: "Unknown" }
+
+const unknown: RouteDecision = { _tag: "Unknown" }
+
+/** The methods a route answers: the router serves HEAD wherever it serves GET. */
+const methodsOf = (method: string): ReadonlyArray<string> => (method === "GET" ? ["GET", "HEAD"] : [method])
+
+/** The one decision about a request's route (see the module header). */
+export const resolveRoute = (
+  routes: ReadonlyArray<RouteTemplate>,
+  method: string,
+  url: string
+): RouteDecision => {
+  // Origin-form only: an absolute-form target ("http://host/v1/claim") or "*" is no route.
+  if (!url.startsWith("/")) return unknown
+  const query = url.indexOf("?")
+  const path = query === -1 ? url : url.slice(0, query)
+  let allow: Array<string> | undefined
+  let template = ""
+  for (const route of routes) {
+    if (!route.pattern.test(path)) continue
+    if (methodsOf(route.method).includes(method)) return { _tag: "Route", template: route.template }
+    allow = [...(allow ?? []), ...methodsOf(route.method)]
+    template = route.template
+  }
+  return allow === undefined ? unknown : { _tag: "WrongMethod", template, allow }
 }
+
+/** The label metrics, logs and rate-limit costs use for a decision. */
+export const routeLabel = (decision: RouteDecision): string =>
+  decision._tag === "Route" ? decision.template : UNMATCHED
+
+/**
+ * The decision of the request being served, set by the outermost middleware (`serveApi`) and read
+ * by the guards inside it, so no layer matches the URL a second time.
+ */
+export const currentRoute: FiberRef.FiberRef<RouteDecision> = FiberRef.unsafeMake<RouteDecision>(unknown)
+
+/**
+ * The router made as strict as `resolveRoute`: case-sensitive, no trailing-slash or double-slash
+ * folding (its defaults fold all three).
+ */
+export const strictRouter = HttpRouter.setRouterConfig({
+  caseSensitive: true,
+  ignoreTrailingSlash: false,
+  ignoreDuplicateSlashes: false
+})

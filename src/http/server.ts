@@ -3,7 +3,8 @@
  * per-IP rate limit, the error renderer, request metrics, a redacted access log and the OpenAPI
  * document.
  */
-import { createServer } from "node:http"
+import { createServer, type Server } from "node:http"
+import type { Duplex } from "node:stream"
 import {
   type HttpApi,
   HttpApiBuilder,
@@ -14,25 +15,36 @@ import {
   type HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, Effect, Layer } from "effect"
+import { Cause, Effect, Layer, Metric } from "effect"
 import { jsonBodyGuard } from "./body.js"
-import { recordRequest } from "./metrics.js"
+import { recordRequest, taggedOnce } from "./metrics.js"
 import { type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
 import { renderCause } from "./render.js"
-import { matchRoute, OPENAPI_PATH, type RouteTemplate, routeTemplates } from "./routes.js"
+import {
+  currentRoute,
+  OPENAPI_PATH,
+  type RouteTemplate,
+  resolveRoute,
+  routeLabel,
+  routeTemplates,
+  strictRouter
+} from "./routes.js"
 
 const STATUS_CLIENT_CLOSED = 499
 
 /**
- * Access log and metrics: method, route template, status and duration only. No IP, query
- * string, id, address, signature or token ever reaches a log line or a metric label.
+ * The outermost middleware: decides the request's route once (`resolveRoute`) for every layer
+ * inside it, and writes the access log and metrics: method, route template, status and duration
+ * only. No IP, query string, id, address, signature or token ever reaches a log line or a metric
+ * label.
  */
-const accessLog =
+const routeAndLog =
   (routes: ReadonlyArray<RouteTemplate>) =>
   (app: HttpApp.Default): HttpApp.Default =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const route = matchRoute(routes, request.method, request.url)
+      const decision = resolveRoute(routes, request.method, request.url)
+      const route = routeLabel(decision)
       const started = process.hrtime.bigint()
       const finish = (status: number) => {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9
@@ -50,10 +62,89 @@ const accessLog =
         )
       }
       return yield* app.pipe(
+        Effect.locally(currentRoute, decision),
         Effect.tap((response) => finish(response.status)),
         Effect.onInterrupt(() => finish(STATUS_CLIENT_CLOSED))
       )
     })
+
+/** How long the server waits on a client; Node's defaults hold a stalled request for minutes. */
+export interface ServerTimeouts {
+  /** Until the request's headers are complete. */
+  readonly headersMs: number
+  /** Until the whole request, body included, has arrived. */
+  readonly requestMs: number
+  /** An idle keep-alive connection is closed after this. */
+  readonly keepAliveMs: number
+}
+
+export const defaultServerTimeouts: ServerTimeouts = {
+  headersMs: 10_000,
+  requestMs: 30_000,
+  keepAliveMs: 5_000
+}
+
+export const httpClientErrors = Metric.counter("http_client_errors_total", {
+  description:
+    "Connections answered by the server itself before a request reached a route, by reason (timeout, malformed, header_overflow, reset)",
+  incremental: true
+})
+const clientErrorCounter = taggedOnce(httpClientErrors)
+
+type ClientErrorReason = "timeout" | "malformed" | "header_overflow" | "reset"
+
+const clientErrorReason = (code: string | undefined): ClientErrorReason => {
+  switch (code) {
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return "timeout"
+    case "HPE_HEADER_OVERFLOW":
+      return "header_overflow"
+    case "ECONNRESET":
+      return "reset"
+    default:
+      return "malformed"
+  }
+}
+
+const clientErrorAnswers: Record<Exclude<ClientErrorReason, "reset">, readonly [number, string, string]> = {
+  timeout: [408, "Request Timeout", "the request did not arrive in time"],
+  header_overflow: [431, "Request Header Fields Too Large", "request headers are too large"],
+  malformed: [400, "Bad Request", "malformed HTTP request"]
+}
+
+/**
+ * What Node does by default on a client error (a timed-out, malformed or oversized request), with
+ * the service's JSON body and a count by reason. Nothing of the request is logged.
+ */
+const answerClientError = (error: Error & { code?: string }, socket: Duplex) => {
+  const reason = clientErrorReason(error.code)
+  Effect.runSync(Metric.increment(clientErrorCounter({ reason })))
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage
+  if (reason === "reset" || !socket.writable || inFlight?.headersSent === true) {
+    socket.destroy()
+    return
+  }
+  const [status, text, message] = clientErrorAnswers[reason]
+  const body = JSON.stringify({ error: message, code: "bad_request" })
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    () => socket.destroy()
+  )
+}
+
+const nodeServer = (timeouts: ServerTimeouts) => (): Server => {
+  const requestMs = timeouts.requestMs
+  const headersMs = Math.min(timeouts.headersMs, requestMs)
+  const server = createServer({
+    headersTimeout: headersMs,
+    requestTimeout: requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    // Node looks for expired requests only this often (every 30 s by default).
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4)))
+  })
+  server.on("clientError", answerClientError)
+  return server
+}
 
 /** Renders every failure (typed error, unknown route, defect) as the service's JSON error. */
 const renderFailures = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
@@ -67,6 +158,7 @@ export interface ServeOptions {
   readonly maxBodyBytes: number
   /** Per-client-IP token bucket, charged before the body is read; none when absent. */
   readonly rateLimit?: IpRateLimitOptions | undefined
+  readonly timeouts?: ServerTimeouts | undefined
 }
 
 /**
@@ -80,9 +172,9 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
   options: ServeOptions
 ) => {
   const routes = routeTemplates(api)
-  const bodyGuard = jsonBodyGuard(options.maxBodyBytes, routes)
-  const rateLimit = options.rateLimit === undefined ? undefined : ipRateLimit(options.rateLimit, routes)
-  return HttpApiBuilder.serve(accessLog(routes)).pipe(
+  const bodyGuard = jsonBodyGuard(options.maxBodyBytes)
+  const rateLimit = options.rateLimit === undefined ? undefined : ipRateLimit(options.rateLimit)
+  return HttpApiBuilder.serve(routeAndLog(routes)).pipe(
     HttpServer.withLogAddress,
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH })),
     Layer.provide(
@@ -95,7 +187,13 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
           )
     ),
     Layer.provide(HttpApiBuilder.api(api).pipe(Layer.provide(handlers))),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { host: options.host, port: options.port }))
+    Layer.provide(strictRouter),
+    Layer.provideMerge(
+      NodeHttpServer.layer(nodeServer(options.timeouts ?? defaultServerTimeouts), {
+        host: options.host,
+        port: options.port
+      })
+    )
   )
 }
 
