@@ -12,7 +12,8 @@
  *      because the fee claim runs after the rotation)
  *   4. the fee against `GET /v1/quote?action=…&asset=<fee asset>&adapter=0x0[&register=1][&templates=n]`
  *      minus `QUOTE_TOLERANCE_BPS`; a missing fee is 402 too, unless `REQUIRE_ACTION_FEE=false`
- *   5. multicall `[register?, action, fee?]`, simulate, cap, charge the account's limit, send
+ *   5. reserve the nonces it consumes (409 while another request holds one), multicall
+ *      `[register?, action, fee?]`, simulate, cap, charge the account's limit, send
  */
 import { Array as Arr, Clock, Context, Effect, Layer } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
@@ -199,7 +200,15 @@ export const OwnerActionsLive: Layer.Layer<OwnerActions, never, WritePathService
             register === undefined ? [] : [registerCall(register)]
           ),
           budget: oracle.gasBudget(quoteRequest),
-          action
+          action,
+          // The action consumes `nonce`, its fee claim `nonce + 1`.
+          reserve:
+            fee === undefined
+              ? [{ kind: "nonce", value: nonce }]
+              : [
+                  { kind: "nonce", value: nonce },
+                  { kind: "nonce", value: nonce + 1n }
+                ]
         })
       }).pipe(Effect.withSpan("OwnerActions.submit", { attributes: { action: plan.action } }))
 

@@ -21,6 +21,7 @@ import { OwnerActions, OwnerActionsLive } from "./action.js"
 import { Binds, BindsLive } from "./bind.js"
 import { recordActionOutcome } from "./claimMetrics.js"
 import { IdRateLimit } from "./rateLimits.js"
+import { NonceReservations } from "./reservations.js"
 import { TxPreflight } from "./simulate.js"
 import { DenyList } from "./validation/denyList.js"
 import { VaultSignatures } from "./validation/signatures.js"
@@ -68,6 +69,7 @@ const bindEndpoint = <const Name extends string, P extends Schema.Schema.Any>(
     .addError(Wire.NotFound)
     .addError(Wire.RecipientDenied)
     .addError(Wire.BindState)
+    .addError(Wire.NonceMismatch)
     .addError(Wire.SimulationFailed)
     .addError(Wire.GasCapExceeded)
     .addError(Wire.RateLimited)
@@ -133,7 +135,8 @@ export const RelayerActionsLive = Layer.mergeAll(actionsHandlers, bindsHandlers)
       DenyList.layer,
       VaultSignatures.layer,
       TxPreflight.layer,
-      IdRateLimit.layer
+      IdRateLimit.layer,
+      NonceReservations.layer
     )
   )
 )

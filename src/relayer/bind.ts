@@ -11,6 +11,11 @@
  *   against the deny list). 409 `bind_state` while one is pending.
  * - finalize-bind: permissionless once the chain's time reaches `pendingReadyAt` (409 `bind_state`
  *   before, or with no pending bind).
+ *
+ * Each reserves `bindNonces(id)` before simulation (409 `nonce_mismatch` while another request
+ * holds it): propose and cancel consume it; finalize consumes nothing signed but ends the same
+ * pending bind a cancel would, so it takes the same key and two finalizes, or a finalize and a
+ * cancel, never both go out.
  */
 import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
 import { type Address, decodeFunctionResult, encodeFunctionData } from "viem"
@@ -22,6 +27,7 @@ import {
   type GasCapExceeded,
   InsufficientAttestations,
   InvalidSignature,
+  type NonceMismatch,
   NotFound,
   type RateLimited,
   type RecipientDenied,
@@ -42,6 +48,7 @@ import { bindGasBudgetOf } from "./fees/gasBudget.js"
 import { registerCall } from "./multicall.js"
 import type { IdRateLimit } from "./rateLimits.js"
 import { makeRelay } from "./relay.js"
+import type { NonceReservations } from "./reservations.js"
 import type { TxPreflight } from "./simulate.js"
 import type { TxSender } from "./TxSender.js"
 import { checkDeadline, checkRegistration } from "./validation/claimRules.js"
@@ -57,6 +64,7 @@ export type BindError =
   | NotFound
   | RecipientDenied
   | BindState
+  | NonceMismatch
   | SimulationFailed
   | GasCapExceeded
   | RateLimited
@@ -101,6 +109,7 @@ export const BindsLive: Layer.Layer<
   | TxPreflight
   | IdRateLimit
   | TxSender
+  | NonceReservations
 > = Layer.effect(
   Binds,
   Effect.gen(function* () {
@@ -189,7 +198,8 @@ export const BindsLive: Layer.Layer<
             })
           ],
           budget: budget({ action: "cancel-bind" }),
-          action: "cancel-bind"
+          action: "cancel-bind",
+          reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
         })
       }).pipe(Effect.withSpan("Binds.cancelBind"))
 
@@ -266,13 +276,15 @@ export const BindsLive: Layer.Layer<
             register: register !== undefined,
             signatures: valid.length
           }),
-          action: "propose-bind"
+          action: "propose-bind",
+          reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
         })
       }).pipe(Effect.withSpan("Binds.proposeBind"))
 
     const finalizeBind: BindsShape["finalizeBind"] = (request) =>
       Effect.gen(function* () {
-        const account = yield* registered(yield* accounts.read(request.id))
+        const snapshot = yield* accounts.read(request.id)
+        const account = yield* registered(snapshot)
         if (account.pendingOwner === ZERO_ADDRESS)
           return yield* new BindState({ message: "the account has no pending bind to finalize" })
         // The vault compares with its block time, which may run ahead of this machine's clock.
@@ -285,7 +297,8 @@ export const BindsLive: Layer.Layer<
           id: request.id,
           calls: [encodeFunctionData({ abi: feeVaultAbi, functionName: "finalizeBind", args: [request.id] })],
           budget: budget({ action: "finalize-bind" }),
-          action: "finalize-bind"
+          action: "finalize-bind",
+          reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
         })
       }).pipe(Effect.withSpan("Binds.finalizeBind"))
 

@@ -8,7 +8,8 @@
  *   3. signatures against the expected owner; nonce (`nonces(id)`, `+1` after a consolidation);
  *      the full-balance rules against the balance the consolidation leaves
  *   4. fee against the current quote minus `QUOTE_TOLERANCE_BPS`
- *   5. build, simulate, cap, send
+ *   5. reserve the nonces it consumes (409 while another request holds one), build, simulate,
+ *      cap, send
  */
 import { Array as Arr, Clock, Context, Effect, Layer } from "effect"
 import {
@@ -163,7 +164,15 @@ export const ClaimsLive: Layer.Layer<Claims, never, WritePathServices> = Layer.e
             claimCall(claim, adapterData, signature)
           ),
           budget: oracle.gasBudget(quoteRequest),
-          action: "claim"
+          action: "claim",
+          // The consolidation consumes `nonce`, the claim `claimNonce` (the same one without it).
+          reserve:
+            consolidate === undefined
+              ? [{ kind: "nonce", value: nonce }]
+              : [
+                  { kind: "nonce", value: nonce },
+                  { kind: "nonce", value: claimNonce }
+                ]
         })
       }).pipe(Effect.withSpan("Claims.submit"))
 

@@ -10,6 +10,7 @@ import { AccountReader } from "./AccountReader.js"
 import { Claims, ClaimsLive } from "./claim.js"
 import { recordClaimOutcome } from "./claimMetrics.js"
 import { IdRateLimit } from "./rateLimits.js"
+import { NonceReservations } from "./reservations.js"
 import { TxPreflight } from "./simulate.js"
 import { DenyList } from "./validation/denyList.js"
 import { VaultSignatures } from "./validation/signatures.js"
@@ -50,7 +51,7 @@ export const claimsHandlers = HttpApiBuilder.group(ClaimsApiView, "claims", (han
   )
 )
 
-/** POST /v1/claim with the live pipeline; needs the settings, chain, fee oracle and hot key. */
+/** POST /v1/claim with the live pipeline; needs the settings, chain, database, fee oracle and hot key. */
 export const RelayerClaimsLive = claimsHandlers.pipe(
   Layer.provide(ClaimsLive),
   Layer.provide(
@@ -59,7 +60,8 @@ export const RelayerClaimsLive = claimsHandlers.pipe(
       DenyList.layer,
       VaultSignatures.layer,
       TxPreflight.layer,
-      IdRateLimit.layer
+      IdRateLimit.layer,
+      NonceReservations.layer
     )
   )
 )

@@ -5,10 +5,13 @@
  * reorg detection, are pruned below the finality horizon.
  */
 import * as Migrator from "@effect/sql/Migrator"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect } from "effect"
 import m0001_event_store from "./migrations/0001_event_store.js"
 import m0002_indexer_progress from "./migrations/0002_indexer_progress.js"
 import m0010_tx_sender from "./migrations/0010_tx_sender.js"
 import m0011_tx_confirmations from "./migrations/0011_tx_confirmations.js"
+import m0012_nonce_reservations from "./migrations/0012_nonce_reservations.js"
 import m0020_attestor_sessions from "./migrations/0020_attestor_sessions.js"
 import m0021_attestor_attestations from "./migrations/0021_attestor_attestations.js"
 import m0022_attestor_bind_proposals from "./migrations/0022_attestor_bind_proposals.js"
@@ -19,17 +22,51 @@ export const migrations = {
   "0002_indexer_progress": m0002_indexer_progress,
   "0010_tx_sender": m0010_tx_sender,
   "0011_tx_confirmations": m0011_tx_confirmations,
+  "0012_nonce_reservations": m0012_nonce_reservations,
   "0020_attestor_sessions": m0020_attestor_sessions,
   "0021_attestor_attestations": m0021_attestor_attestations,
   "0022_attestor_bind_proposals": m0022_attestor_bind_proposals
 } as const
 
-/**
- * Applies pending migrations. Replicas sharing one database may start together: the migrator
- * holds an exclusive lock on its table while it runs, so the others wait and then find nothing
- * left to do.
- */
-export const migrate = Migrator.make({})({
+/** Everything above the highest migration a database has applied. */
+const migrateAbove = Migrator.make({})({
   loader: Migrator.fromRecord(migrations),
   table: "schema_migrations"
+})
+
+/**
+ * Migrations numbered below one the database has applied already (each module has its own range
+ * of numbers, so a module's new migration can sort below another module's older one), which
+ * `Migrator` skips: applied here in order, under the same lock. Each such migration must be
+ * written to run on a database that is past it (IF NOT EXISTS).
+ */
+const migrateSkipped = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  return yield* Effect.gen(function* () {
+    yield* sql`LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE`
+    const rows = yield* sql<{
+      readonly migration_id: number | string
+    }>`SELECT migration_id FROM schema_migrations`
+    const applied = new Set(rows.map((row) => Number(row.migration_id)))
+    const skipped = Object.entries(migrations)
+      .map(([key, effect]) => [Number(key.split("_")[0]), key.slice(key.indexOf("_") + 1), effect] as const)
+      .filter(([id]) => !applied.has(id))
+      .sort(([a], [b]) => a - b)
+    for (const [id, name, effect] of skipped) {
+      yield* effect
+      yield* sql`INSERT INTO schema_migrations (migration_id, name) VALUES (${id}, ${name})`
+    }
+    return skipped.map(([id, name]) => [id, name] as const)
+  }).pipe(sql.withTransaction)
+})
+
+/**
+ * Applies pending migrations; returns `[id, name]` of each it ran. Replicas sharing one database
+ * may start together: the migrator holds an exclusive lock on its table while it runs, so the
+ * others wait and then find nothing left to do.
+ */
+export const migrate = Effect.gen(function* () {
+  const above = yield* migrateAbove
+  const skipped = yield* migrateSkipped
+  return [...above, ...skipped]
 })

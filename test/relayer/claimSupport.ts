@@ -18,6 +18,7 @@ import { AccountReader, type VaultAccount } from "../../src/relayer/AccountReade
 import { Claims, ClaimsLive } from "../../src/relayer/claim.js"
 import { FeeOracle, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
 import { IdRateLimit } from "../../src/relayer/rateLimits.js"
+import { NonceReservations } from "../../src/relayer/reservations.js"
 import { TxPreflight } from "../../src/relayer/simulate.js"
 import { type TxRequest, TxSender, type TxSubmitError } from "../../src/relayer/TxSender.js"
 import { DenyList } from "../../src/relayer/validation/denyList.js"
@@ -249,6 +250,8 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         signatures,
         DenyList.layerOf([DENIED]),
         IdRateLimit.layer,
+        // No database here: the reservations have tests of their own (reservations.test.ts).
+        NonceReservations.unguarded,
         TxPreflight.layer.pipe(Layer.provide(Layer.mergeAll(chain, sender)))
       )
     ),

@@ -45,6 +45,7 @@ import { RelayerSettings } from "../../../src/config/relayer.js"
 import { AccountReader } from "../../../src/relayer/AccountReader.js"
 import { FeeOracle } from "../../../src/relayer/FeeOracle.js"
 import { IdRateLimit } from "../../../src/relayer/rateLimits.js"
+import { NonceReservations } from "../../../src/relayer/reservations.js"
 import { TxPreflight } from "../../../src/relayer/simulate.js"
 import { type TxRequest, TxSender } from "../../../src/relayer/TxSender.js"
 import { DenyList } from "../../../src/relayer/validation/denyList.js"
@@ -410,7 +411,8 @@ export const recordingSender = (): RecordingSender => {
  * Everything a write pipeline (`ClaimsLive`, `OwnerActionsLive`) is built from, against the
  * devnet's chain: the relayer's settings `env` with `overrides` on top, the real chain client,
  * account reader, deny list, signature checks, preflight and per-id rate limit; `sender` in place
- * of the real one, and a fee oracle that quotes `relayerFee` on a 60k-gas budget at 1 wei a gas.
+ * of the real one, no nonce reservations, and a fee oracle that quotes `relayerFee` on a 60k-gas
+ * budget at 1 wei a gas.
  */
 export const liveChainLayers = (
   env: Record<string, string>,
@@ -434,6 +436,8 @@ export const liveChainLayers = (
     VaultSignatures.layer,
     TxPreflight.layer,
     IdRateLimit.layer,
+    // Nothing is sent, so nothing needs holding.
+    NonceReservations.unguarded,
     oracle
   ).pipe(Layer.provideMerge(sender.layer), Layer.provideMerge(chainLayer), Layer.provideMerge(settings))
 }

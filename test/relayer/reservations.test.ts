@@ -1,0 +1,219 @@
+/**
+ * Nonce reservations (src/relayer/reservations.ts) on PGlite, and on PostgreSQL when
+ * `DATABASE_URL` is set: one holder per key however many take it at once, all keys or none,
+ * released by their holder only, and live exactly while the linked transaction is pending in the
+ * sender's store (or, not sent yet, until the unsent TTL passes).
+ */
+import { randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Either, identity, Layer } from "effect"
+import { type Address, type Hex, keccak256, toHex } from "viem"
+import { makeNonceReservations, type ReservationKey } from "../../src/relayer/reservations.js"
+import { makeTxStore, type Sender } from "../../src/relayer/txsender/store.js"
+import { migrate } from "../../src/store/migrations.js"
+import { testDatabases } from "../support/database.js"
+
+const VAULT: Address = "0x00000000000000000000000000000000000000E1"
+const OTHER_VAULT: Address = "0x00000000000000000000000000000000000000E2"
+const SENDER: Sender = { chainId: 31337, address: "0x00000000000000000000000000000000000000aa" }
+
+/** Real time: the database's `now()` decides liveness, and `it.effect` runs on a test clock. */
+const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
+
+const freshId = (): Hex => `0x${randomBytes(32).toString("hex")}`
+const nonce = (value: bigint): ReservationKey => ({ kind: "nonce", value })
+const bindNonce = (value: bigint): ReservationKey => ({ kind: "bindNonce", value })
+
+let txCount = 0
+/** A pending transaction in the sender's store, as `submit` leaves it; returns its id and hash. */
+const storedTx = Effect.gen(function* () {
+  const store = yield* makeTxStore(identity)
+  txCount++
+  const raw = toHex(`tx-${txCount}-${randomBytes(4).toString("hex")}`)
+  const hash = keccak256(raw)
+  const id = yield* store.insert(
+    SENDER,
+    "request",
+    { to: VAULT, data: "0x", value: 0n, gas: 21_000n },
+    // A nonce of its own: the store allows one live transaction per nonce.
+    {
+      hash,
+      nonce: BigInt(1_000_000 + txCount),
+      kind: "original",
+      maxFeePerGas: 2n,
+      maxPriorityFeePerGas: 1n,
+      raw
+    }
+  )
+  return { id, hash, store }
+})
+
+const refusal = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.map(Effect.either(effect), (result) =>
+    Either.isLeft(result) ? (result.left as { _tag: string; message: string }) : undefined
+  )
+
+for (const database of testDatabases()) {
+  describe(database.name, () => {
+    const storage = Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer))
+
+    layer(storage, { timeout: 60_000 })((it) => {
+      it.effect("a held key is refused with nonce_mismatch; other keys, ids and vaults are free", () =>
+        Effect.gen(function* () {
+          const reservations = yield* makeNonceReservations()
+          const id = freshId()
+          yield* reservations.take(VAULT, id, [nonce(0n)])
+          const refused = yield* refusal(reservations.take(VAULT, id, [nonce(0n)]))
+          expect(refused?._tag).toBe("NonceMismatch")
+          expect(refused?.message).toMatch(/already in flight/)
+          const bind = yield* refusal(
+            Effect.zipRight(
+              reservations.take(VAULT, id, [bindNonce(0n)]),
+              reservations.take(VAULT, id, [bindNonce(0n)])
+            )
+          )
+          expect(bind?.message).toMatch(/bindNonce is already in flight/)
+          yield* reservations.take(VAULT, id, [nonce(1n)])
+          yield* reservations.take(VAULT, freshId(), [nonce(0n)])
+          yield* reservations.take(OTHER_VAULT, id, [nonce(0n)])
+          // Ids and addresses are compared in lowercase.
+          expect(
+            (yield* refusal(
+              reservations.take(VAULT, id.toUpperCase().replace("0X", "0x") as Hex, [nonce(0n)])
+            ))?._tag
+          ).toBe("NonceMismatch")
+        })
+      )
+
+      it.effect("all keys or none", () =>
+        Effect.gen(function* () {
+          const reservations = yield* makeNonceReservations()
+          const id = freshId()
+          yield* reservations.take(VAULT, id, [nonce(6n)])
+          expect((yield* refusal(reservations.take(VAULT, id, [nonce(5n), nonce(6n)])))?._tag).toBe(
+            "NonceMismatch"
+          )
+          // 5 was not kept by the refused request.
+          yield* reservations.take(VAULT, id, [nonce(5n)])
+        })
+      )
+
+      it.effect("a release frees the keys; a stale holder's release does not free a later taker's", () =>
+        Effect.gen(function* () {
+          const quick = yield* makeNonceReservations({ unsentTtl: "1 millis" })
+          const id = freshId()
+          const first = yield* quick.take(VAULT, id, [nonce(0n)])
+          yield* quick.release(first)
+          const second = yield* quick.take(VAULT, id, [nonce(0n)])
+          yield* sleep(20)
+          // Unsent past the TTL: taken over; the first holder's late release changes nothing.
+          yield* quick.take(VAULT, id, [nonce(0n)])
+          yield* quick.release(second)
+          const strict = yield* makeNonceReservations()
+          expect((yield* refusal(strict.take(VAULT, id, [nonce(0n)])))?._tag).toBe("NonceMismatch")
+        })
+      )
+
+      it.effect("an unsent reservation holds until the TTL, then is taken over", () =>
+        Effect.gen(function* () {
+          const reservations = yield* makeNonceReservations({ unsentTtl: "300 millis" })
+          const id = freshId()
+          yield* reservations.take(VAULT, id, [nonce(0n)])
+          expect((yield* refusal(reservations.take(VAULT, id, [nonce(0n)])))?._tag).toBe("NonceMismatch")
+          yield* sleep(400)
+          yield* reservations.take(VAULT, id, [nonce(0n)])
+        })
+      )
+
+      it.effect("linked: live while the transaction is pending, free once mined, dropped or cancelled", () =>
+        Effect.gen(function* () {
+          // A TTL that has passed: only the transaction keeps a reservation alive.
+          const reservations = yield* makeNonceReservations({ unsentTtl: "1 millis" })
+          const held = (id: Hex) =>
+            Effect.map(refusal(reservations.take(VAULT, id, [nonce(0n)])), (r) => r?._tag)
+          const linked = Effect.gen(function* () {
+            const id = freshId()
+            const tx = yield* storedTx
+            yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(0n)]), tx.hash)
+            yield* sleep(20)
+            expect(yield* held(id)).toBe("NonceMismatch")
+            return { ...tx, account: id }
+          })
+
+          const success = yield* linked
+          yield* success.store.markMined(success.id, "success", success.hash, 10n)
+          expect(yield* held(success.account)).toBeUndefined()
+
+          const reverted = yield* linked
+          yield* reverted.store.markMined(reverted.id, "reverted", reverted.hash, 10n)
+          expect(yield* held(reverted.account)).toBeUndefined()
+
+          const cancelled = yield* linked
+          yield* cancelled.store.markMined(cancelled.id, "cancelled", cancelled.hash, 10n)
+          expect(yield* held(cancelled.account)).toBeUndefined()
+
+          const dropped = yield* linked
+          yield* dropped.store.markDropped(dropped.id, "rejected")
+          expect(yield* held(dropped.account)).toBeUndefined()
+        })
+      )
+
+      it.effect("a reorg that makes the transaction pending again holds its nonce again", () =>
+        Effect.gen(function* () {
+          const reservations = yield* makeNonceReservations({ unsentTtl: "1 millis" })
+          const id = freshId()
+          const tx = yield* storedTx
+          yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(3n)]), tx.hash)
+          yield* tx.store.markMined(tx.id, "success", tx.hash, 10n)
+          yield* tx.store.unmined(tx.id)
+          yield* sleep(20)
+          expect((yield* refusal(reservations.take(VAULT, id, [nonce(3n)])))?._tag).toBe("NonceMismatch")
+        })
+      )
+
+      it.effect("many takers of one key at once: exactly one wins", () =>
+        Effect.gen(function* () {
+          const reservations = yield* makeNonceReservations()
+          const id = freshId()
+          const results = yield* Effect.all(
+            Array.from({ length: 12 }, (_, i) =>
+              Effect.either(reservations.take(VAULT, id, i % 2 === 0 ? [nonce(0n)] : [nonce(0n), nonce(1n)]))
+            ),
+            { concurrency: "unbounded" }
+          )
+          expect(results.filter(Either.isRight)).toHaveLength(1)
+          for (const result of results.filter(Either.isLeft)) expect(result.left._tag).toBe("NonceMismatch")
+        })
+      )
+
+      it.effect("settled reservations of an account are pruned when it reserves again", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient
+          const reservations = yield* makeNonceReservations()
+          const id = freshId()
+          const tx = yield* storedTx
+          yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(0n)]), tx.hash)
+          yield* tx.store.markMined(tx.id, "success", tx.hash, 10n)
+          yield* tx.store.markConfirmed(tx.id)
+          yield* reservations.take(VAULT, id, [nonce(1n)])
+          const rows = yield* sql<{ readonly value: string }>`
+            SELECT value FROM relayer_nonce_reservations WHERE account_id = ${id.toLowerCase()}`
+          expect(rows.map((r) => String(r.value))).toEqual(["1"])
+        })
+      )
+
+      it.effect("migrate applies the reservations migration to a database past it", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient
+          yield* sql`DROP TABLE relayer_nonce_reservations`
+          yield* sql`DELETE FROM schema_migrations WHERE migration_id = 12`
+          expect(yield* migrate).toEqual([[12, "nonce_reservations"]])
+          expect(yield* migrate).toEqual([])
+          const reservations = yield* makeNonceReservations()
+          yield* reservations.take(VAULT, freshId(), [nonce(0n)])
+        })
+      )
+    })
+  })
+}
