@@ -13,6 +13,7 @@ import {
   Deadline,
   EcdsaSignature,
   PublicKey,
+  requestBody,
   Signature,
   Uint64,
   Uint256,
@@ -254,9 +255,14 @@ export const VetoWatcherHealth = Schema.Struct({
 }).annotations({ identifier: "VetoWatcherHealth" })
 export type VetoWatcherHealth = typeof VetoWatcherHealth.Type
 
-/** `{ ok: true }` of the spec, plus the vault indexer's, the hint index's and the veto watcher's state. */
+/**
+ * `{ ok: true }` of the spec, plus whether the chain answers (absent without an indexer), the vault
+ * indexer's, the hint index's and the veto watcher's state. `ok` is true whenever the process
+ * serves: commitments, logins and `/v1/info` need no chain.
+ */
 export const AttestorHealthResponse = Schema.Struct({
   ok: Schema.Literal(true),
+  chain: optional(Schema.Literal("reachable", "unreachable")),
   indexer: optional(IndexerHealth),
   hints: optional(HintIndexHealth),
   vetoWatcher: optional(VetoWatcherHealth)
@@ -282,6 +288,7 @@ export const CommitmentRequest = CommitmentRequestFields.pipe(
   ),
   Schema.annotations({
     identifier: "CommitmentRequest",
+    ...requestBody,
     arbitrary: () => () =>
       Arbitrary.make(CommitmentRequestFields).map((r) =>
         r.userId === undefined && r.handle === undefined ? { ...r, userId: "1" } : r
@@ -330,7 +337,7 @@ export type Hint = typeof Hint.Type
 export const PublicHandleRequest = Schema.Struct({
   platform: PublicHandlePlatform,
   handle: Handle
-}).annotations({ identifier: "PublicHandleRequest" })
+}).annotations({ identifier: "PublicHandleRequest", ...requestBody })
 export type PublicHandleRequest = typeof PublicHandleRequest.Type
 
 const PublicHandleResponseFields = Schema.Struct({
@@ -372,7 +379,7 @@ export const OAuthStartRequest = Schema.Struct({
   stealthOwner: Address,
   ids: optional(IntentIds),
   redirect: optional(Url)
-}).annotations({ identifier: "OAuthStartRequest" })
+}).annotations({ identifier: "OAuthStartRequest", ...requestBody })
 export type OAuthStartRequest = typeof OAuthStartRequest.Type
 
 export const OAuthStartResponse = Schema.Struct({
@@ -456,14 +463,14 @@ export const MessengerVerifyRequest = Schema.Struct({
   auth: MessengerAuth,
   stealthOwner: Address,
   id: optional(Bytes32)
-}).annotations({ identifier: "MessengerVerifyRequest" })
+}).annotations({ identifier: "MessengerVerifyRequest", ...requestBody })
 export type MessengerVerifyRequest = typeof MessengerVerifyRequest.Type
 
 /** A signed sign-in message; the intent was bound to its nonce at start. */
 export const FedsocialVerifyRequest = Schema.Struct({
   message: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4096)),
   signature: Signature
-}).annotations({ identifier: "FedsocialVerifyRequest" })
+}).annotations({ identifier: "FedsocialVerifyRequest", ...requestBody })
 export type FedsocialVerifyRequest = typeof FedsocialVerifyRequest.Type
 
 /** A verified login bound to the stealth owner chosen before it. Empty `ids`: every escrow of the user. */
@@ -492,7 +499,7 @@ export type SessionResponse = typeof SessionResponse.Type
 
 export const EscrowsRequest = Schema.Struct({
   session: SessionToken
-}).annotations({ identifier: "EscrowsRequest" })
+}).annotations({ identifier: "EscrowsRequest", ...requestBody })
 export type EscrowsRequest = typeof EscrowsRequest.Type
 
 export const Visibility = Schema.Literal("public", "private").annotations({ identifier: "Visibility" })
@@ -555,6 +562,7 @@ export const BindRequest = BindRequestFields.pipe(
   ),
   Schema.annotations({
     identifier: "BindRequest",
+    ...requestBody,
     arbitrary: () => () =>
       Arbitrary.make(Schema.Struct({ r: BindRequestFields, id: Bytes32 })).map(({ r, id }) =>
         r.contest === true ? { ...r, ids: [id] } : r

@@ -16,6 +16,7 @@ import {
   Deadline,
   Hex,
   NonNegativeInt,
+  requestBody,
   Signature,
   Uint256,
   UnixSeconds,
@@ -218,7 +219,7 @@ export const ClaimRequest = Schema.Struct({
   signature: Signature,
   register: optional(Registration),
   consolidate: optional(ConsolidateStep)
-}).annotations({ identifier: "ClaimRequest" })
+}).annotations({ identifier: "ClaimRequest", ...requestBody })
 export type ClaimRequest = typeof ClaimRequest.Type
 
 /*
@@ -231,7 +232,7 @@ export const ConsolidateRequest = Schema.Struct({
   consolidate: ConsolidateStep,
   register: optional(Registration),
   fee: optional(FeeClaim)
-}).annotations({ identifier: "ConsolidateRequest" })
+}).annotations({ identifier: "ConsolidateRequest", ...requestBody })
 export type ConsolidateRequest = typeof ConsolidateRequest.Type
 
 /**
@@ -257,7 +258,7 @@ export const ShieldTemplatesRequest = Schema.Struct({
   signature: Signature,
   register: optional(Registration),
   fee: optional(FeeClaim)
-}).annotations({ identifier: "ShieldTemplatesRequest" })
+}).annotations({ identifier: "ShieldTemplatesRequest", ...requestBody })
 export type ShieldTemplatesRequest = typeof ShieldTemplatesRequest.Type
 
 export const RotateOwnerRequest = Schema.Struct({
@@ -267,7 +268,7 @@ export const RotateOwnerRequest = Schema.Struct({
   signature: Signature,
   register: optional(Registration),
   fee: optional(FeeClaim)
-}).annotations({ identifier: "RotateOwnerRequest" })
+}).annotations({ identifier: "RotateOwnerRequest", ...requestBody })
 export type RotateOwnerRequest = typeof RotateOwnerRequest.Type
 
 export const PingRequest = Schema.Struct({
@@ -276,14 +277,14 @@ export const PingRequest = Schema.Struct({
   signature: Signature,
   register: optional(Registration),
   fee: optional(FeeClaim)
-}).annotations({ identifier: "PingRequest" })
+}).annotations({ identifier: "PingRequest", ...requestBody })
 export type PingRequest = typeof PingRequest.Type
 
 export const CancelBindRequest = Schema.Struct({
   id: Bytes32,
   deadline: Deadline,
   signature: Signature
-}).annotations({ identifier: "CancelBindRequest" })
+}).annotations({ identifier: "CancelBindRequest", ...requestBody })
 export type CancelBindRequest = typeof CancelBindRequest.Type
 
 /**
@@ -303,12 +304,12 @@ export const ProposeBindRequest = Schema.Struct({
     })
   ),
   register: optional(RegisterHandle)
-}).annotations({ identifier: "ProposeBindRequest" })
+}).annotations({ identifier: "ProposeBindRequest", ...requestBody })
 export type ProposeBindRequest = typeof ProposeBindRequest.Type
 
 export const FinalizeBindRequest = Schema.Struct({
   id: Bytes32
-}).annotations({ identifier: "FinalizeBindRequest" })
+}).annotations({ identifier: "FinalizeBindRequest", ...requestBody })
 export type FinalizeBindRequest = typeof FinalizeBindRequest.Type
 
 /** The answer of every write endpoint. */
@@ -323,7 +324,7 @@ export type TxHashResponse = typeof TxHashResponse.Type
 
 export const TxStatusRequest = Schema.Struct({
   txHash: Bytes32
-}).annotations({ identifier: "TxStatusRequest" })
+}).annotations({ identifier: "TxStatusRequest", ...requestBody })
 export type TxStatusRequest = typeof TxStatusRequest.Type
 
 export const TxState = Schema.Literal("pending", "success", "reverted", "unknown").annotations({

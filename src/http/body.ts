@@ -3,14 +3,13 @@
  * limit is enforced while the body streams in, so an oversized request is refused without ever
  * being held in memory: a declared `Content-Length` above the limit is refused before reading a
  * byte (whatever the path), a chunked body as soon as the running count passes it. Requests for no
- * route are answered 404/405 here, before their body is read.
+ * route are answered 404/405 here.
  */
 import type { IncomingMessage } from "node:http"
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, FiberRef, Stream } from "effect"
 import { BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "../../schema/errors.js"
-import { renderApiError } from "./render.js"
 import { currentRoute, type RouteDecision } from "./routes.js"
 
 /**
@@ -103,27 +102,20 @@ const withBufferedBody = (
 
 const malformed = new BadRequest({ message: "request body is not valid JSON" })
 
-/** Whether the request came with a body (one the answer may leave unread). */
+/** Whether the request came with a body. */
 const hasBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
   const length = request.headers["content-length"]
   return (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
 }
 
-/** 404 or 405 for a request that is for no route; its body is never read, so the connection closes. */
-const refuseUnrouted = (
-  request: HttpServerRequest.HttpServerRequest,
-  decision: Exclude<RouteDecision, { _tag: "Route" }>
-): HttpServerResponse.HttpServerResponse => {
-  const response = renderApiError(
-    decision._tag === "WrongMethod"
-      ? new MethodNotAllowed({
-          message: `this route answers ${decision.allow.join(", ")}`,
-          allow: decision.allow
-        })
-      : new NotFound({ message: "no such route" })
-  )
-  return hasBody(request) ? HttpServerResponse.setHeader(response, "connection", "close") : response
-}
+/** 404 or 405 for a request that is for no route. */
+const refusalOf = (decision: Exclude<RouteDecision, { _tag: "Route" }>) =>
+  decision._tag === "WrongMethod"
+    ? new MethodNotAllowed({
+        message: `this route answers ${decision.allow.join(", ")}`,
+        allow: decision.allow
+      })
+    : new NotFound({ message: "no such route" })
 
 /** HttpApi middleware: checks and buffers the body before routing decodes it. */
 export const jsonBodyGuard =
@@ -135,7 +127,13 @@ export const jsonBodyGuard =
       if (declared !== undefined && Number(declared) > maxBodyBytes)
         return yield* Effect.fail(tooLarge(maxBodyBytes))
       const decision = yield* FiberRef.get(currentRoute)
-      if (decision._tag !== "Route") return refuseUnrouted(request, decision)
+      if (decision._tag !== "Route") {
+        // Its body, up to the limit, is read and dropped so the connection closes cleanly (a
+        // socket closed on unread bytes resets, and the client may never see the answer).
+        if (hasBody(request))
+          yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes)
+        return yield* Effect.fail(refusalOf(decision))
+      }
       if (!methodsWithBody.has(request.method)) return yield* app
       if (!isJsonContentType(request.headers["content-type"])) {
         return yield* Effect.fail(new BadRequest({ message: "Content-Type must be application/json" }))

@@ -116,7 +116,7 @@ const clientErrorAnswers: Record<Exclude<ClientErrorReason, "reset">, readonly [
  * What Node does by default on a client error (a timed-out, malformed or oversized request), with
  * the service's JSON body and a count by reason. Nothing of the request is logged.
  */
-const answerClientError = (error: Error & { code?: string }, socket: Duplex) => {
+const answerClientError = (error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex) => {
   const reason = clientErrorReason(error.code)
   Effect.runSync(Metric.increment(clientErrorCounter({ reason })))
   const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage
@@ -125,9 +125,12 @@ const answerClientError = (error: Error & { code?: string }, socket: Duplex) => 
     return
   }
   const [status, text, message] = clientErrorAnswers[reason]
+  // An answer to HEAD has no body, even one refused before it was parsed.
+  const head =
+    Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString("latin1") === "HEAD "
   const body = JSON.stringify({ error: message, code: "bad_request" })
   socket.end(
-    `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${head ? "" : body}`,
     () => socket.destroy()
   )
 }

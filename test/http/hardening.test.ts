@@ -171,14 +171,26 @@ describe("one decision about the route", () => {
     }
   })
 
-  it("a chunked body sent to no route is not read: 404 and the connection closes", async () => {
+  it("a chunked body sent to no route is read only up to the limit: 413 and the connection closes", async () => {
     const head =
       "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
     const chunk = `4000\r\n${"x".repeat(0x4000)}\r\n`
     const answer = await raw(base, [head, chunk, 50, chunk, 50, chunk])
-    expect(answer.status).toBe(404)
-    expect(answer.headers.connection).toBe("close")
+    expect(answer.status).toBe(413)
     expect(answer.closed).toBe(true)
+  })
+
+  it("a small body sent to no route is 404 and the connection stays open", async () => {
+    const body = '{"value":"1"}'
+    const answer = await raw(
+      base,
+      [
+        `POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+      ],
+      500
+    )
+    expect(answer.status).toBe(404)
+    expect(answer.closed).toBe(false)
   })
 
   it("every spelling of a POST costs a token: the sixth request is 429, not free", async () => {
