@@ -134,7 +134,12 @@ export const jsonBodyGuard =
           yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes)
         return yield* Effect.fail(refusalOf(decision))
       }
-      if (!methodsWithBody.has(request.method)) return yield* app
+      if (!methodsWithBody.has(request.method)) {
+        // A read takes no body; one sent anyway is drained within the limit, never buffered whole.
+        if (hasBody(request))
+          yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes)
+        return yield* app
+      }
       if (!isJsonContentType(request.headers["content-type"])) {
         return yield* Effect.fail(new BadRequest({ message: "Content-Type must be application/json" }))
       }

@@ -180,6 +180,14 @@ describe("one decision about the route", () => {
     expect(answer.closed).toBe(true)
   })
 
+  it("a chunked body sent with a read is drained only up to the limit: 413", async () => {
+    const head = "GET /v1/quote HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    const chunk = `4000\r\n${"x".repeat(0x4000)}\r\n`
+    const answer = await raw(base, [head, chunk, 50, chunk, 50, chunk])
+    expect(answer.status).toBe(413)
+    expect(answer.closed).toBe(true)
+  })
+
   it("a small body sent to no route is 404 and the connection stays open", async () => {
     const body = '{"value":"1"}'
     const answer = await raw(
