@@ -1,0 +1,126 @@
+/**
+ * The shared last step of every relayed write (src/relayer/relay.ts) around its nonce
+ * reservation, over stubs: a held nonce is refused before simulation, a refusal before sending
+ * releases the reservation, a sent transaction is linked to it, and a request interrupted once it
+ * was handed to the sender keeps it (the transaction may still go out).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import type { Hex } from "viem"
+import { NonceMismatch, RateLimited, SimulationFailed } from "../../schema/errors.js"
+import { type RelayRequest, relay } from "../../src/relayer/relay.js"
+import type { NonceReservationsShape } from "../../src/relayer/reservations.js"
+import { HotKeyUnderfunded, type TxSubmitError } from "../../src/relayer/TxSender.js"
+
+const VAULT = "0x00000000000000000000000000000000000000e1"
+const ID: Hex = `0x${"11".repeat(32)}`
+const HASH: Hex = `0x${"22".repeat(32)}`
+
+const request: RelayRequest = {
+  id: ID,
+  calls: ["0x1234"],
+  budget: 100_000n,
+  action: "claim",
+  reserve: [{ kind: "nonce", value: 7n }]
+}
+
+const harness = (options: {
+  readonly held?: boolean
+  readonly simulation?: "ok" | "fails"
+  readonly charge?: "ok" | "limited"
+  readonly submit?: Effect.Effect<Hex, TxSubmitError>
+}) => {
+  const log: Array<string> = []
+  const reservations: NonceReservationsShape = {
+    take: (_vault, _id, keys) =>
+      Effect.suspend(() => {
+        log.push(`take ${keys.map((k) => `${k.kind}:${k.value}`).join(",")}`)
+        return options.held === true
+          ? Effect.fail(new NonceMismatch({ message: "a transaction for this nonce is already in flight" }))
+          : Effect.succeed({ token: "t" })
+      }),
+    link: (_reservation, hash) => Effect.sync(() => void log.push(`link ${hash === HASH}`)),
+    release: () => Effect.sync(() => void log.push("release"))
+  }
+  const send = relay({
+    vault: VAULT,
+    reservations,
+    preflight: {
+      check: () =>
+        Effect.suspend(() => {
+          log.push("simulate")
+          return options.simulation === "fails"
+            ? Effect.fail(new SimulationFailed({ message: "reverted" }))
+            : Effect.succeed({ estimate: 50_000n, gasLimit: 60_000n })
+        })
+    },
+    idLimit: {
+      charge: () =>
+        Effect.suspend(() => {
+          log.push("charge")
+          return options.charge === "limited"
+            ? Effect.fail(new RateLimited({ message: "slow down", retryAfterSeconds: 1 }))
+            : Effect.void
+        })
+    },
+    sender: {
+      address: VAULT,
+      submit: () =>
+        Effect.zipRight(
+          Effect.sync(() => void log.push("submit")),
+          options.submit ?? Effect.succeed(HASH)
+        ),
+      status: () => Effect.dieMessage("not here")
+    }
+  })
+  return { log, send }
+}
+
+describe("relay with nonce reservations", () => {
+  it.effect("sent: reserved first, then simulated, charged, submitted and linked", () =>
+    Effect.gen(function* () {
+      const { log, send } = harness({})
+      expect(yield* send(request)).toEqual({ txHash: HASH })
+      expect(log).toEqual(["take nonce:7", "simulate", "charge", "submit", "link true"])
+    })
+  )
+
+  it.effect("a held nonce is 409 nonce_mismatch before simulation; nothing else happens", () =>
+    Effect.gen(function* () {
+      const { log, send } = harness({ held: true })
+      const exit = yield* Effect.exit(send(request))
+      expect(exit).toEqual(Exit.fail(expect.objectContaining({ _tag: "NonceMismatch" })))
+      expect(log).toEqual(["take nonce:7"])
+    })
+  )
+
+  it.effect("refused before sending (simulation, rate limit, sender): released", () =>
+    Effect.gen(function* () {
+      const simulation = harness({ simulation: "fails" })
+      yield* Effect.exit(simulation.send(request))
+      expect(simulation.log).toEqual(["take nonce:7", "simulate", "release"])
+
+      const limited = harness({ charge: "limited" })
+      yield* Effect.exit(limited.send(request))
+      expect(limited.log).toEqual(["take nonce:7", "simulate", "charge", "release"])
+
+      const refused = harness({ submit: Effect.fail(new HotKeyUnderfunded()) })
+      const exit = yield* Effect.exit(refused.send(request))
+      expect(exit).toEqual(Exit.fail(expect.objectContaining({ _tag: "Unavailable" })))
+      expect(refused.log).toEqual(["take nonce:7", "simulate", "charge", "submit", "release"])
+    })
+  )
+
+  it.effect("interrupted while the sender has it: kept (it may still be sent)", () =>
+    Effect.gen(function* () {
+      const submitted = yield* Deferred.make<void>()
+      const { log, send } = harness({
+        submit: Effect.zipRight(Deferred.succeed(submitted, undefined), Effect.never)
+      })
+      const fiber = yield* Effect.fork(send(request))
+      yield* Deferred.await(submitted)
+      yield* Fiber.interrupt(fiber)
+      expect(log).toEqual(["take nonce:7", "simulate", "charge", "submit"])
+    })
+  )
+})
