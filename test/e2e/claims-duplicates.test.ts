@@ -1,7 +1,7 @@
 /**
  * Duplicate writes posted at the same moment: copies of one signed claim, a `relayer = 0x0` claim
- * sent twice, two different claims at one `(id, nonce)`, and the same claim to two relayer
- * processes on one PostgreSQL. Exactly one transaction goes out; every other request is refused
+ * sent twice, two different claims at one `(id, nonce)`, a paid ping and a claim sharing a nonce,
+ * and the same claim to two relayer processes on one PostgreSQL. Exactly one transaction goes out; every other request is refused
  * with 409 `nonce_mismatch` before simulation, and the hot key's nonce advances by one. A
  * reservation whose transaction fails in simulation, or is mined reverted, frees the nonce again.
  *
@@ -9,7 +9,7 @@
  * first one's transaction still pending, however slowly the requests are served.
  */
 import { Effect } from "effect"
-import { type Address, type Hex, zeroAddress } from "viem"
+import { type Address, type Hex, keccak256, zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freeLoopbackPort, relayerEnv } from "../../layers/devnet.js"
 import { postgresSchema } from "../indexer/support/harness.js"
@@ -173,6 +173,37 @@ describe("duplicate claims posted concurrently", () => {
     const second = await claimBody(owner, { fee, amount: 20n * E18 })
     const result = await burst(
       [() => net.post("/v1/claim", first), () => net.post("/v1/claim", second)],
+      netStatus
+    )
+    expectOneSent(result, 2)
+  }, 120_000)
+
+  it("a paid ping and a claim of one account at once: they share nonce 0, one transaction", async () => {
+    const owner = await fundedOwner()
+    const pingFee = await net.quote({ action: "ping", asset: net.settlementAsset, adapter: zeroAddress })
+    const claimFee = await net.quote({ asset: net.settlementAsset, adapter: zeroAddress })
+    const deadline = BigInt(Math.floor(Date.now() / 1000) + 30 * 86_400)
+    const feeClaim = {
+      beneficiaryId: owner.id,
+      asset: net.settlementAsset,
+      amount: pingFee,
+      adapter: zeroAddress,
+      dataHash: keccak256("0x"),
+      relayer: net.relayerAddress,
+      relayerFee: pingFee,
+      nonce: 1n,
+      deadline
+    }
+    // The ping consumes nonce 0 and its fee claim 1; the claim consumes 0.
+    const ping = {
+      id: owner.id,
+      deadline,
+      signature: await net.sign(owner.signer, "Ping", { id: owner.id, nonce: 0n, deadline }),
+      fee: { claim: feeClaim, signature: await net.sign(owner.signer, "Claim", feeClaim) }
+    }
+    const claim = await claimBody(owner, { fee: claimFee })
+    const result = await burst(
+      [() => net.post("/v1/ping", ping), () => net.post("/v1/claim", claim)],
       netStatus
     )
     expectOneSent(result, 2)
