@@ -68,38 +68,39 @@ export type RelayError = NonceMismatch | SimulationFailed | GasCapExceeded | Rat
 
 export const relay =
   (deps: RelayDeps) =>
-  (request: RelayRequest): Effect.Effect<TxHashResponse, RelayError> => {
-    // Set once the request is handed to the sender: interrupted after that, it may still be sent.
-    let handedOver = false
-    return Effect.acquireUseRelease(
-      deps.reservations.take(deps.vault, request.id, request.reserve),
-      (reservation) =>
-        Effect.gen(function* () {
-          const data = batchCalls(request.calls)
-          const { gasLimit } = yield* deps.preflight.check({
-            data,
-            budget: request.budget,
-            action: request.action
-          })
-          yield* deps.idLimit.charge(request.id)
-          handedOver = true
-          const txHash = yield* deps.sender
-            .submit({ to: deps.vault, data, gas: gasLimit })
-            .pipe(Effect.mapError(txSubmitErrorToApi))
-          yield* deps.reservations.link(reservation, txHash)
-          return { txHash: txHash as Bytes32 }
-        }),
-      // Refused before sending, or refused by the sender (which then stored or kept nothing):
-      // the nonces are free again. Interrupted once handed over, the transaction may go out
-      // anyway, so the unlinked reservation is left to expire instead.
-      (reservation, exit) =>
-        Exit.isSuccess(exit) || (handedOver && Exit.isInterrupted(exit))
-          ? Effect.void
-          : deps.reservations.release(reservation)
-    )
-  }
+  (request: RelayRequest): Effect.Effect<TxHashResponse, RelayError> =>
+    Effect.suspend(() => {
+      // Set once the request is handed to the sender: interrupted after that, it may still be sent.
+      let handedOver = false
+      return Effect.acquireUseRelease(
+        deps.reservations.take(deps.vault, request.id, request.reserve),
+        (reservation) =>
+          Effect.gen(function* () {
+            const data = batchCalls(request.calls)
+            const { gasLimit } = yield* deps.preflight.check({
+              data,
+              budget: request.budget,
+              action: request.action
+            })
+            yield* deps.idLimit.charge(request.id)
+            handedOver = true
+            const txHash = yield* deps.sender
+              .submit({ to: deps.vault, data, gas: gasLimit })
+              .pipe(Effect.mapError(txSubmitErrorToApi))
+            yield* deps.reservations.link(reservation, txHash)
+            return { txHash: txHash as Bytes32 }
+          }),
+        // Refused before sending, or refused by the sender (which then stored or kept nothing):
+        // the nonces are free again. Interrupted once handed over, the transaction may go out
+        // anyway, so the unlinked reservation is left to expire instead.
+        (reservation, exit) =>
+          Exit.isSuccess(exit) || (handedOver && Exit.isInterrupted(exit))
+            ? Effect.void
+            : deps.reservations.release(reservation)
+      )
+    })
 
-/** `relay` over the relayer's own preflight, account limits and sender. */
+/** `relay` over the relayer's own preflight, account limits, sender and nonce reservations. */
 export const makeRelay: Effect.Effect<
   (request: RelayRequest) => Effect.Effect<TxHashResponse, RelayError>,
   never,
