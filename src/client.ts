@@ -1,0 +1,72 @@
+/**
+ * Typed clients of both services, derived from the same `HttpApi` definitions as the servers: each
+ * endpoint is a method whose request is checked and encoded by the request schema, whose answer is
+ * decoded by the response schema, and whose refusals arrive in the error channel as the tagged
+ * errors of `schema/errors.ts` (`NonceMismatch`, `FeeTooLow`, `RateLimited`, …), chosen by status.
+ *
+ *   const relayer = yield* relayerClient("http://127.0.0.1:8080")
+ *   const quote = yield* relayer.quote.quote({ urlParams: { asset, adapter } })
+ *
+ * Imported by wallets as `fee-vault-services/client`.
+ */
+import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { Effect } from "effect"
+// The API assemblies, in one place: the only lines to change when their modules move.
+import { AttestorApi } from "./attestor/api.js"
+import { RelayerApi } from "./relayer/api.js"
+
+// The wire language: request and response schemas, ids, EIP-712 types and the tagged errors.
+export * from "../schema/index.js"
+export { AttestorApi, RelayerApi }
+
+export interface ClientOptions {
+  /**
+   * Headers added to every request, or a function giving them per request: `authorization` for
+   * `/v1/metrics`, say, or `x-forwarded-for` behind a trusted proxy.
+   */
+  readonly headers?: Readonly<Record<string, string>> | (() => Readonly<Record<string, string>>)
+}
+
+const transformClient =
+  (options: ClientOptions | undefined) =>
+  (client: HttpClient.HttpClient): HttpClient.HttpClient => {
+    const headers = options?.headers
+    if (headers === undefined) return client
+    return HttpClient.mapRequest(client, (request) =>
+      HttpClientRequest.setHeaders(request, typeof headers === "function" ? headers() : headers)
+    )
+  }
+
+/** The relayer's client over the `HttpClient` in context. */
+export const relayerClient = (baseUrl: string | URL, options?: ClientOptions) =>
+  HttpApiClient.make(RelayerApi, { baseUrl, transformClient: transformClient(options) })
+
+/** The attestor's client over the `HttpClient` in context. */
+export const attestorClient = (baseUrl: string | URL, options?: ClientOptions) =>
+  HttpApiClient.make(AttestorApi, { baseUrl, transformClient: transformClient(options) })
+
+export type RelayerClient = Effect.Effect.Success<ReturnType<typeof relayerClient>>
+export type AttestorClient = Effect.Effect.Success<ReturnType<typeof attestorClient>>
+
+/** `relayerClient` over the platform's `fetch`. */
+export const relayerFetchClient = (baseUrl: string | URL, options?: ClientOptions) =>
+  relayerClient(baseUrl, options).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** `attestorClient` over the platform's `fetch`. */
+export const attestorFetchClient = (baseUrl: string | URL, options?: ClientOptions) =>
+  attestorClient(baseUrl, options).pipe(Effect.provide(FetchHttpClient.layer))
+
+/**
+ * Runs one client call as a Promise that never rejects for a refusal: `{ ok: true, value }`, or
+ * `{ ok: false, error }` with the tagged error (or the transport or decoding failure). Defects
+ * still reject.
+ */
+export const callPromise = <A, E>(
+  call: Effect.Effect<A, E>
+): Promise<{ readonly ok: true; readonly value: A } | { readonly ok: false; readonly error: E }> =>
+  Effect.runPromise(
+    Effect.match(call, {
+      onSuccess: (value) => ({ ok: true, value }) as const,
+      onFailure: (error) => ({ ok: false, error }) as const
+    })
+  )
