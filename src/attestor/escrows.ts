@@ -21,10 +21,10 @@
  *      pending bind.
  *    - `visibility` (`escrowVisibility`).
  * 4. Index freshness: before the indexes cover their first range the answer is 503
- *    `unavailable`. Once they do, an index whose last step failed (indexer or hint index
- *    `retrying`) is stale: the chain is asked for its head once, and if it does not answer the
- *    route is 503 `unavailable` (spec: "stale and the chain cannot be reached"); if it answers,
- *    the last index is served while the indexer catches up.
+ *    `unavailable`. Once they do, the shared rule of `src/indexer/freshness.ts` (also the
+ *    relayer's `/v1/accounts`): a stale index (last step failed, or no head read for a few poll
+ *    intervals) asks the chain for its head once; no answer is 503 `unavailable` (spec: "stale
+ *    and the chain cannot be reached"), an answer serves the last index while it catches up.
  *
  * Nothing of the session, user or escrows reaches a log line or a metric.
  */
@@ -40,7 +40,8 @@ import {
 } from "../../schema/attestor.js"
 import { type InvalidSession, Unavailable, Wire } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
-import { ChainClient } from "../chain/ChainClient.js"
+import type { ChainClient } from "../chain/ChainClient.js"
+import { isStale, requireServable } from "../indexer/freshness.js"
 import { Indexer, type IndexerStatus } from "../indexer/Indexer.js"
 import type { AccountState } from "../store/projections/accounts.js"
 import type { Escrow as HintEscrow } from "../store/projections/hints.js"
@@ -97,9 +98,9 @@ const COHERENCE_POLL = Duration.millis(25)
 export const INDEX_NOT_READY = "the attestor's index is not ready yet"
 export const INDEX_STALE_CHAIN_DOWN = "the attestor's index is stale and the chain RPC is not answering"
 
-/** An index whose last step failed: what it serves may be behind the chain. */
-export const indexIsStale = (indexer: IndexerStatus, hints: HintIndexStatus): boolean =>
-  indexer.state === "retrying" || hints.state === "retrying"
+/** Either index stale by the shared rule (`src/indexer/freshness.ts`): it may be behind the chain. */
+export const indexIsStale = (indexer: IndexerStatus, hints: HintIndexStatus, nowMs = Date.now()): boolean =>
+  isStale(indexer, nowMs) || isStale(hints, nowMs)
 
 /**
  * The escrows of `(platformId, userId)`, restricted to `ids` when there are some, with their
@@ -114,13 +115,9 @@ export const indexedEscrows = (
   Effect.gen(function* () {
     const indexer = yield* Indexer
     const hints = yield* HintIndex
-    const chain = yield* ChainClient
     const notReady = new Unavailable({ message: INDEX_NOT_READY })
     const [indexerStatus, hintStatus] = yield* Effect.all([indexer.status, hints.status])
-    if (indexIsStale(indexerStatus, hintStatus))
-      yield* chain.blockNumber.pipe(
-        Effect.mapError(() => new Unavailable({ message: INDEX_STALE_CHAIN_DOWN }))
-      )
+    yield* requireServable([indexerStatus, hintStatus], INDEX_STALE_CHAIN_DOWN)
     const found = yield* hints.escrowsOf(platformId, userId)
     if (Option.isNone(found)) return yield* Effect.fail(notReady)
     const wanted = new Set(ids.map((id) => id.toLowerCase()))

@@ -1,11 +1,14 @@
 /**
- * Handlers of the attestor's operator endpoints: health (with the vault indexer's and the hint
- * index's progress and the veto watcher's state, never account data) and metrics.
+ * Handlers of the attestor's operator endpoints: health (whether the chain answers, the vault
+ * indexer's and the hint index's progress and the veto watcher's state, never account data) and
+ * metrics.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { ChainClient } from "../chain/ChainClient.js"
 import { AttestorSettings } from "../config/attestor.js"
 import { handleMetrics } from "../http/operator.js"
+import { chainReach, checkChain } from "../indexer/freshness.js"
 import { indexerHealth } from "../indexer/health.js"
 import { Indexer } from "../indexer/Indexer.js"
 import { AttestorApi } from "./api.js"
@@ -18,12 +21,24 @@ export const AttestorOperatorLive = HttpApiBuilder.group(AttestorApi, "operator"
     const indexer = yield* Indexer
     const hints = yield* HintIndex
     const watcher = yield* VetoWatcher
+    const chain = yield* ChainClient
     return handlers
       .handle("health", () =>
         Effect.all({ indexer: indexer.status, hints: hints.status, veto: watcher.status }).pipe(
-          Effect.map(({ indexer, hints, veto }) => ({
+          Effect.bindTo("s"),
+          // The chain is asked only when an index is stale (the rule of /v1/escrows); a fresh
+          // index read the head within a few poll intervals. No indexer, no evidence: no `chain`.
+          Effect.bind("check", ({ s }) =>
+            checkChain(s.indexer.state === "disabled" ? [] : [s.indexer, s.hints]).pipe(
+              Effect.provideService(ChainClient, chain)
+            )
+          ),
+          Effect.map(({ s: { indexer: status, hints, veto }, check }) => ({
+            // `ok` stays true with the chain gone: commitments, logins and /v1/info need no
+            // chain; `chain` and the indexes tell what does not work (spec: `{ ok: true }`).
             ok: true as const,
-            indexer: indexerHealth(indexer),
+            ...(status.state === "disabled" ? {} : { chain: chainReach(check) }),
+            indexer: indexerHealth(status, check),
             hints: { state: hints.state, ...(hints.block === undefined ? {} : { block: hints.block }) },
             vetoWatcher: {
               state: veto.state,

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Config, Data, Deferred, Effect, Logger } from "effect"
+import { Cause, Config, Data, Deferred, Effect } from "effect"
 import {
   attestorEnv,
   type DevnetChain,
@@ -15,6 +15,7 @@ import {
   relayerEnv,
   writeDevnetFile
 } from "../../layers/devnet.js"
+import { safeText, serviceLogger } from "../logging.js"
 
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
 
@@ -151,11 +152,11 @@ const main = Effect.scoped(program).pipe(
             typeof error === "object" && error !== null && "message" in error
               ? String(error.message)
               : String(error)
-          process.stderr.write(`devnet: ${message.split("\n")[0]}\n`)
+          process.stderr.write(`devnet: ${safeText(message)}\n`)
           process.exitCode = 1
         })
   ),
-  Effect.provide(Logger.logFmt)
+  Effect.provide(serviceLogger)
 )
 
 // On SIGINT/SIGTERM NodeRuntime interrupts `main`, which runs every finalizer in reverse order:

@@ -5,7 +5,9 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Layer, Logger, LogLevel, Option } from "effect"
+import { describeChainError, isChainError } from "../chain/errors.js"
 import { configFailure } from "../config/settings.js"
+import { safeText, serviceLogger } from "../logging.js"
 
 const logLevel = (): LogLevel.LogLevel => {
   const name = (process.env.LOG_LEVEL ?? "info").toLowerCase()
@@ -18,13 +20,15 @@ const startupFailure = (service: string, cause: Cause.Cause<unknown>): string =>
     onSome: (line) => `${service}: invalid settings: ${line}`,
     onNone: () => {
       const error = Cause.squash(cause)
-      const text =
-        error instanceof Error
-          ? `${error.name}: ${error.message}`
+      // A chain error by its class, anything else on one line without URLs: RPC_URL may hold a key.
+      const text = isChainError(error)
+        ? describeChainError(error)
+        : error instanceof Error
+          ? `${error.name}: ${safeText(error.message)}`
           : typeof error === "object" && error !== null && "_tag" in error
             ? String((error as { _tag: unknown })._tag)
-            : String(error)
-      return `${service}: failed to start: ${text.split("\n")[0]}`
+            : "unknown failure"
+      return `${service}: failed to start: ${text}`
     }
   })
 
@@ -38,7 +42,8 @@ export const runService = <E>(service: string, layer: Layer.Layer<never, E, neve
             process.exitCode = 1
           })
     ),
-    Effect.provide(Logger.logFmt),
+    // Never a cause or a URL in a line (src/logging.ts).
+    Effect.provide(serviceLogger),
     Logger.withMinimumLogLevel(logLevel())
   )
   NodeRuntime.runMain(program, { disableErrorReporting: true, disablePrettyLogger: true })

@@ -330,3 +330,36 @@ export const decodeRevert = (data: Hex, abis: ReadonlyArray<Abi>, nodeMessage = 
     return { description: `execution reverted with unknown error ${data.slice(0, 10)}` }
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Logging
+
+/** Every error the chain client fails with. */
+export type ChainError = ChainUnavailable | ChainReverted | RpcRejected | BlockNotFound | ChainResultInvalid
+
+export const isChainError = (error: unknown): error is ChainError =>
+  error instanceof ChainUnavailable ||
+  error instanceof ChainReverted ||
+  error instanceof RpcRejected ||
+  error instanceof BlockNotFound ||
+  error instanceof ChainResultInvalid
+
+/**
+ * A chain error for a log line, from its classified fields only: the node's message, viem's text
+ * (request URL, body, headers) and a revert's arguments (addresses, amounts) stay out. A transient
+ * reason keeps its class (`no answer`, `HTTP 503`, `node error -32005`, `request timed out`).
+ */
+export const describeChainError = (error: ChainError): string => {
+  switch (error._tag) {
+    case "ChainUnavailable":
+      return `ChainUnavailable: ${error.operation}: ${error.reason.split(":")[0]} after ${error.attempts} attempt(s)`
+    case "RpcRejected":
+      return `RpcRejected: ${error.operation}: ${error.code === undefined ? `HTTP ${error.httpStatus ?? "?"}` : `code ${error.code}`}, ${error.kind}`
+    case "ChainReverted":
+      return `ChainReverted: ${error.operation}: ${error.errorName ?? "unknown error"}`
+    case "ChainResultInvalid":
+      return `ChainResultInvalid: ${error.operation}`
+    case "BlockNotFound":
+      return error.message
+  }
+}

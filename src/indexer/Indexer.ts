@@ -22,7 +22,7 @@
  *   time, the headers more than `headerRetentionBlocks` below it (and below every other vault's
  *   of the chain in the same database) are deleted: only the walk back of a reorg reads them.
  */
-import { Cause, Context, Data, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
+import { Cause, Clock, Context, Data, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex, Log } from "viem"
 import { type ChainBlock, ChainClient } from "../chain/ChainClient.js"
 import {
@@ -38,6 +38,7 @@ import type { AccountsProjection } from "../store/projections/AccountsProjection
 import { type AccountState, applyToAccount, consumesNonce } from "../store/projections/accounts.js"
 import { decodeVaultEvent, isAccountEvent, type VaultEvent } from "../store/projections/vaultEvents.js"
 import { type Committed, ProjectionFollower } from "./follower.js"
+import { STALE_AFTER_POLLS } from "./freshness.js"
 import { describeFailure, superviseForever } from "./health.js"
 import { decodeVaultLog, makeLogFetcher, minedLog } from "./logs.js"
 import * as M from "./metrics.js"
@@ -97,6 +98,11 @@ export interface IndexerStatus {
   readonly block: number | undefined
   /** Latest head seen. */
   readonly head: number | undefined
+  /**
+   * Epoch ms until which that head counts as current (`STALE_AFTER_POLLS` poll intervals after it
+   * was read); past it the index is stale (`freshness.ts`). Absent before the first head read.
+   */
+  readonly freshUntil?: number | undefined
   /** Whether this process is the one indexing. */
   readonly leader: boolean
 }
@@ -200,7 +206,8 @@ export const makeIndexer = (config: IndexerConfig) =>
       )
     const setHead = (head: number) =>
       Effect.gen(function* () {
-        const s = yield* Ref.updateAndGet(status, (s) => ({ ...s, head }))
+        const freshUntil = (yield* Clock.currentTimeMillis) + STALE_AFTER_POLLS * config.pollIntervalMs
+        const s = yield* Ref.updateAndGet(status, (s) => ({ ...s, head, freshUntil }))
         yield* Metric.set(M.headBlock, head)
         if (s.block !== undefined) yield* Metric.set(M.lagBlocks, Math.max(0, head - s.block))
       })

@@ -2,32 +2,33 @@
  * How the indexers (the vault indexer, the attestor's hint index) report themselves: their state
  * in `/v1/health`, and their failures in log lines, both without account data.
  */
-import { Cause, Duration, Effect, Exit, Option } from "effect"
+import { Cause, Duration, Effect, Exit } from "effect"
 import type { IndexerHealth } from "../../schema/relayer.js"
+import type { ChainCheck } from "./freshness.js"
 import type { IndexerStatus } from "./Indexer.js"
 
-export const indexerHealth = (s: IndexerStatus): IndexerHealth => ({
-  state: s.state,
-  ...(s.block === undefined ? {} : { block: s.block }),
-  ...(s.block === undefined || s.head === undefined ? {} : { lag: Math.max(0, s.head - s.block) })
-})
-
 /**
- * A failure for the log: the tag and message of a typed error (they name operations, blocks and
- * reasons, never accounts), and only the kind of a defect (its message could carry anything).
+ * `lag` is measured against the freshest head there is: the one `check` just read, else the
+ * indexer's own. It is absent (unknown) when the chain did not answer, and when the indexer's
+ * last step failed with no fresh head to compare: its remembered head is as old as its block, so
+ * the difference would say 0 exactly when the index is falling behind.
  */
-export const describeFailure = (cause: Cause.Cause<unknown>): string =>
-  Option.match(Cause.failureOption(cause), {
-    onSome: (error) =>
-      typeof error === "object" && error !== null && "_tag" in error && error instanceof Error
-        ? `${String(error._tag)}: ${error.message}`
-        : "failure",
-    onNone: () =>
-      Option.match(Cause.dieOption(cause), {
-        onSome: (defect) => `defect (${defect instanceof Error ? defect.name : typeof defect})`,
-        onNone: () => "interrupted"
-      })
-  })
+export const indexerHealth = (s: IndexerStatus, check: ChainCheck = { _tag: "Fresh" }): IndexerHealth => {
+  const head =
+    check._tag === "Answered"
+      ? check.head
+      : check._tag === "Unreachable" || s.state === "retrying"
+        ? undefined
+        : s.head
+  return {
+    state: s.state,
+    ...(s.block === undefined ? {} : { block: s.block }),
+    ...(s.block === undefined || head === undefined ? {} : { lag: Math.max(0, head - s.block) })
+  }
+}
+
+/** A failure for the log, never with a URL, a request body or a node's text (`src/logging.ts`). */
+export { describeFailure } from "../logging.js"
 
 export interface SuperviseOptions {
   /** First restart delay after a failure; doubles per consecutive failure. Default 500 ms. */

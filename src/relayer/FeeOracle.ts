@@ -46,6 +46,8 @@ export {
   gasTable
 } from "./fees/gasBudget.js"
 
+import { describeFailure, safeText } from "../logging.js"
+
 export interface QuoteRequest {
   readonly asset: Address
   readonly adapter: Address
@@ -227,7 +229,10 @@ const startGasPriceRefresher = (
       Effect.catchAllCause((cause) =>
         recordGasPriceRefreshFailure.pipe(
           Effect.zipRight(
-            Effect.logWarning("gas price refresh failed", cause).pipe(Effect.annotateLogs("job", "gas-price"))
+            // The description, not the cause: viem's text carries the RPC URL (src/logging.ts).
+            Effect.logWarning("gas price refresh failed").pipe(
+              Effect.annotateLogs({ job: "gas-price", failure: describeFailure(cause) })
+            )
           )
         )
       ),
@@ -236,7 +241,11 @@ const startGasPriceRefresher = (
     const loop = Effect.repeat(refreshOnce, Schedule.spaced(Duration.millis(refreshMs)))
     // Should the loop ever end in a defect of its own, start it again instead of going stale.
     yield* loop.pipe(
-      Effect.catchAllCause((cause) => Effect.logError("gas price refresher stopped; restarting", cause)),
+      Effect.catchAllCause((cause) =>
+        Effect.logError("gas price refresher stopped; restarting").pipe(
+          Effect.annotateLogs("failure", describeFailure(cause))
+        )
+      ),
       Effect.zipRight(Effect.sleep(SUPERVISOR_RESTART_DELAY)),
       Effect.forever,
       Effect.forkScoped
@@ -293,7 +302,7 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
           if (answer._tag === "Left") {
             yield* recordPriceSourceFailure(source.name)
             yield* Effect.logWarning("price source failed, trying the next one").pipe(
-              Effect.annotateLogs({ source: source.name, reason: answer.left.reason })
+              Effect.annotateLogs({ source: source.name, reason: safeText(answer.left.reason) })
             )
             continue
           }

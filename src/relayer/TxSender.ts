@@ -38,6 +38,7 @@ import type { TxStatus } from "../../schema/relayer.js"
 import { ChainClient, type ChainRequestError, type RpcRejectionKind } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
 import type { TxSenderSettings } from "../config/settings.js"
+import { describeFailure } from "../logging.js"
 import { type Fees, initialFees, replacementFees } from "./txsender/fees.js"
 import {
   embeddedStatements,
@@ -491,7 +492,8 @@ export const makeTxSenderWithState = (
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause)
             ? Effect.failCause(cause)
-            : Effect.logError("tx sender: a submission batch failed", cause).pipe(
+            : Effect.logError("tx sender: a submission batch failed").pipe(
+                Effect.annotateLogs("failure", describeFailure(cause)),
                 Effect.zipRight(
                   Effect.forEach(jobs, (job) => refuse(job, new SendUnavailable({ reason: "internal" })), {
                     discard: true

@@ -6,7 +6,9 @@
  *
  * The `ETag` is a digest of the body's content, so it changes exactly when the content does; the gzip
  * representation carries the same tag with a `-gzip` suffix, and `If-None-Match` with either
- * answers 304. With the indexer disabled the route refuses with 400 `unsupported`.
+ * answers 304. With the indexer disabled the route refuses with 400 `unsupported`; before the
+ * index covers its first range, and when it is stale with the chain not answering (the shared
+ * rule of `src/indexer/freshness.ts`), with 503 `unavailable`.
  */
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
@@ -14,6 +16,8 @@ import { gzip } from "node:zlib"
 import { HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Layer } from "effect"
 import { Unavailable, Unsupported } from "../../schema/errors.js"
+import { ChainClient } from "../chain/ChainClient.js"
+import { requireServable } from "../indexer/freshness.js"
 import { type AccountsSnapshot, Indexer } from "../indexer/Indexer.js"
 import { ACCOUNT_BUCKETS } from "../store/projections/AccountsProjection.js"
 import { accountJson } from "../store/projections/accounts.js"
@@ -133,8 +137,12 @@ export interface AccountsFeedShape {
 
 export class AccountsFeed extends Context.Tag("AccountsFeed")<AccountsFeed, AccountsFeedShape>() {}
 
+export const ACCOUNTS_NOT_READY = "the account index is not ready yet"
+export const ACCOUNTS_STALE_CHAIN_DOWN = "the account index is stale and the chain RPC is not answering"
+
 export const makeAccountsFeed = Effect.gen(function* () {
   const indexer = yield* Indexer
+  const chain = yield* ChainClient
   const cache = new AccountsBodyCache()
 
   const respond: AccountsFeedShape["respond"] = (headers) =>
@@ -146,8 +154,10 @@ export const makeAccountsFeed = Effect.gen(function* () {
       const body = yield* indexer.read((snapshot) =>
         snapshot === undefined ? undefined : cache.prepare(snapshot)
       )
-      if (body === undefined)
-        return yield* Effect.fail(new Unavailable({ message: "the account index is not ready yet" }))
+      if (body === undefined) return yield* Effect.fail(new Unavailable({ message: ACCOUNTS_NOT_READY }))
+      yield* requireServable([yield* indexer.status], ACCOUNTS_STALE_CHAIN_DOWN).pipe(
+        Effect.provideService(ChainClient, chain)
+      )
       const gzipped = acceptsGzip(headers["accept-encoding"])
       const common = {
         etag: `"${body.digest}${gzipped ? GZIP_SUFFIX : ""}"`,
@@ -172,7 +182,7 @@ export const makeAccountsFeed = Effect.gen(function* () {
   return { respond } satisfies AccountsFeedShape
 })
 
-export const accountsFeedLayer: Layer.Layer<AccountsFeed, never, Indexer> = Layer.effect(
+export const accountsFeedLayer: Layer.Layer<AccountsFeed, never, Indexer | ChainClient> = Layer.effect(
   AccountsFeed,
   makeAccountsFeed
 )

@@ -33,7 +33,9 @@ export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", 
             ok: true as const,
             chainId,
             block: Number(block),
-            indexer: indexerHealth(indexer),
+            // Lag against the head just read, not the indexer's own (as old as a failing step).
+            // With the chain not answering the whole answer is 503: the spec's body needs `block`.
+            indexer: indexerHealth(indexer, { _tag: "Answered", head: Number(block) }),
             // The hot key's address comes checksummed from its private key.
             sender: { ...sender, address: sender.address as Address }
           }))

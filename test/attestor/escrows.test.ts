@@ -150,4 +150,10 @@ describe("indexIsStale", () => {
     for (const state of ["following", "backfilling", "standby", "starting"] as const)
       expect(indexIsStale(indexer(state), hints("ready"))).toBe(false)
   })
+
+  it("is stale once the indexer's last head read is older than its freshness window", () => {
+    const at = { ...indexer("following"), freshUntil: 1_000 }
+    expect(indexIsStale(at, hints("ready"), 1_000)).toBe(false)
+    expect(indexIsStale(at, hints("ready"), 1_001)).toBe(true)
+  })
 })

@@ -4,9 +4,12 @@
  */
 import type { HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer, Schema, TestClock } from "effect"
 import { getAddress, type Hex, keccak256, numberToHex } from "viem"
 import { AccountsResponse } from "../../schema/relayer.js"
+import type { ChainClientShape } from "../../src/chain/ChainClient.js"
+import { ChainUnavailable } from "../../src/chain/errors.js"
+import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { Indexer, type IndexerShape } from "../../src/indexer/Indexer.js"
 import { AccountsFeed, acceptsGzip, accountsFeedLayer, etagMatches } from "../../src/relayer/accounts.js"
 import { AccountsProjection } from "../../src/store/projections/AccountsProjection.js"
@@ -14,8 +17,19 @@ import { AccountsProjection } from "../../src/store/projections/AccountsProjecti
 const USDT = getAddress(numberToHex(0x1001, { size: 20 }))
 const VAULT = getAddress(numberToHex(0xbeef, { size: 20 }))
 
-const withIndexer = (indexer: IndexerShape) =>
-  accountsFeedLayer.pipe(Layer.provide(Layer.succeed(Indexer, indexer)))
+/** Without stubs the chain dies when asked: a fresh index never asks it. */
+const withIndexer = (indexer: IndexerShape, chain: Partial<ChainClientShape> = {}) =>
+  accountsFeedLayer.pipe(
+    Layer.provide(Layer.succeed(Indexer, indexer)),
+    Layer.provide(mockChainClient(chain))
+  )
+
+const chainDown: Partial<ChainClientShape> = {
+  blockNumber: Effect.fail(
+    new ChainUnavailable({ operation: "eth_blockNumber", reason: "no answer", attempts: 3, cause: undefined })
+  )
+}
+const chainUp: Partial<ChainClientShape> = { blockNumber: Effect.succeed(12n) }
 
 const projection = new AccountsProjection({ settlementAsset: USDT })
 projection.reset(0)
@@ -61,7 +75,11 @@ describe("the accounts feed", () => {
       const feed = yield* AccountsFeed
       const error = yield* Effect.flip(feed.respond({}))
       expect(error._tag).toBe("Unsupported")
-    }).pipe(Effect.provide(accountsFeedLayer.pipe(Layer.provide(Indexer.disabled))))
+    }).pipe(
+      Effect.provide(
+        accountsFeedLayer.pipe(Layer.provide(Indexer.disabled), Layer.provide(mockChainClient({})))
+      )
+    )
   )
 
   it.effect("answers unavailable until the index covers a block", () =>
@@ -85,6 +103,43 @@ describe("the accounts feed", () => {
       expect((yield* feed.respond({ "if-none-match": `W/${etag}, "other"` })).status).toBe(304)
       expect((yield* feed.respond({ "if-none-match": '"other"' })).status).toBe(200)
     }).pipe(Effect.provide(withIndexer(ready)))
+  )
+})
+
+describe("a stale index (shared rule, src/indexer/freshness.ts)", () => {
+  const retrying: IndexerShape = {
+    ...ready,
+    status: Effect.succeed({ state: "retrying", block: 9, head: 9, leader: true })
+  }
+  // Following, but its last head read is long past: a step hangs on an RPC that does not answer.
+  const silent: IndexerShape = {
+    ...ready,
+    status: Effect.succeed({ state: "following", block: 9, head: 9, leader: true, freshUntil: 1 })
+  }
+
+  it.effect("whose last step failed is 503 unavailable when the chain does not answer", () =>
+    Effect.gen(function* () {
+      const feed = yield* AccountsFeed
+      const error = yield* Effect.flip(feed.respond({}))
+      expect(error._tag).toBe("Unavailable")
+      // Not even a 304: the client's copy is as stale as ours.
+      expect((yield* Effect.flip(feed.respond({ "if-none-match": "*" })))._tag).toBe("Unavailable")
+    }).pipe(Effect.provide(withIndexer(retrying, chainDown)))
+  )
+
+  it.effect("that has not read the head for a while is 503 unavailable when the chain does not answer", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(2)
+      const feed = yield* AccountsFeed
+      expect((yield* Effect.flip(feed.respond({})))._tag).toBe("Unavailable")
+    }).pipe(Effect.provide(withIndexer(silent, chainDown)))
+  )
+
+  it.effect("serves its last index while the chain answers", () =>
+    Effect.gen(function* () {
+      const feed = yield* AccountsFeed
+      expect((yield* feed.respond({})).status).toBe(200)
+    }).pipe(Effect.provide(withIndexer(retrying, chainUp)))
   )
 })
 

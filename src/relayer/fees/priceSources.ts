@@ -8,6 +8,7 @@ import { Clock, Data, Effect, Option } from "effect"
 import { type Address, getAddress, isAddress } from "viem"
 import { mockAggregatorV3Abi, mockSwapRouterAbi } from "../../../contracts/abi.js"
 import type { ChainClientShape } from "../../chain/ChainClient.js"
+import { describeChainError } from "../../chain/errors.js"
 import type { NativePrice, PriceSourceName, RelayerSettingsShape } from "../../config/relayer.js"
 
 export type { NativePrice, PriceSourceName } from "../../config/relayer.js"
@@ -74,7 +75,8 @@ export const feedPriceSource = (chain: ChainClientShape, config: FeedSourceConfi
       ],
       { concurrency: 2 }
     ).pipe(
-      Effect.mapError((error) => fail(`${label} feed unreadable: ${error.message}`, error)),
+      // A chain error by class only: its text can carry the RPC URL, and this reason is logged.
+      Effect.mapError((error) => fail(`${label} feed unreadable: ${describeChainError(error)}`, error)),
       Effect.flatMap(([[, answer, , updatedAt], decimals]) =>
         Effect.flatMap(Clock.currentTimeMillis, (nowMs) => {
           if (answer <= 0n) return Effect.fail(fail(`${label} feed answered ${answer}`))
@@ -136,7 +138,7 @@ export const dexPriceSource = (chain: ChainClientShape, config: DexSourceConfig)
         args: [amountIn, path]
       })
       .pipe(
-        Effect.mapError((error) => fail(`getAmountsOut failed: ${error.message}`, error)),
+        Effect.mapError((error) => fail(`getAmountsOut failed: ${describeChainError(error)}`, error)),
         Effect.flatMap((amounts) => {
           const out = amounts[amounts.length - 1]
           return out === undefined || out === 0n

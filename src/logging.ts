@@ -1,0 +1,95 @@
+/**
+ * What a log line may say about a failure, and the services' logger.
+ *
+ * viem's error text carries the request URL (a hosted RPC's API key often sits in its path), the
+ * request body and sometimes headers; a node's or a database's own message can quote anything.
+ * So a failure is logged as a description built from its kind and classified fields
+ * (`describeFailure`), and the logger itself never prints a cause: it writes the description in
+ * its place and blanks out anything shaped like a URL in messages and annotations, for a log call
+ * that forgot (the runtime's own "Fiber terminated with an unhandled error" at debug level too).
+ */
+import { Cause, HashMap, type Layer, Logger, Option } from "effect"
+import { describeChainError, isChainError } from "./chain/errors.js"
+
+/** Anything with a scheme and `://`, up to the next blank or quote. */
+const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]*/gi
+/** viem's detail lines, whatever follows them. */
+const DETAIL_LINE = /^\s*(URL|Request body|Raw Call Arguments|Headers?|Details|Version):/i
+
+/** Only a scheme, a host and a port: where a server listens, which names no key. */
+const BARE_ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[a-z0-9.-]+(:\d+)?\/?$/i
+
+/**
+ * `text` without viem's detail lines, and every URL that carries more than an origin (a path,
+ * a query, credentials: where keys sit) replaced by `<url>`.
+ */
+export const redactUrls = (text: string): string =>
+  text
+    .split("\n")
+    .filter((line) => !DETAIL_LINE.test(line))
+    .join("\n")
+    .replace(URL_PATTERN, (url) => (BARE_ORIGIN.test(url) ? url : "<url>"))
+
+/** Free text for a log: its first line, URLs out, at most `max` characters. */
+export const safeText = (text: string, max = 200): string => {
+  const line = redactUrls(text.split("\n")[0] ?? "").trim()
+  return line.length <= max ? line : `${line.slice(0, max)}…`
+}
+
+/**
+ * An error for a log: a chain error by kind, operation and class (never the node's or viem's
+ * text); another tagged error by tag and message, cut to one line without URLs; anything else by
+ * kind only.
+ */
+export const describeError = (error: unknown): string => {
+  if (isChainError(error)) return describeChainError(error)
+  if (typeof error === "object" && error !== null && "_tag" in error && error instanceof Error)
+    return `${String(error._tag)}: ${safeText(error.message)}`
+  return "failure"
+}
+
+/**
+ * A failure for a log: `describeError` of its typed error, and only the kind of a defect (its
+ * message could carry anything).
+ */
+export const describeFailure = (cause: Cause.Cause<unknown>): string =>
+  Option.match(Cause.failureOption(cause), {
+    onSome: describeError,
+    onNone: () =>
+      Option.match(Cause.dieOption(cause), {
+        onSome: (defect) => `defect (${defect instanceof Error ? defect.name : typeof defect})`,
+        onNone: () => "interrupted"
+      })
+  })
+
+const redactValue = (value: unknown): unknown =>
+  typeof value === "string"
+    ? redactUrls(value)
+    : Array.isArray(value)
+      ? value.map(redactValue)
+      : value instanceof Error
+        ? describeError(value)
+        : value
+
+/**
+ * `logger` fed with safe input: a cause becomes a `failure` annotation (`describeFailure`), and
+ * strings of the message and the annotations lose their URLs.
+ */
+export const safeLogger = <O>(logger: Logger.Logger<unknown, O>): Logger.Logger<unknown, O> =>
+  Logger.mapInputOptions(logger, (options) => {
+    const annotations = HashMap.map(options.annotations, redactValue)
+    return {
+      ...options,
+      message: redactValue(options.message),
+      cause: Cause.empty,
+      annotations: Cause.isEmpty(options.cause)
+        ? annotations
+        : HashMap.set(annotations, "failure", describeFailure(options.cause))
+    }
+  })
+
+/** The services' logger: logfmt lines on the console, through `safeLogger`. */
+export const serviceLogger: Layer.Layer<never> = Logger.replace(
+  Logger.defaultLogger,
+  Logger.withConsoleLog(safeLogger(Logger.logfmtLogger))
+)

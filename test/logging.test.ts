@@ -1,0 +1,94 @@
+/**
+ * What a log line may say about a failure (`src/logging.ts`): a chain error by its class, never
+ * the RPC URL (a hosted RPC's key sits in its path), a request body or a node's text; and the
+ * services' logger prints no cause.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Logger } from "effect"
+import { makeChainClient } from "../src/chain/ChainClient.js"
+import { ChainReverted, RpcRejected } from "../src/chain/errors.js"
+import { describeFailure, redactUrls, safeLogger, safeText } from "../src/logging.js"
+import { closedPort } from "./chain/rpcProxy.js"
+
+const SECRET = "SECRETKEY123abc"
+
+describe("redactUrls", () => {
+  it("takes out URLs with a path, query or credentials and viem's detail lines, keeps bare origins", () => {
+    expect(redactUrls(`failed at https://rpc.example/v3/${SECRET}?x=1 now`)).toBe("failed at <url> now")
+    expect(redactUrls(`https://user:${SECRET}@rpc.example`)).toBe("<url>")
+    expect(redactUrls("Listening on http://127.0.0.1:8080")).toBe("Listening on http://127.0.0.1:8080")
+    expect(redactUrls(`HTTP request failed.\nURL: x\nRequest body: {"a":1}`)).toBe("HTTP request failed.")
+    expect(safeText(`a\nURL: https://rpc.example/${SECRET}`)).toBe("a")
+  })
+})
+
+describe("describeFailure", () => {
+  it.effect("names a dead RPC's failure by class, without its URL", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(closedPort)
+      const chain = makeChainClient({
+        rpcUrl: `http://127.0.0.1:${port}/v3/${SECRET}`,
+        timeoutMs: 500,
+        retries: 0
+      })
+      const exit = yield* Effect.exit(chain.blockNumber)
+      expect(exit._tag).toBe("Failure")
+      if (exit._tag !== "Failure") return
+      // viem's error inside carries the URL: it must never be printed as it is.
+      const error = Cause.squash(exit.cause) as { readonly cause?: { readonly message?: string } }
+      expect(error.cause?.message).toContain(SECRET)
+      expect(describeFailure(exit.cause)).toBe(
+        "ChainUnavailable: eth_blockNumber: no answer after 1 attempt(s)"
+      )
+    })
+  )
+
+  it("leaves out a node's text and a revert's arguments", () => {
+    const rejected = new RpcRejected({
+      operation: "eth_sendRawTransaction",
+      code: -32000,
+      httpStatus: undefined,
+      rpcMessage: `see https://rpc.example/${SECRET}`,
+      kind: "other",
+      cause: undefined
+    })
+    expect(describeFailure(Cause.fail(rejected))).toBe(
+      "RpcRejected: eth_sendRawTransaction: code -32000, other"
+    )
+    const reverted = new ChainReverted({
+      operation: "eth_call(claim)",
+      data: "0x12345678",
+      errorName: "Nope",
+      args: ["0x00000000000000000000000000000000000000aa"],
+      description: "Nope(0x00000000000000000000000000000000000000aa)"
+    })
+    expect(describeFailure(Cause.fail(reverted))).toBe("ChainReverted: eth_call(claim): Nope")
+    expect(describeFailure(Cause.die(new Error(`https://rpc.example/${SECRET}`)))).toBe("defect (Error)")
+  })
+})
+
+describe("safeLogger", () => {
+  it.effect("writes a failure description instead of the cause, and no URL", () =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const logger = safeLogger(Logger.map(Logger.logfmtLogger, (line) => lines.push(line)))
+      const error = new RpcRejected({
+        operation: "eth_gasPrice",
+        code: undefined,
+        httpStatus: 401,
+        rpcMessage: "unauthorized",
+        kind: "other",
+        cause: new Error(`URL: https://rpc.example/v3/${SECRET}`)
+      })
+      yield* Effect.logWarning(`refresh failed at https://rpc.example/v3/${SECRET}`, Cause.fail(error)).pipe(
+        Effect.annotateLogs("where", `https://rpc.example/v3/${SECRET}`),
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      )
+      expect(lines).toHaveLength(1)
+      const line = lines[0] ?? ""
+      expect(line).not.toContain(SECRET)
+      expect(line).toContain('failure="RpcRejected: eth_gasPrice: HTTP 401, other"')
+      expect(line).not.toContain("cause=")
+    })
+  )
+})
