@@ -15,7 +15,7 @@ import {
   withSettings,
   writeDevnetFile
 } from "../../../layers/devnet.js"
-import { SessionResponse } from "../../../schema/attestor.js"
+import { CommitmentRequest, CommitmentResponse, MessengerVerifyRequest } from "../../../schema/attestor.js"
 import { computeId } from "../../../schema/ids.js"
 import {
   encodeBeneficiaryHint,
@@ -24,6 +24,7 @@ import {
   sealHint
 } from "../../../src/attestor/hints.js"
 import { signWidgetPayload, widgetKey } from "../../../src/attestor/messenger.js"
+import { attestorFetchClient, type AttestorClient as TypedAttestorClient } from "../../../src/client.js"
 import type { VaultDevnet } from "./relayerDevnet.js"
 
 export interface Commitment {
@@ -37,11 +38,16 @@ export interface Commitment {
 let payloads = 0
 
 export class AttestorClient {
+  /** The typed client of this attestor. */
+  readonly client: TypedAttestorClient
+
   constructor(
     readonly net: VaultDevnet,
     readonly url: string,
     private readonly scope?: Scope.CloseableScope
-  ) {}
+  ) {
+    this.client = Effect.runSync(attestorFetchClient(url))
+  }
 
   /**
    * The attestor in this process on `net`'s chain, with the devnet's settings, rate limits lifted
@@ -94,10 +100,7 @@ export class AttestorClient {
   /** Waits until the attestor's vault indexer and hint index both cover `block`. */
   async indexed(block: number): Promise<void> {
     for (let i = 0; i < 600; i++) {
-      const health = (await (await fetch(`${this.url}/v1/health`)).json()) as {
-        indexer?: { block?: number }
-        hints?: { block?: number }
-      }
+      const health = await Effect.runPromise(this.client.operator.health())
       if ((health.indexer?.block ?? -1) >= block && (health.hints?.block ?? -1) >= block) return
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
@@ -106,9 +109,10 @@ export class AttestorClient {
 
   /** A creator's commitment to a messenger user. */
   async commit(userId: string): Promise<Commitment> {
-    const res = await this.post("/v1/commitment", { platform: "messenger", userId })
-    expect(res.status).toBe(200)
-    return (await res.json()) as Commitment
+    const payload = Schema.decodeUnknownSync(CommitmentRequest)({ platform: "messenger", userId })
+    const commitment = await Effect.runPromise(this.client.commitments.commitment({ payload }))
+    // Back to the wire form the tests compare with.
+    return Schema.encodeSync(CommitmentResponse)(commitment) as Commitment
   }
 
   /** A creator's launch to the committed user, its hint sealed to the attestor's hint key. */
@@ -117,7 +121,7 @@ export class AttestorClient {
     symbol: string,
     fallback?: { readonly recipient: Address; readonly delay: bigint }
   ): Promise<{ readonly id: Hex; readonly block: number }> {
-    const info = (await (await fetch(`${this.url}/v1/info`)).json()) as { hintPublicKey: Hex }
+    const info = await Effect.runPromise(this.client.info.info())
     const hint: HintPlaintext = {
       platformId: commitment.platformId,
       userId: commitment.userId,
@@ -154,12 +158,11 @@ export class AttestorClient {
 
   /** Logs `userId` in with a widget payload for `stealthOwner`; the session's token. */
   async login(userId: string, stealthOwner: Address, id?: Hex): Promise<string> {
-    const res = await this.post("/v1/oauth/messenger/verify", {
+    const payload = Schema.decodeUnknownSync(MessengerVerifyRequest)({
       auth: AttestorClient.widget(userId),
       stealthOwner,
       ...(id === undefined ? {} : { id })
     })
-    expect(res.status).toBe(200)
-    return Schema.decodeUnknownSync(SessionResponse)(await res.json()).session
+    return (await Effect.runPromise(this.client.logins.messengerVerify({ payload }))).session
   }
 }

@@ -9,7 +9,7 @@
  */
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Either, Exit, Layer, Schema, Scope } from "effect"
 import {
   type Address,
   type ContractFunctionArgs,
@@ -40,7 +40,9 @@ import { RelayerLive } from "../../../layers/relayer.js"
 import { vaultDomain, vaultTypes } from "../../../schema/eip712.js"
 import { Unavailable } from "../../../schema/errors.js"
 import { computeId, ownerCommitment } from "../../../schema/ids.js"
+import { Account, QuoteQuery, TxStatusRequest } from "../../../schema/relayer.js"
 import { chainClientLayer } from "../../../src/chain/ChainClient.js"
+import { type RelayerClient, relayerFetchClient } from "../../../src/client.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { AccountReader } from "../../../src/relayer/AccountReader.js"
 import { FeeOracle } from "../../../src/relayer/FeeOracle.js"
@@ -286,6 +288,9 @@ export class VaultDevnet {
 
 /** The chain and the relayer running in this process, with the HTTP helpers. */
 export class RelayerDevnet extends VaultDevnet {
+  /** The typed client of this relayer; each request presents a client address of its own. */
+  readonly client: RelayerClient
+
   private constructor(
     chain: DevnetChain,
     readonly relayerUrl: string,
@@ -294,6 +299,9 @@ export class RelayerDevnet extends VaultDevnet {
     scope: Scope.CloseableScope
   ) {
     super(chain, scope)
+    this.client = Effect.runSync(
+      relayerFetchClient(relayerUrl, { headers: () => ({ "x-forwarded-for": nextClient() }) })
+    )
   }
 
   /** Anvil with the reference contracts and the relayer (indexer on), `env` on top of the devnet's. */
@@ -326,19 +334,18 @@ export class RelayerDevnet extends VaultDevnet {
     })
   }
 
-  /** `relayerFee` of GET /v1/quote with these parameters. */
+  /** `relayerFee` of GET /v1/quote with these parameters (in their query-string form). */
   async quote(params: Record<string, string>): Promise<bigint> {
-    const res = await fetch(`${this.relayerUrl}/v1/quote?${new URLSearchParams(params)}`, {
-      headers: { "x-forwarded-for": nextClient() }
-    })
-    const body = (await res.json()) as { relayerFee?: string }
-    expect(res.status, json(body)).toBe(200)
-    return BigInt(body.relayerFee!)
+    const urlParams = Schema.decodeUnknownSync(QuoteQuery)(params)
+    const quoted = await Effect.runPromise(Effect.either(this.client.quote.quote({ urlParams })))
+    if (Either.isLeft(quoted)) throw new Error(`quote refused: ${json(quoted.left)}`)
+    return quoted.right.relayerFee
   }
 
-  async txStatus(txHash: Hex): Promise<{ status: string; blockNumber?: number }> {
-    const res = await this.post("/v1/tx-status", { txHash })
-    return (await res.json()) as { status: string; blockNumber?: number }
+  /** POST /v1/tx-status; a refusal rejects with its tagged error. */
+  txStatus(txHash: Hex): Promise<{ status: string; blockNumber?: number }> {
+    const payload = Schema.decodeUnknownSync(TxStatusRequest)({ txHash })
+    return Effect.runPromise(this.client.transactions.txStatus({ payload }))
   }
 
   /** The write endpoint's answer, once its transaction has been mined successfully. */
@@ -358,10 +365,12 @@ export class RelayerDevnet extends VaultDevnet {
   /** The indexed account once `/v1/accounts` covers `block`. */
   async indexedAccount(id: Hex, block: number): Promise<IndexedAccount | undefined> {
     for (let i = 0; i < 400; i++) {
-      const res = await fetch(`${this.relayerUrl}/v1/accounts`)
-      const body = (await res.json()) as { block: number; accounts: ReadonlyArray<IndexedAccount> }
-      if (res.status === 200 && body.block >= block)
-        return body.accounts.find((a) => a.id.toLowerCase() === id.toLowerCase())
+      const listed = await Effect.runPromise(Effect.option(this.client.accounts.accounts({ headers: {} })))
+      if (listed._tag === "Some" && listed.value.block >= block) {
+        const account = listed.value.accounts.find((a) => a.id.toLowerCase() === id.toLowerCase())
+        // Back to the wire form the tests compare with (decimal strings).
+        return account === undefined ? undefined : (Schema.encodeSync(Account)(account) as IndexedAccount)
+      }
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
     throw new Error(`/v1/accounts did not reach block ${block}`)
