@@ -37,6 +37,7 @@ import { feeVaultAbi } from "../../contracts/abi.js"
 import { deployDevnet, devnetAccount, devnetClients } from "../../contracts/deploy.js"
 import { relayerServer, relayerServices } from "../../layers/relayer.js"
 import { spawnAnvil } from "../../src/chain/anvil.js"
+import { relayerFetchClient } from "../../src/client.js"
 import { RelayerSettings } from "../../src/config/relayer.js"
 import { serverUrl } from "../../src/http/server.js"
 import { Indexer } from "../../src/indexer/Indexer.js"
@@ -225,6 +226,13 @@ async function main() {
             .on("error", reject)
         })
         const rss = process.resourceUsage().maxRSS * 1024
+        // The list that was timed decodes through the typed client with every account at the head
+        // (checked after the RSS reading, which the decoding would inflate).
+        const listed = await Effect.runPromise(
+          Effect.flatMap(relayerFetchClient(base), (client) => client.accounts.accounts({ headers: {} }))
+        )
+        if (listed.block !== head || listed.accounts.length !== ACCOUNTS)
+          throw new Error(`/v1/accounts lists ${listed.accounts.length} accounts at block ${listed.block}`)
         return { indexMs, cold, identity, gzipCold, gzip, notModified, identityBytes, gzipBytes, rss }
       } finally {
         await runtime.dispose()

@@ -16,7 +16,7 @@ import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Context, Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { Context, Effect, Layer, Logger, LogLevel, ManagedRuntime, Schema } from "effect"
 import {
   type Address,
   createPublicClient,
@@ -42,6 +42,8 @@ import {
 } from "../../layers/devnet.js"
 import { RelayerLive } from "../../layers/relayer.js"
 import { computeId, ownerCommitment } from "../../schema/ids.js"
+import { QuoteQuery } from "../../schema/relayer.js"
+import { relayerFetchClient } from "../../src/client.js"
 import { directClaimBody } from "../../test/support/directClaim.js"
 
 const CLAIMS = Math.max(1, Number(process.env.BENCH_CLAIMS ?? 30))
@@ -201,11 +203,13 @@ async function main() {
       await write({ address: vault, abi: feeVaultAbi, functionName: "deposit", args: [a.id, usdt, AMOUNT] })
     for (const hash of hashes) await publicClient.waitForTransactionReceipt({ hash })
 
-    const quoted = await fetch(
-      `${relayerUrl}/v1/quote?${new URLSearchParams({ asset: usdt, adapter: zeroAddress, register: "1" })}`
-    )
-    if (quoted.status !== 200) throw new Error(`quote answered ${quoted.status}: ${await quoted.text()}`)
-    const fee = BigInt(((await quoted.json()) as { relayerFee: string }).relayerFee)
+    const relayer = await Effect.runPromise(relayerFetchClient(relayerUrl))
+    const urlParams = Schema.decodeUnknownSync(QuoteQuery)({
+      asset: usdt,
+      adapter: zeroAddress,
+      register: "1"
+    })
+    const fee = (await Effect.runPromise(relayer.quote.quote({ urlParams }))).relayerFee
 
     const deadline = BigInt(Math.floor(Date.now() / 1000) + 3600)
     const bodies = await Promise.all(

@@ -18,7 +18,7 @@ import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Schema } from "effect"
 import { zeroAddress } from "viem"
 import {
   Devnet,
@@ -29,6 +29,8 @@ import {
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { RelayerLive } from "../../layers/relayer.js"
+import { QuoteQuery } from "../../schema/relayer.js"
+import { relayerFetchClient } from "../../src/client.js"
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5_000)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
@@ -140,6 +142,14 @@ async function main() {
       question({ action: "shield-templates", templates: "32", register: "1" })
     ]
 
+    // Every question is answered, and decodes, before any is timed.
+    const relayer = await Effect.runPromise(relayerFetchClient(devnet.relayerUrl))
+    for (const path of mixed) {
+      const query = Object.fromEntries(new URL(path, devnet.relayerUrl).searchParams)
+      await Effect.runPromise(relayer.quote.quote({ urlParams: Schema.decodeUnknownSync(QuoteQuery)(query) }))
+    }
+
+    // The baseline answers the relayer's own bytes.
     const sample = await fetch(`${devnet.relayerUrl}${single[0]}`)
     if (sample.status !== 200)
       throw new Error(`the relayer answered ${sample.status}: ${await sample.text()}`)
