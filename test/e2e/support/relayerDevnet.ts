@@ -41,7 +41,7 @@ import { vaultDomain, vaultTypes } from "../../../schema/eip712.js"
 import { Unavailable } from "../../../schema/errors.js"
 import { computeId, ownerCommitment } from "../../../schema/ids.js"
 import { Account, QuoteQuery, TxStatusRequest } from "../../../schema/relayer.js"
-import { chainClientLayer } from "../../../src/chain/ChainClient.js"
+import { ChainClient, type ChainClientShape, makeChainClient } from "../../../src/chain/ChainClient.js"
 import { type RelayerClient, relayerFetchClient } from "../../../src/client.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { AccountReader } from "../../../src/relayer/AccountReader.js"
@@ -427,12 +427,19 @@ export const liveChainLayers = (
   env: Record<string, string>,
   overrides: Record<string, string>,
   sender: RecordingSender,
-  relayerFee: bigint
+  relayerFee: bigint,
+  /** Lets a test watch what the pipeline asks the chain (e.g. the estimates it got). */
+  observeChain: (chain: ChainClientShape) => ChainClientShape = (chain) => chain
 ) => {
   const settings = withSettings(RelayerSettings.layer, { ...env, ...overrides })
   const chainLayer = Layer.unwrapEffect(
     Effect.map(RelayerSettings, (s) =>
-      chainClientLayer({ rpcUrl: s.rpcUrl.href, timeoutMs: s.rpcTimeoutMs, errorAbi: feeVaultAbi })
+      Layer.succeed(
+        ChainClient,
+        observeChain(
+          makeChainClient({ rpcUrl: s.rpcUrl.href, timeoutMs: s.rpcTimeoutMs, errorAbi: feeVaultAbi })
+        )
+      )
     )
   )
   const oracle = Layer.succeed(FeeOracle, {
