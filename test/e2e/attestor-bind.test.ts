@@ -8,7 +8,7 @@
  * the account's pending owner is the session's stealth owner. Asked again, the attestor signs
  * nothing for the escrow: it has a pending bind.
  */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { type Address, type Hex, zeroAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -59,7 +59,7 @@ describe("a messenger recipient binds an escrow on the devnet", () => {
   }, async () => {
     // A creator's launch to the messenger user.
     const commitment = await attestor.commit(USER)
-    const info = (await (await fetch(`${attestor.url}/v1/info`)).json()) as { attestor: Address }
+    const info = await Effect.runPromise(attestor.client.info.info())
     expect(info.attestor).toBe(privateKeyToAccount(devnetKeys.attestor).address)
     const { id } = await attestor.launchTo(commitment, "BND1")
     await attestor.indexed(await attestor.head())

@@ -6,10 +6,12 @@
  * and on PostgreSQL too when `DATABASE_URL` is set.
  */
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { type Address, encodeAbiParameters, type Hex, keccak256, zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freeLoopbackPort, relayerEnv, writeDevnetFile } from "../../layers/devnet.js"
+import { ClaimRequest, QuoteQuery, TxStatusRequest } from "../../schema/relayer.js"
+import { relayerFetchClient } from "../../src/client.js"
 import { postgresSchema } from "../indexer/support/harness.js"
 import { rpc } from "../relayer/txsender-support.js"
 import { type ServiceProcess, startService } from "../support/process.js"
@@ -62,11 +64,12 @@ const until = async <A>(what: string, check: () => Promise<A | undefined>, secon
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers
 
+/** The typed client of the relayer process at `base`. */
+const relayer = (base: string) => Effect.runSync(relayerFetchClient(base))
+
 const quote = async (base: string) => {
-  const query = new URLSearchParams({ asset: net.settlementAsset, adapter: zeroAddress })
-  const res = await fetch(`${base}/v1/quote?${query}`)
-  expect(res.status).toBe(200)
-  return BigInt(((await res.json()) as { relayerFee: string }).relayerFee)
+  const urlParams = Schema.decodeUnknownSync(QuoteQuery)({ asset: net.settlementAsset, adapter: zeroAddress })
+  return (await Effect.runPromise(relayer(base).quote.quote({ urlParams }))).relayerFee
 }
 
 const postClaim = async (
@@ -89,26 +92,14 @@ const postClaim = async (
     deadline: BigInt(Math.floor(Date.now() / 1000) + 3600)
   }
   const signature = await net.sign(owner.signer, "Claim", claim)
-  const res = await fetch(`${base}/v1/claim`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: json({ claim, adapterData, signature })
-  })
-  const body = (await res.json()) as { txHash?: Hex }
-  if (res.status !== 200 || body.txHash === undefined)
-    throw new Error(`claim refused: ${res.status} ${json(body)}`)
-  return body.txHash
+  const payload = Schema.decodeUnknownSync(ClaimRequest)(JSON.parse(json({ claim, adapterData, signature })))
+  return (await Effect.runPromise(relayer(base).claims.claim({ payload }))).txHash
 }
 
-const txStatus = async (base: string, txHash: Hex) => {
-  const res = await fetch(`${base}/v1/tx-status`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: json({ txHash })
-  })
-  expect(res.status).toBe(200)
-  return (await res.json()) as { txHash: Hex; status: string; blockNumber?: number }
-}
+const txStatus = (base: string, txHash: Hex) =>
+  Effect.runPromise(
+    relayer(base).transactions.txStatus({ payload: Schema.decodeSync(TxStatusRequest)({ txHash }) })
+  )
 
 const health = async (base: string) => {
   const res = await fetch(`${base}/v1/health`)
