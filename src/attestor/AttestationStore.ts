@@ -37,15 +37,25 @@ export class AttestationStoreError extends Data.TaggedError("AttestationStoreErr
   }
 }
 
+/**
+ * A stealth owner this attestor already attested for the other visibility (spec §4): nothing of
+ * the request is recorded.
+ */
+export class VisibilityConflict extends Data.TaggedError("VisibilityConflict")<{
+  readonly visibility: Visibility
+}> {}
+
 export interface AttestationStoreShape {
   /**
    * Records issued attestations (one transaction). Re-recording one that exists changes nothing:
-   * in particular a revoked attestation stays revoked.
+   * in particular a revoked attestation stays revoked. The first record of an owner fixes its
+   * visibility (migration 0023); a record of it for the other kind fails with
+   * `VisibilityConflict` and records nothing, also when the two race on several replicas.
    */
   readonly record: (
     attestations: ReadonlyArray<Attestation>,
     issuedAt: number
-  ) => Effect.Effect<void, AttestationStoreError>
+  ) => Effect.Effect<void, AttestationStoreError | VisibilityConflict>
   /** The visibilities a stealth owner was attested for, revoked attestations included. */
   readonly visibilitiesOf: (
     newOwner: Address
@@ -91,10 +101,32 @@ export const makeAttestationStore = Effect.gen(function* () {
   const sql = yield* SqlClient
   const failed = (operation: string) => (cause: SqlError) => new AttestationStoreError({ operation, cause })
 
-  const record: AttestationStoreShape["record"] = (attestations, issuedAt) =>
-    attestations.length === 0
-      ? Effect.void
-      : Effect.forEach(
+  /**
+   * Fixes `owner` to `visibility` unless it is fixed already, then reads what it is fixed to. A
+   * concurrent transaction inserting the same owner waits for this one on the primary key, then
+   * reads the committed row (each statement reads afresh under READ COMMITTED).
+   */
+  const claimVisibility = (owner: string, visibility: Visibility) =>
+    sql`
+      INSERT INTO attestor_owner_visibility (new_owner, visibility) VALUES (${owner}, ${visibility})
+      ON CONFLICT (new_owner) DO NOTHING`.pipe(
+      Effect.zipRight(
+        sql<{ readonly visibility: string }>`
+          SELECT visibility FROM attestor_owner_visibility WHERE new_owner = ${owner}`
+      ),
+      Effect.flatMap((rows) =>
+        rows[0]?.visibility === visibility ? Effect.void : Effect.fail(new VisibilityConflict({ visibility }))
+      )
+    )
+
+  const record: AttestationStoreShape["record"] = (attestations, issuedAt) => {
+    if (attestations.length === 0) return Effect.void
+    const owners = new Map(attestations.map((a) => [`${lower(a.newOwner)}:${a.visibility}`, a]))
+    return Effect.forEach(owners.values(), (a) => claimVisibility(lower(a.newOwner), a.visibility), {
+      discard: true
+    }).pipe(
+      Effect.zipRight(
+        Effect.forEach(
           attestations,
           (a) => sql`
             INSERT INTO attestor_attestations
@@ -103,7 +135,12 @@ export const makeAttestationStore = Effect.gen(function* () {
               ${a.deadline.toString()}, ${a.visibility}, false, ${issuedAt})
             ON CONFLICT (beneficiary_id, new_owner, bind_nonce, deadline) DO NOTHING`,
           { discard: true }
-        ).pipe(sql.withTransaction, Effect.mapError(failed("recording attestations")))
+        )
+      ),
+      sql.withTransaction,
+      Effect.catchTag("SqlError", (cause) => Effect.fail(failed("recording attestations")(cause)))
+    )
+  }
 
   const visibilitiesOf: AttestationStoreShape["visibilitiesOf"] = (newOwner) =>
     sql<{ readonly visibility: string }>`

@@ -246,7 +246,14 @@ const sign = (
       })
       records.push({ ...message, visibility: candidate.visibility })
     }
-    yield* store.record(records, now).pipe(Effect.mapError(attestationStoreUnavailable))
+    // The store is the authority on visibility: the read above refuses early, the record refuses
+    // a request that raced another of the same key for the other kind.
+    yield* store.record(records, now).pipe(
+      Effect.catchTags({
+        AttestationStoreError: (e) => Effect.fail(attestationStoreUnavailable(e)),
+        VisibilityConflict: () => Effect.fail(new BadRequest({ message: otherVisibilityUsed(kind) }))
+      })
+    )
     yield* Metric.incrementBy(bindSignatures, binds.length)
     return binds
   })

@@ -15,6 +15,7 @@ import m0012_nonce_reservations from "./migrations/0012_nonce_reservations.js"
 import m0020_attestor_sessions from "./migrations/0020_attestor_sessions.js"
 import m0021_attestor_attestations from "./migrations/0021_attestor_attestations.js"
 import m0022_attestor_bind_proposals from "./migrations/0022_attestor_bind_proposals.js"
+import m0023_attestor_owner_visibility from "./migrations/0023_attestor_owner_visibility.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
 export const migrations = {
@@ -25,7 +26,8 @@ export const migrations = {
   "0012_nonce_reservations": m0012_nonce_reservations,
   "0020_attestor_sessions": m0020_attestor_sessions,
   "0021_attestor_attestations": m0021_attestor_attestations,
-  "0022_attestor_bind_proposals": m0022_attestor_bind_proposals
+  "0022_attestor_bind_proposals": m0022_attestor_bind_proposals,
+  "0023_attestor_owner_visibility": m0023_attestor_owner_visibility
 } as const
 
 /** Everything above the highest migration a database has applied. */

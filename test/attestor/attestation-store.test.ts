@@ -72,6 +72,83 @@ for (const database of testDatabases()) {
         })
       )
 
+      it.effect(
+        "an owner recorded for one visibility is refused for the other, and nothing of it is kept",
+        () =>
+          Effect.gen(function* () {
+            const store = yield* makeAttestationStore
+            const owner = newOwner()
+            const id = newId()
+            const other = newId()
+            yield* store.record(
+              [{ id, newOwner: owner, bindNonce: 0n, deadline: 1n, visibility: "private" }],
+              1
+            )
+            const refused = yield* Effect.flip(
+              store.record(
+                [
+                  { id: other, newOwner: owner, bindNonce: 0n, deadline: 1n, visibility: "public" },
+                  { id, newOwner: owner, bindNonce: 1n, deadline: 1n, visibility: "public" }
+                ],
+                2
+              )
+            )
+            expect(refused._tag).toBe("VisibilityConflict")
+            expect(yield* store.ofId(other)).toEqual([])
+            expect(yield* store.ofId(id)).toHaveLength(1)
+            // The owner's case does not make it another owner.
+            const again = yield* Effect.flip(
+              store.record(
+                [
+                  {
+                    id: other,
+                    newOwner: owner.toLowerCase() as Address,
+                    bindNonce: 0n,
+                    deadline: 1n,
+                    visibility: "public"
+                  }
+                ],
+                3
+              )
+            )
+            expect(again._tag).toBe("VisibilityConflict")
+            // The same kind is still recorded.
+            yield* store.record(
+              [{ id: other, newOwner: owner, bindNonce: 0n, deadline: 1n, visibility: "private" }],
+              4
+            )
+            expect(yield* store.ofId(other)).toHaveLength(1)
+          })
+      )
+
+      it.effect(
+        "concurrent records of one owner for the two visibilities: exactly one kind is ever kept",
+        () =>
+          Effect.gen(function* () {
+            const store = yield* makeAttestationStore
+            for (let round = 0; round < 10; round++) {
+              const owner = newOwner()
+              const attempts = Array.from({ length: 6 }, (_, i) => {
+                const visibility = i % 2 === 0 ? ("public" as const) : ("private" as const)
+                return store
+                  .record(
+                    [{ id: newId(), newOwner: owner, bindNonce: 0n, deadline: BigInt(i), visibility }],
+                    1
+                  )
+                  .pipe(
+                    Effect.as(visibility),
+                    Effect.catchTag("VisibilityConflict", () => Effect.succeed("refused" as const))
+                  )
+              })
+              const outcomes = yield* Effect.all(attempts, { concurrency: "unbounded" })
+              const kept = new Set(outcomes.filter((o) => o !== "refused"))
+              expect(kept.size).toBe(1)
+              expect(outcomes.filter((o) => o === "refused")).toHaveLength(3)
+              expect([...(yield* store.visibilitiesOf(owner))]).toEqual([...kept])
+            }
+          })
+      )
+
       it.effect("a contest revokes every other owner's attestations of the id, and they stay revoked", () =>
         Effect.gen(function* () {
           const store = yield* makeAttestationStore
