@@ -63,12 +63,42 @@ const migrateSkipped = Effect.gen(function* () {
 })
 
 /**
- * Applies pending migrations; returns `[id, name]` of each it ran. Replicas sharing one database
- * may start together: the migrator holds an exclusive lock on its table while it runs, so the
- * others wait and then find nothing left to do.
+ * A session advisory lock every process takes around its migrations. The migrator's own table
+ * lock comes after it creates its table, and two PostgreSQL sessions creating one table at once
+ * (`CREATE TABLE IF NOT EXISTS`) can fail; replicas on a fresh database start together.
  */
-export const migrate = Effect.gen(function* () {
-  const above = yield* migrateAbove
-  const skipped = yield* migrateSkipped
-  return [...above, ...skipped]
-})
+const MIGRATIONS_LOCK = "5046320180470341683"
+
+/** Holds the migrations lock on a connection of its own while `effect` runs (PostgreSQL only). */
+const withMigrationsLock = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    const version = yield* sql<{ readonly v: string }>`SELECT version() AS v`
+    // The embedded database belongs to one process and its pool has a single connection.
+    if (/PGlite/i.test(version[0]?.v ?? "")) return yield* effect
+    return yield* Effect.scoped(
+      Effect.gen(function* () {
+        const connection = yield* sql.reserve
+        yield* Effect.acquireRelease(
+          connection.execute("SELECT pg_advisory_lock($1::bigint)", [MIGRATIONS_LOCK], undefined),
+          () =>
+            connection
+              .execute("SELECT pg_advisory_unlock($1::bigint)", [MIGRATIONS_LOCK], undefined)
+              .pipe(Effect.ignore)
+        )
+        return yield* effect
+      })
+    )
+  })
+
+/**
+ * Applies pending migrations; returns `[id, name]` of each it ran. Replicas sharing one database
+ * may start together: one migrates while the others wait, then find nothing left to do.
+ */
+export const migrate = withMigrationsLock(
+  Effect.gen(function* () {
+    const above = yield* migrateAbove
+    const skipped = yield* migrateSkipped
+    return [...above, ...skipped]
+  })
+)

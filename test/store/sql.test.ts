@@ -61,3 +61,24 @@ for (const database of testDatabases()) {
     })
   })
 }
+
+// Replicas share PostgreSQL only: an embedded database belongs to one process, which migrates once.
+for (const database of testDatabases().filter((d) => d.name === "postgresql")) {
+  describe(`${database.name}, replicas starting together`, () => {
+    // A fresh database (schema) of its own: the race is on creating the migrations table.
+    layer(database.layer, { timeout: 60_000 })((it) => {
+      it.effect(
+        "several migrations at once on a fresh database all succeed, and each migration runs once",
+        () =>
+          Effect.gen(function* () {
+            const runs = yield* Effect.all(
+              Array.from({ length: 4 }, () => migrate),
+              { concurrency: "unbounded" }
+            )
+            const ran = runs.flatMap((run) => run.map(([id]) => id)).sort((a, b) => a - b)
+            expect(ran).toEqual(Object.keys(migrations).map((k) => Number(k.split("_")[0])))
+          })
+      )
+    })
+  })
+}
