@@ -41,11 +41,11 @@ import type { TxSenderSettings } from "../config/settings.js"
 import { describeFailure } from "../logging.js"
 import { type Fees, initialFees, replacementFees } from "./txsender/fees.js"
 import {
+  advisoryKey,
   embeddedStatements,
   isEmbeddedDatabase,
   type KeyLock,
   type LockTimeout,
-  lockKeyOf,
   makeKeyLock
 } from "./txsender/lock.js"
 import {
@@ -246,7 +246,7 @@ export const makeTxSenderWithState = (
     const replaceAfterMs = Duration.toMillis(options.replaceAfter)
     const confirmations = Math.max(1, options.confirmations ?? DEFAULT_TX_CONFIRMATIONS)
     const withLock: KeyLock = yield* makeKeyLock({
-      key: lockKeyOf(`relayer-tx-sender:${address.toLowerCase()}`),
+      key: advisoryKey(`relayer-tx-sender:${address.toLowerCase()}`),
       timeout: options.lockTimeout ?? Duration.seconds(30),
       embedded,
       ...(options.semaphore === undefined ? {} : { semaphore: options.semaphore })

@@ -19,8 +19,8 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Context, Data, Effect, Layer, type Scope } from "effect"
-import { type Address, type Hex, keccak256, stringToHex } from "viem"
-import { isEmbeddedDatabase } from "./sql.js"
+import type { Address, Hex } from "viem"
+import { advisoryKey, inProcessLock, isEmbeddedDatabase, sessionLock } from "./advisoryLock.js"
 
 export interface VaultRef {
   readonly chainId: number
@@ -199,44 +199,9 @@ export interface EventStoreShape {
 
 export class EventStore extends Context.Tag("EventStore")<EventStore, EventStoreShape>() {}
 
-/** A signed 64-bit advisory lock key derived from a name. */
-export const advisoryKey = (name: string): string =>
-  BigInt.asIntN(64, BigInt(keccak256(stringToHex(name)).slice(0, 18))).toString()
-
 const chainWriteKey = (chainId: number) => advisoryKey(`event-store-writes:${chainId}`)
 export const indexerLockKey = (ref: VaultRef) =>
   advisoryKey(`vault-indexer:${ref.chainId}:${ref.vault.toLowerCase()}`)
-
-/**
- * The in-process election of embedded databases: per SQL client, the holder of each lock key.
- * PGlite multiplexes every connection onto one session, where advisory locks exclude nothing.
- */
-const embeddedHolders = new WeakMap<SqlClient, Map<string, object>>()
-
-/** One candidate of the in-process election; its scope's end gives the lock up. */
-const embeddedLeadership = (sql: SqlClient, key: string): Effect.Effect<Leadership, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    let holders = embeddedHolders.get(sql)
-    if (holders === undefined) {
-      holders = new Map()
-      embeddedHolders.set(sql, holders)
-    }
-    const table = holders
-    const token = {}
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        if (table.get(key) === token) table.delete(key)
-      })
-    )
-    return {
-      tryAcquire: Effect.sync(() => {
-        const holder = table.get(key)
-        if (holder === undefined) table.set(key, token)
-        return holder === undefined || holder === token
-      }),
-      check: Effect.void
-    } satisfies Leadership
-  })
 
 const PAGE_SIZE = 5_000
 /**
@@ -591,31 +556,13 @@ export const makeEventStore = Effect.gen(function* () {
           Effect.mapError(failed("leadership"))
         )
       ) {
-        return yield* embeddedLeadership(sql, key)
+        const lock = yield* inProcessLock(sql, key)
+        return { tryAcquire: lock.tryLock, check: lock.check } satisfies Leadership
       }
-      const connection = yield* sql.reserve.pipe(Effect.mapError(failed("leadership")))
-      let held = false
-      // A session lock outlives the scope on a pooled connection unless it is given back.
-      yield* Effect.addFinalizer(() =>
-        held
-          ? connection.execute("SELECT pg_advisory_unlock($1::bigint)", [key], undefined).pipe(Effect.ignore)
-          : Effect.void
-      )
-      const tryLock = connection
-        .execute("SELECT pg_try_advisory_lock($1::bigint) AS locked", [key], undefined)
-        .pipe(
-          Effect.map((rows) => {
-            const first: unknown = rows[0]
-            held = typeof first === "object" && first !== null && "locked" in first && first.locked === true
-            return held
-          }),
-          Effect.mapError(failed("leadership"))
-        )
+      const lock = yield* sessionLock(sql, key).pipe(Effect.mapError(failed("leadership")))
       return {
-        tryAcquire: Effect.suspend(() => (held ? Effect.succeed(true) : tryLock)),
-        check: connection
-          .execute("SELECT 1", [], undefined)
-          .pipe(Effect.asVoid, Effect.mapError(failed("leadership")))
+        tryAcquire: lock.tryLock.pipe(Effect.mapError(failed("leadership"))),
+        check: lock.check.pipe(Effect.mapError(failed("leadership")))
       } satisfies Leadership
     })
 

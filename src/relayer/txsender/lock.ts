@@ -4,23 +4,20 @@
  * can send, one at a time; a process-wide semaphore per key keeps this process's own senders in
  * line first. PGlite served over pglite-socket multiplexes every connection onto one session,
  * where advisory locks are re-entrant and exclude nothing, so there the semaphore alone excludes
- * (an embedded database belongs to one process) and no connection is held for it.
+ * (an embedded database belongs to one process) and no connection is held for it. The advisory
+ * lock itself, and its release after an interrupted request, is `store/advisoryLock.ts`.
  */
 
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Data, Duration, Effect, Schedule } from "effect"
-import { keccak256, stringToHex } from "viem"
+import { sessionLock } from "../../store/advisoryLock.js"
 
 export class LockTimeout extends Data.TaggedError("LockTimeout")<{ readonly waitedMs: number }> {
   override get message() {
     return `the hot key stayed locked by another sender for ${this.waitedMs} ms`
   }
 }
-
-/** A signed 64-bit advisory lock key derived from a name. */
-export const lockKeyOf = (name: string): string =>
-  BigInt.asIntN(64, BigInt(keccak256(stringToHex(name)).slice(0, 18))).toString()
 
 const processLocks = new Map<string, Effect.Semaphore>()
 
@@ -33,7 +30,7 @@ export const processLock = (key: string): Effect.Semaphore => {
   return made
 }
 
-export { isEmbeddedDatabase } from "../../store/sql.js"
+export { advisoryKey, isEmbeddedDatabase } from "../../store/advisoryLock.js"
 
 /** Serializes this process's statements on an embedded database. */
 export const embeddedStatements: Effect.Semaphore = Effect.unsafeMakeSemaphore(1)
@@ -70,32 +67,9 @@ export const makeKeyLock = (options: KeyLockOptions) =>
       semaphore.withPermits(1)(
         Effect.scoped(
           Effect.gen(function* () {
-            const connection = yield* sql.reserve
-            // True from the moment a lock request leaves until it is answered "not granted": an
-            // attempt interrupted while its answer was on the way may hold the lock.
-            let mayHold = false
-            yield* Effect.addFinalizer(() =>
-              mayHold
-                ? connection
-                    .execute("SELECT pg_advisory_unlock($1::bigint)", [options.key], undefined)
-                    .pipe(Effect.ignore)
-                : Effect.void
-            )
-            const tryLock = Effect.suspend(() => {
-              mayHold = true
-              return connection.execute(
-                "SELECT pg_try_advisory_lock($1::bigint) AS locked",
-                [options.key],
-                undefined
-              )
-            }).pipe(
-              Effect.flatMap((rows) => {
-                const first: unknown = rows[0]
-                const locked =
-                  typeof first === "object" && first !== null && "locked" in first && first.locked === true
-                mayHold = locked
-                return locked ? Effect.void : Effect.fail(new Busy())
-              })
+            const lock = yield* sessionLock(sql, options.key)
+            const tryLock = Effect.flatMap(lock.tryLock, (locked) =>
+              locked ? Effect.void : Effect.fail(new Busy())
             )
             yield* tryLock.pipe(
               Effect.retry({ schedule: poll, while: (e) => e._tag === "Busy" }),

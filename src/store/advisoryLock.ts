@@ -1,0 +1,104 @@
+/**
+ * Exclusion between replicas sharing one PostgreSQL: session advisory locks, each on a reserved
+ * connection of its own, given back when their scope closes. Used by the indexer's writer
+ * election (`EventStore.leadership`) and the tx sender's hot-key lock (`relayer/txsender/lock.ts`).
+ *
+ * A lock request interrupted while its answer was on the way may have been granted: the lock is
+ * then held by a session the caller no longer knows about, and on a pooled connection it would
+ * outlive the caller and keep every other replica out. So the lock is treated as possibly held
+ * from the moment its request leaves until it is answered "not granted", and the scope's end
+ * unlocks it on the same connection (queued behind the request) whenever it may be held.
+ *
+ * The embedded database (PGlite) multiplexes every connection onto one session, where advisory
+ * locks are re-entrant and exclude nothing; it belongs to one process, so exclusion there is
+ * decided in-process (`inProcessLock`, or the callers' semaphores) and no connection is held.
+ */
+import type { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, type Scope } from "effect"
+import { keccak256, stringToHex } from "viem"
+
+export { isEmbeddedDatabase } from "./sql.js"
+
+/** A signed 64-bit advisory lock key derived from a name (decimal, for a `::bigint` parameter). */
+export const advisoryKey = (name: string): string =>
+  BigInt.asIntN(64, BigInt(keccak256(stringToHex(name)).slice(0, 18))).toString()
+
+export interface ExclusiveLock<E = SqlError> {
+  /** Takes the lock if it is free, never waiting; true while this holder holds it. */
+  readonly tryLock: Effect.Effect<boolean, E>
+  /** Fails when the session that holds the lock is gone (and with it the lock). */
+  readonly check: Effect.Effect<void, E>
+}
+
+/**
+ * A session advisory lock on `key` over a connection reserved for it. The scope's end unlocks it
+ * whenever it may be held (see above), then returns the connection to the pool.
+ */
+export const sessionLock = (
+  sql: SqlClient,
+  key: string
+): Effect.Effect<ExclusiveLock, SqlError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const connection = yield* sql.reserve
+    // True from the moment a lock request leaves until it is answered "not granted".
+    let mayHold = false
+    let held = false
+    // Added after the reservation, so it runs before the connection goes back to the pool. All
+    // of the session's locks: an interrupted request may have added a grant to the count.
+    yield* Effect.addFinalizer(() =>
+      mayHold
+        ? connection.execute("SELECT pg_advisory_unlock_all()", [], undefined).pipe(Effect.ignore)
+        : Effect.void
+    )
+    const request = Effect.suspend(() => {
+      mayHold = true
+      return connection.execute("SELECT pg_try_advisory_lock($1::bigint) AS locked", [key], undefined)
+    }).pipe(
+      Effect.map((rows) => {
+        const first: unknown = rows[0]
+        held = typeof first === "object" && first !== null && "locked" in first && first.locked === true
+        mayHold = held
+        return held
+      })
+    )
+    return {
+      // Once held, not asked again: session locks are re-entrant and each grant needs its unlock.
+      tryLock: Effect.suspend(() => (held ? Effect.succeed(true) : request)),
+      check: connection.execute("SELECT 1", [], undefined).pipe(Effect.asVoid)
+    } satisfies ExclusiveLock
+  })
+
+/** Per SQL client, the holder of each key in this process. */
+const inProcessHolders = new WeakMap<SqlClient, Map<string, object>>()
+
+/**
+ * The in-process election of an embedded database among the locks of one client; the scope's
+ * end gives the lock up. No connection is held, so the single embedded one stays free.
+ */
+export const inProcessLock = (
+  sql: SqlClient,
+  key: string
+): Effect.Effect<ExclusiveLock<never>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    let holders = inProcessHolders.get(sql)
+    if (holders === undefined) {
+      holders = new Map()
+      inProcessHolders.set(sql, holders)
+    }
+    const table = holders
+    const token = {}
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        if (table.get(key) === token) table.delete(key)
+      })
+    )
+    return {
+      tryLock: Effect.sync(() => {
+        const holder = table.get(key)
+        if (holder === undefined) table.set(key, token)
+        return holder === undefined || holder === token
+      }),
+      check: Effect.void
+    } satisfies ExclusiveLock<never>
+  })
