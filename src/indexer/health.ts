@@ -2,7 +2,7 @@
  * How the indexers (the vault indexer, the attestor's hint index) report themselves: their state
  * in `/v1/health`, and their failures in log lines, both without account data.
  */
-import { Cause, Duration, Effect, Exit } from "effect"
+import { Cause, Clock, Duration, Effect, Exit } from "effect"
 import type { IndexerHealth } from "../../schema/relayer.js"
 import type { ChainCheck } from "./freshness.js"
 import type { IndexerStatus } from "./Indexer.js"
@@ -50,11 +50,11 @@ export const superviseForever = <E, R>(work: Effect.Effect<void, E, R>, options:
     const max = options.maxDelayMs ?? 30_000
     let failures = 0
     while (true) {
-      const started = Date.now()
+      const started = yield* Clock.currentTimeMillis
       const exit = yield* Effect.exit(work)
       if (Exit.isSuccess(exit)) continue
       if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
-      failures = Date.now() - started > 60_000 ? 1 : failures + 1
+      failures = (yield* Clock.currentTimeMillis) - started > 60_000 ? 1 : failures + 1
       const delay = Math.min(max, base * 2 ** Math.min(failures - 1, 20)) * (0.5 + Math.random() / 2)
       yield* options.onRestart(exit.cause, delay)
       yield* Effect.sleep(Duration.millis(delay))

@@ -27,7 +27,6 @@ import {
   Option,
   Queue,
   Redacted,
-  Schedule,
   type Scope
 } from "effect"
 import { type Address, type Hex, keccak256 } from "viem"
@@ -38,6 +37,7 @@ import type { TxStatus } from "../../schema/relayer.js"
 import { ChainClient, type ChainRequestError, type RpcRejectionKind } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
 import type { TxSenderSettings } from "../config/settings.js"
+import { superviseForever } from "../indexer/health.js"
 import { describeFailure } from "../logging.js"
 import { type Fees, initialFees, replacementFees } from "./txsender/fees.js"
 import {
@@ -760,21 +760,18 @@ export const makeTxSenderWithState = (
       })
     )
 
+    // The indexers' supervision: jittered exponential delays that start over once a run lasted a
+    // minute. The failure is logged by its description: a cause may quote a node's URL.
     const supervise = (name: "sender" | "monitor", loop: Effect.Effect<never>) =>
-      loop.pipe(
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.failCause(cause)
-            : Effect.logError(`tx sender: the ${name} fiber failed; restarting`, cause).pipe(
-                Effect.zipRight(recordRestart(name)),
-                Effect.zipRight(Effect.fail("restart" as const))
-              )
-        ),
-        Effect.retry(
-          Schedule.exponential("200 millis", 2).pipe(Schedule.union(Schedule.spaced("30 seconds")))
-        ),
-        Effect.forkScoped
-      )
+      superviseForever(loop, {
+        baseDelayMs: 200,
+        maxDelayMs: 30_000,
+        onRestart: (cause, delayMs) =>
+          Effect.logError(`tx sender: the ${name} fiber failed; restarting`).pipe(
+            Effect.annotateLogs({ failure: describeFailure(cause), retry_in_ms: Math.round(delayMs) }),
+            Effect.zipRight(recordRestart(name))
+          )
+      }).pipe(Effect.forkScoped)
 
     // The tag, and the operation or failure class where there is one: never a node's own text,
     // which may quote the hot key's address.
