@@ -235,7 +235,7 @@ export const BindsLive: Layer.Layer<
         }
 
         // Recover every signature over the one BindOwner message; keep one per signer.
-        const digest = signatures.digest("BindOwner", {
+        const digest = yield* signatures.digest("BindOwner", {
           id,
           newOwner,
           bindNonce: snapshot.bindNonce,

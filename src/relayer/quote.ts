@@ -3,12 +3,12 @@
  * the endpoints, their handlers, and the fee oracle they stand on.
  */
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { Effect, Option, Redacted, Ref } from "effect"
+import { Effect, Redacted } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
 import { Unavailable, Wire } from "../../schema/errors.js"
 import { AddressFromSelf, ZeroAddress } from "../../schema/primitives.js"
 import { QuoteQuery, QuoteResponse, RelayerConfig } from "../../schema/relayer.js"
-import { ChainClient } from "../chain/ChainClient.js"
+import { lazyChainId } from "../chain/chainId.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { FeeOracle } from "./FeeOracle.js"
 import { recordQuoteServed } from "./fees/metrics.js"
@@ -42,7 +42,6 @@ const QuoteApi = HttpApi.make("relayer").add(QuoteGroup)
 export const QuoteHandlers = HttpApiBuilder.group(QuoteApi, "quote", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* RelayerSettings
-    const chain = yield* ChainClient
     const oracle = yield* FeeOracle
 
     // The hot key's address: what clients put in `Claim.relayer` (fee-only claims must).
@@ -52,17 +51,8 @@ export const QuoteHandlers = HttpApiBuilder.group(QuoteApi, "quote", (handlers) 
     const settlementAsset = AddressFromSelf.make(settings.settlementAsset)
     const shieldAdapter = AddressFromSelf.make(settings.shieldAdapter)
     // The configured chain id when there is one; else the RPC's, read once it answers.
-    const knownChainId = yield* Ref.make(settings.chainId)
-    const chainId = Effect.flatMap(
-      Ref.get(knownChainId),
-      Option.match({
-        onSome: Effect.succeed,
-        onNone: () =>
-          chain.chainId.pipe(
-            Effect.tap((id) => Ref.set(knownChainId, Option.some(id))),
-            Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" }))
-          )
-      })
+    const chainId = (yield* lazyChainId(settings.chainId)).pipe(
+      Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" }))
     )
 
     return handlers

@@ -17,6 +17,7 @@ import {
 import { type VaultPrimaryType, vaultDomain, vaultTypes } from "../../../schema/eip712.js"
 import { InvalidSignature, Unavailable } from "../../../schema/errors.js"
 import { ChainClient } from "../../chain/ChainClient.js"
+import { lazyChainId } from "../../chain/chainId.js"
 import { RelayerSettings } from "../../config/relayer.js"
 
 export type VaultMessage<P extends VaultPrimaryType> = TypedDataDefinition<typeof vaultTypes, P>["message"]
@@ -42,9 +43,13 @@ export const recoverEcdsa = (digest: Hex, signature: Hex): Effect.Effect<Option.
 export type OwnerSignature = "ecdsa" | "erc1271"
 
 export interface VaultSignaturesShape {
-  readonly chainId: number
+  /** Read from the RPC on first use when not configured: 503 `unavailable` while it is down. */
+  readonly chainId: Effect.Effect<number, Unavailable>
   readonly vault: Address
-  readonly digest: <P extends VaultPrimaryType>(primaryType: P, message: VaultMessage<P>) => Hex
+  readonly digest: <P extends VaultPrimaryType>(
+    primaryType: P,
+    message: VaultMessage<P>
+  ) => Effect.Effect<Hex, Unavailable>
   /**
    * Accepts a signature that recovers to `owner`, or any signature when `owner` has code (the
    * simulation asks it through ERC-1271). `what` names the message in the refusal.
@@ -60,23 +65,28 @@ export interface VaultSignaturesShape {
 
 export class VaultSignatures extends Context.Tag("VaultSignatures")<VaultSignatures, VaultSignaturesShape>() {
   static readonly make = (options: {
-    readonly chainId: number
+    readonly chainId: number | Effect.Effect<number, Unavailable>
     readonly vault: Address
     /** Whether there is code at an address (latest block). */
     readonly hasCode: (address: Address) => Effect.Effect<boolean, Unavailable>
   }): VaultSignaturesShape => {
-    const domain = vaultDomain(options.chainId, options.vault)
-    const digest = <P extends VaultPrimaryType>(primaryType: P, message: VaultMessage<P>): Hex =>
-      hashTypedData({ domain, types: vaultTypes, primaryType, message } as TypedDataDefinition<
-        typeof vaultTypes,
-        P
-      >)
+    const chainId = typeof options.chainId === "number" ? Effect.succeed(options.chainId) : options.chainId
+    const digest = <P extends VaultPrimaryType>(primaryType: P, message: VaultMessage<P>) =>
+      Effect.map(chainId, (id) =>
+        hashTypedData({
+          domain: vaultDomain(id, options.vault),
+          types: vaultTypes,
+          primaryType,
+          message
+        } as TypedDataDefinition<typeof vaultTypes, P>)
+      )
     return {
-      chainId: options.chainId,
+      chainId,
       vault: options.vault,
       digest,
       verifyOwner: ({ owner, primaryType, message, signature, what }) =>
-        recoverEcdsa(digest(primaryType, message), signature).pipe(
+        digest(primaryType, message).pipe(
+          Effect.flatMap((hash) => recoverEcdsa(hash, signature)),
           Effect.flatMap((signer) =>
             Option.isSome(signer) && isAddressEqual(signer.value, owner)
               ? Effect.succeed<OwnerSignature>("ecdsa")
@@ -91,29 +101,27 @@ export class VaultSignatures extends Context.Tag("VaultSignatures")<VaultSignatu
     }
   }
 
-  /** Domain from the settings (the chain's id when `CHAIN_ID` is unset), code lookups on the chain. */
-  static readonly layer: Layer.Layer<VaultSignatures, Unavailable, RelayerSettings | ChainClient> =
-    Layer.effect(
-      VaultSignatures,
-      Effect.gen(function* () {
-        const settings = yield* RelayerSettings
-        const chain = yield* ChainClient
-        const chainId = yield* Option.match(settings.chainId, {
-          onSome: Effect.succeed,
-          onNone: () =>
-            chain.chainId.pipe(
-              Effect.mapError(() => new Unavailable({ message: "cannot read the chain id from the RPC" }))
-            )
-        })
-        return VaultSignatures.make({
-          chainId,
-          vault: settings.vault,
-          hasCode: (address) =>
-            chain.getCode(address).pipe(
-              Effect.map((code) => code !== "0x"),
-              Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" }))
-            )
-        })
+  /**
+   * Domain from the settings, or with the chain's id read on first use when `CHAIN_ID` is unset
+   * (so the relayer starts with its RPC down); code lookups on the chain.
+   */
+  static readonly layer: Layer.Layer<VaultSignatures, never, RelayerSettings | ChainClient> = Layer.effect(
+    VaultSignatures,
+    Effect.gen(function* () {
+      const settings = yield* RelayerSettings
+      const chain = yield* ChainClient
+      const chainId = yield* lazyChainId(settings.chainId)
+      return VaultSignatures.make({
+        chainId: chainId.pipe(
+          Effect.mapError(() => new Unavailable({ message: "cannot read the chain id from the RPC" }))
+        ),
+        vault: settings.vault,
+        hasCode: (address) =>
+          chain.getCode(address).pipe(
+            Effect.map((code) => code !== "0x"),
+            Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" }))
+          )
       })
-    )
+    })
+  )
 }
