@@ -7,6 +7,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { advisoryKey } from "./advisoryLock.js"
 import m0001_event_store from "./migrations/0001_event_store.js"
 import m0002_indexer_progress from "./migrations/0002_indexer_progress.js"
 import m0010_tx_sender from "./migrations/0010_tx_sender.js"
@@ -67,9 +68,13 @@ const migrateSkipped = Effect.gen(function* () {
  * lock comes after it creates its table, and two PostgreSQL sessions creating one table at once
  * (`CREATE TABLE IF NOT EXISTS`) can fail; replicas on a fresh database start together.
  */
-const MIGRATIONS_LOCK = "5046320180470341683"
+const MIGRATIONS_LOCK = advisoryKey("schema-migrations")
 
-/** Holds the migrations lock on a connection of its own while `effect` runs (PostgreSQL only). */
+/**
+ * Holds the migrations lock on a connection of its own while `effect` runs (PostgreSQL only). The
+ * wait is in PostgreSQL (`pg_advisory_lock`) and cannot be interrupted half-way: a replica waits
+ * until the one migrating is done.
+ */
 const withMigrationsLock = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient
