@@ -68,7 +68,8 @@ const migrateSkipped = Effect.gen(function* () {
  * lock comes after it creates its table, and two PostgreSQL sessions creating one table at once
  * (`CREATE TABLE IF NOT EXISTS`) can fail; replicas on a fresh database start together.
  */
-const MIGRATIONS_LOCK = advisoryKey("schema-migrations")
+// A function, not a constant: advisoryLock.ts and this module import each other (through sql.ts).
+const migrationsLock = () => advisoryKey("schema-migrations")
 
 /**
  * Holds the migrations lock on a connection of its own while `effect` runs (PostgreSQL only). The
@@ -85,10 +86,10 @@ const withMigrationsLock = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.gen(function* () {
         const connection = yield* sql.reserve
         yield* Effect.acquireRelease(
-          connection.execute("SELECT pg_advisory_lock($1::bigint)", [MIGRATIONS_LOCK], undefined),
+          connection.execute("SELECT pg_advisory_lock($1::bigint)", [migrationsLock()], undefined),
           () =>
             connection
-              .execute("SELECT pg_advisory_unlock($1::bigint)", [MIGRATIONS_LOCK], undefined)
+              .execute("SELECT pg_advisory_unlock($1::bigint)", [migrationsLock()], undefined)
               .pipe(Effect.ignore)
         )
         return yield* effect
