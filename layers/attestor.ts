@@ -4,15 +4,11 @@
  */
 import { Effect, Layer } from "effect"
 import { AttestationStore } from "../src/attestor/AttestationStore.js"
-import { AttestorApi } from "../src/attestor/api.js"
-import { AttestorBindsLive } from "../src/attestor/binds.js"
-import { AttestorCommitmentsLive } from "../src/attestor/commitment.js"
-import { AttestorEscrowsLive } from "../src/attestor/escrows.js"
+import { AttestorApi } from "../src/attestor/api/index.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
+import { AttestorHandlers } from "../src/attestor/handlers/index.js"
 import { hintIndexLayer } from "../src/attestor/hintIndex.js"
-import { AttestorOperatorLive } from "../src/attestor/http.js"
-import { AttestorInfoLive } from "../src/attestor/info.js"
-import { AttestorLoginsLive } from "../src/attestor/logins.js"
+import { attestorOutcomes } from "../src/attestor/metrics.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
 import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
@@ -22,15 +18,6 @@ import { serveApi } from "../src/http/server.js"
 import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
-
-const AttestorHandlers = Layer.mergeAll(
-  AttestorOperatorLive,
-  AttestorInfoLive,
-  AttestorCommitmentsLive,
-  AttestorLoginsLive,
-  AttestorEscrowsLive,
-  AttestorBindsLive
-)
 
 /**
  * Everything below the HTTP server, given the settings: the chain, the attestor's own database
@@ -74,7 +61,8 @@ export const attestorServer = Layer.unwrapEffect(
         requestMs: settings.httpRequestTimeoutMs,
         keepAliveMs: settings.httpKeepAliveTimeoutMs
       },
-      rateLimit: attestorIpRateLimit(settings)
+      rateLimit: attestorIpRateLimit(settings),
+      outcomes: attestorOutcomes
     })
   )
 )

@@ -7,26 +7,48 @@ import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { RelayerSettings } from "../src/config/relayer.js"
 import { serveApi } from "../src/http/server.js"
 import { Indexer, indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
+import { AccountReader } from "../src/relayer/AccountReader.js"
 import { accountsFeedLayer } from "../src/relayer/accounts.js"
-import { RelayerActionsLive } from "../src/relayer/actions.js"
-import { RelayerApi } from "../src/relayer/api.js"
-import { RelayerClaimsLive } from "../src/relayer/claims.js"
-import { RelayerAccountsLive, RelayerOperatorLive } from "../src/relayer/http.js"
-import { feeOracleLayer, QuoteLive } from "../src/relayer/quote.js"
-import { relayerIpRateLimit } from "../src/relayer/rateLimits.js"
+import { RelayerApi } from "../src/relayer/api/index.js"
+import { BindTransactionsLive } from "../src/relayer/BindTransactions.js"
+import { ClaimsLive } from "../src/relayer/Claims.js"
+import { feeOracleLayer } from "../src/relayer/FeeOracle.js"
+import { RelayerHandlers } from "../src/relayer/handlers/index.js"
+import { relayerOutcomes } from "../src/relayer/metrics.js"
+import { OwnerActionsLive } from "../src/relayer/OwnerActions.js"
+import { Relay } from "../src/relayer/Relay.js"
+import { IdRateLimit, relayerIpRateLimit } from "../src/relayer/rateLimits.js"
+import { NonceReservations } from "../src/relayer/reservations.js"
+import { TxPreflight } from "../src/relayer/simulate.js"
 import { txSenderLayer } from "../src/relayer/TxSender.js"
-import { TransactionsLive } from "../src/relayer/transactions.js"
+import { DenyList } from "../src/relayer/validation/denyList.js"
+import { VaultSignatures } from "../src/relayer/validation/signatures.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
 
-const RelayerHandlers = Layer.mergeAll(
-  RelayerOperatorLive,
-  RelayerAccountsLive,
-  TransactionsLive,
-  QuoteLive,
-  RelayerClaimsLive,
-  RelayerActionsLive
-).pipe(Layer.provide(feeOracleLayer))
+/**
+ * The relayed write endpoints' services (spec/relayer.md §4): claims, owner actions and bind
+ * transactions over the one `Relay` step. They need the checks below (or a test's stubs of
+ * them), the settings, the fee oracle and the sender.
+ */
+export const writeServices = Layer.mergeAll(ClaimsLive, OwnerActionsLive, BindTransactionsLive).pipe(
+  Layer.provideMerge(Relay.layer)
+)
+
+/** The live checks of the write path: account reads, deny list, signatures, simulation, limits. */
+export const writeChecks = Layer.mergeAll(
+  AccountReader.layer,
+  DenyList.layer,
+  VaultSignatures.layer,
+  TxPreflight.layer,
+  IdRateLimit.layer,
+  NonceReservations.layer
+)
+
+/** The whole write path, live: what the write handlers stand on. */
+export const writePath = writeServices.pipe(Layer.provide(writeChecks))
+
+const handlers = RelayerHandlers.pipe(Layer.provide(writePath), Layer.provide(feeOracleLayer))
 
 /** Everything below the HTTP server, given the settings. */
 export const relayerServices = Layer.unwrapEffect(
@@ -56,7 +78,7 @@ export const relayerServices = Layer.unwrapEffect(
 
 export const relayerServer = Layer.unwrapEffect(
   Effect.map(RelayerSettings, (settings) =>
-    serveApi(RelayerApi, RelayerHandlers, {
+    serveApi(RelayerApi, handlers, {
       host: settings.host,
       port: settings.port,
       maxBodyBytes: settings.maxBodyBytes,
@@ -65,7 +87,8 @@ export const relayerServer = Layer.unwrapEffect(
         requestMs: settings.httpRequestTimeoutMs,
         keepAliveMs: settings.httpKeepAliveTimeoutMs
       },
-      rateLimit: relayerIpRateLimit(settings)
+      rateLimit: relayerIpRateLimit(settings),
+      outcomes: relayerOutcomes
     })
   )
 )

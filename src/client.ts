@@ -12,8 +12,8 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 // The API assemblies, in one place: the only lines to change when their modules move.
-import { AttestorApi } from "./attestor/api.js"
-import { RelayerApi } from "./relayer/api.js"
+import { AttestorApi } from "./attestor/api/index.js"
+import { RelayerApi } from "./relayer/api/index.js"
 
 // The wire language: request and response schemas, ids, EIP-712 types and the tagged errors.
 export * from "../schema/index.js"

@@ -32,53 +32,28 @@
  * Metrics `attestor_binds_total{outcome}` and `attestor_bind_signatures_total`. Nothing of the
  * session, escrows, owners or signatures reaches a log line or a metric.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, type HttpApiError, HttpApiGroup } from "@effect/platform"
 import { Clock, Effect, Either, Metric, Option, Redacted, Ref } from "effect"
 import type { Address, Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import {
-  BindRequest,
-  BindResponse,
+  type BindRequest,
+  type BindResponse,
   type BindSignature,
   platformIdOf,
   type Visibility
 } from "../../schema/attestor.js"
 import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
-import { BadRequest, type InvalidSession, Unavailable, Wire } from "../../schema/errors.js"
+import { BadRequest, Unavailable } from "../../schema/errors.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { AttestorSettings } from "../config/attestor.js"
-import { taggedOnce } from "../http/metrics.js"
-import { decodeBody, withOutcome } from "../http/route.js"
 import type { Indexer } from "../indexer/Indexer.js"
 import type { Escrow as HintEscrow } from "../store/projections/hints.js"
 import { type Attestation, AttestationStore, attestationStoreUnavailable } from "./AttestationStore.js"
+import type { BindError } from "./api/binds.js"
 import { escrowOf, escrowVisibility, type IndexedEscrow, indexedEscrows } from "./escrows.js"
 import type { HintIndex } from "./hintIndex.js"
+import { bindSignatures } from "./metrics.js"
 import { authenticate, type SessionStore, type StoredSession } from "./SessionStore.js"
-
-export const bindEndpoint = HttpApiEndpoint.post("bind", "/v1/bind")
-  .setPayload(BindRequest)
-  .addSuccess(BindResponse)
-  .addError(Wire.BadRequest)
-  .addError(Wire.InvalidSession)
-  .addError(Wire.RateLimited)
-  .addError(Wire.Unavailable)
-
-export class AttestorBindsGroup extends HttpApiGroup.make("binds").add(bindEndpoint) {}
-
-export const bindOutcomes = Metric.counter("attestor_binds_total", {
-  description: "POST /v1/bind requests by outcome: ok or the refusal's code",
-  incremental: true
-})
-
-export const bindSignatures = Metric.counter("attestor_bind_signatures_total", {
-  description: "BindOwner signatures issued by POST /v1/bind",
-  incremental: true
-})
-
-const bindOutcome = taggedOnce(bindOutcomes)
-const recordBind = (outcome: string) => Metric.increment(bindOutcome({ outcome }))
 
 // ---------------------------------------------------------------------------------------------
 // Deadline
@@ -184,9 +159,7 @@ export const bindSigner = (key: Hex, vault: Address): BindSigner => {
   }
 }
 
-type BindError = BadRequest | InvalidSession | Unavailable | HttpApiError.HttpApiDecodeError
-
-type BindServices = SessionStore | Indexer | HintIndex | ChainClient | AttestationStore
+export type BindServices = SessionStore | Indexer | HintIndex | ChainClient | AttestationStore
 
 const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
@@ -258,69 +231,51 @@ const sign = (
     return binds
   })
 
-/** The bind handler. */
-export const handleBind =
+/** Answers a decoded bind request: the signatures, or a contest's revocations. */
+export const signBinds =
   (config: BindConfig) =>
-  ({
-    request
-  }: {
-    readonly request: HttpServerRequest.HttpServerRequest
-  }): Effect.Effect<BindResponse, BindError, BindServices> =>
-    withOutcome(recordBind)(
-      Effect.gen(function* () {
-        const body = yield* decodeBody(BindRequest)(request)
-        const session = yield* authenticate(body.session)
-        const now = yield* nowSeconds
-        if (body.deadline !== undefined && !deadlineAccepted(body.deadline, now, config.bindDeadlineSeconds))
-          return yield* Effect.fail(new BadRequest({ message: deadlineRefusal(config.bindDeadlineSeconds) }))
-        const deadline = body.deadline ?? defaultDeadline(now, config.bindDeadlineSeconds)
-        const found = yield* indexedEscrows(platformIdOf(session.platform), session.userId, session.ids)
-        const wanted = body.ids === undefined ? undefined : new Set(body.ids.map((id) => id.toLowerCase()))
-        const escrows =
-          wanted === undefined
-            ? found.escrows
-            : found.escrows.filter((e) => wanted.has(e.escrow.beneficiaryId.toLowerCase()))
-        if (body.contest === true) {
-          yield* contest(session, escrows[0], config)
-          return { binds: [] }
-        }
-        const plan = planBinds(escrows, session.stealthOwner, body.visibility)
-        if (Either.isLeft(plan)) return yield* Effect.fail(new BadRequest({ message: plan.left }))
-        return { binds: yield* sign(session, plan.right, deadline, now, config) }
-      })
-    )
+  (body: BindRequest): Effect.Effect<BindResponse, BindError, BindServices> =>
+    Effect.gen(function* () {
+      const session = yield* authenticate(body.session)
+      const now = yield* nowSeconds
+      if (body.deadline !== undefined && !deadlineAccepted(body.deadline, now, config.bindDeadlineSeconds))
+        return yield* Effect.fail(new BadRequest({ message: deadlineRefusal(config.bindDeadlineSeconds) }))
+      const deadline = body.deadline ?? defaultDeadline(now, config.bindDeadlineSeconds)
+      const found = yield* indexedEscrows(platformIdOf(session.platform), session.userId, session.ids)
+      const wanted = body.ids === undefined ? undefined : new Set(body.ids.map((id) => id.toLowerCase()))
+      const escrows =
+        wanted === undefined
+          ? found.escrows
+          : found.escrows.filter((e) => wanted.has(e.escrow.beneficiaryId.toLowerCase()))
+      if (body.contest === true) {
+        yield* contest(session, escrows[0], config)
+        return { binds: [] }
+      }
+      const plan = planBinds(escrows, session.stealthOwner, body.visibility)
+      if (Either.isLeft(plan)) return yield* Effect.fail(new BadRequest({ message: plan.left }))
+      return { binds: yield* sign(session, plan.right, deadline, now, config) }
+    })
 
-// ---------------------------------------------------------------------------------------------
-// The route
-// ---------------------------------------------------------------------------------------------
-
-/* Built against a view holding this group alone (see src/relayer/quote.ts): no import cycle with api.ts. */
-const BindsApiView = HttpApi.make("attestor").add(AttestorBindsGroup)
-
-export const AttestorBindsLive = HttpApiBuilder.group(BindsApiView, "binds", (handlers) =>
-  Effect.gen(function* () {
-    const settings = yield* AttestorSettings
-    const chain = yield* ChainClient
-    const context = yield* Effect.context<BindServices>()
-    const cachedChainId = yield* Ref.make(settings.chainId)
-    const chainId = Effect.flatMap(
-      Ref.get(cachedChainId),
-      Option.match({
-        onSome: Effect.succeed,
-        onNone: () =>
-          chain.chainId.pipe(
-            Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" })),
-            Effect.tap((id) => Ref.set(cachedChainId, Option.some(id)))
-          )
-      })
-    )
-    const config: BindConfig = {
-      signer: bindSigner(Redacted.value(settings.signingKey), settings.vault),
-      bindDeadlineSeconds: settings.bindDeadlineSeconds,
-      autoVeto: settings.autoVeto,
-      chainId
-    }
-    const handle = handleBind(config)
-    return handlers.handleRaw("bind", (input) => Effect.provide(handle(input), context))
-  })
-)
+/** The bind configuration of these settings; the chain id read once from the RPC when not configured. */
+export const bindConfig = Effect.gen(function* () {
+  const settings = yield* AttestorSettings
+  const chain = yield* ChainClient
+  const cachedChainId = yield* Ref.make(settings.chainId)
+  const chainId = Effect.flatMap(
+    Ref.get(cachedChainId),
+    Option.match({
+      onSome: Effect.succeed,
+      onNone: () =>
+        chain.chainId.pipe(
+          Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" })),
+          Effect.tap((id) => Ref.set(cachedChainId, Option.some(id)))
+        )
+    })
+  )
+  return {
+    signer: bindSigner(Redacted.value(settings.signingKey), settings.vault),
+    bindDeadlineSeconds: settings.bindDeadlineSeconds,
+    autoVeto: settings.autoVeto,
+    chainId
+  } satisfies BindConfig
+})

@@ -13,32 +13,18 @@
  * metrics see the route and the outcome code.
  */
 import { randomBytes } from "node:crypto"
-import type { HttpServerRequest } from "@effect/platform"
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, type HttpApiError, HttpApiGroup } from "@effect/platform"
-import { Effect, Either, Metric, Redacted, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { bytesToHex, type Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import {
-  CommitmentRequest,
+  type CommitmentRequest,
   CommitmentResponse,
   type LookupPlatform,
   type Platform,
   platformIdOf
 } from "../../schema/attestor.js"
-import { BadRequest, Unsupported, Wire } from "../../schema/errors.js"
+import { BadRequest, Unsupported } from "../../schema/errors.js"
 import { attestorSalt, handleCommitment, userIdHash } from "../../schema/ids.js"
-import { AttestorSettings } from "../config/attestor.js"
-import { taggedOnce } from "../http/metrics.js"
-import { decodeBody, withOutcome } from "../http/route.js"
-
-export const commitmentEndpoint = HttpApiEndpoint.post("commitment", "/v1/commitment")
-  .setPayload(CommitmentRequest)
-  .addSuccess(CommitmentResponse)
-  .addError(Wire.BadRequest)
-  .addError(Wire.Unsupported)
-  .addError(Wire.RateLimited)
-
-export class AttestorCommitmentsGroup extends HttpApiGroup.make("commitments").add(commitmentEndpoint) {}
 
 // ---------------------------------------------------------------------------------------------
 // Handles (rules 3-4)
@@ -187,48 +173,10 @@ export const commitmentFor = (
 /** 32 fresh random bytes: the only secret that hides the user id in the commitment. */
 export const freshNonce: Effect.Effect<Hex> = Effect.sync(() => bytesToHex(randomBytes(32)))
 
-// ---------------------------------------------------------------------------------------------
-// Metrics and the handler
-// ---------------------------------------------------------------------------------------------
-
-export const commitmentOutcomes = Metric.counter("attestor_commitments_total", {
-  description: "POST /v1/commitment requests by outcome: ok or the refusal's code",
-  incremental: true
-})
-
-const commitmentOutcome = taggedOnce(commitmentOutcomes)
-
-const recordOutcome = (outcome: string) => Metric.increment(commitmentOutcome({ outcome }))
-
-const decodeRequest = decodeBody(CommitmentRequest)
-
-/** Decodes, refuses or commits; the body is decoded here so malformed ones count among the outcomes. */
-export const handleCommitmentRequest =
+/** Refuses or commits a decoded request (a fresh nonce per call). */
+export const commitRequest =
   (keys: CommitmentKeys) =>
-  ({
-    request
-  }: {
-    readonly request: HttpServerRequest.HttpServerRequest
-  }): Effect.Effect<CommitmentResponse, BadRequest | Unsupported | HttpApiError.HttpApiDecodeError> =>
-    decodeRequest(request).pipe(
-      Effect.flatMap((body) =>
-        Effect.flatMap(requestedUserId(body), (userId) =>
-          Effect.map(freshNonce, (nonce) => commitmentFor(keys, body.platform, userId, nonce))
-        )
-      ),
-      withOutcome(recordOutcome)
+  (body: CommitmentRequest): Effect.Effect<CommitmentResponse, BadRequest | Unsupported> =>
+    Effect.flatMap(requestedUserId(body), (userId) =>
+      Effect.map(freshNonce, (nonce) => commitmentFor(keys, body.platform, userId, nonce))
     )
-
-/* Built against a view holding this group alone (see src/relayer/quote.ts): no import cycle with api.ts. */
-const CommitmentsApiView = HttpApi.make("attestor").add(AttestorCommitmentsGroup)
-
-export const AttestorCommitmentsLive = HttpApiBuilder.group(CommitmentsApiView, "commitments", (handlers) =>
-  Effect.map(AttestorSettings, (settings) =>
-    handlers.handleRaw(
-      "commitment",
-      handleCommitmentRequest(
-        commitmentKeys(Redacted.value(settings.signingKey), Redacted.value(settings.pepper))
-      )
-    )
-  )
-)

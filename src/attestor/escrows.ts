@@ -28,17 +28,10 @@
  *
  * Nothing of the session, user or escrows reaches a log line or a metric.
  */
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Duration, Effect, Option, Schema } from "effect"
 import type { Hex } from "viem"
-import {
-  Escrow,
-  EscrowsRequest,
-  EscrowsResponse,
-  platformIdOf,
-  type Visibility
-} from "../../schema/attestor.js"
-import { type InvalidSession, Unavailable, Wire } from "../../schema/errors.js"
+import { Escrow, type EscrowsResponse, platformIdOf, type Visibility } from "../../schema/attestor.js"
+import { Unavailable } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
 import type { ChainClient } from "../chain/ChainClient.js"
 import { isStale, requireServable } from "../indexer/freshness.js"
@@ -46,17 +39,7 @@ import { Indexer, type IndexerStatus } from "../indexer/Indexer.js"
 import type { AccountState } from "../store/projections/accounts.js"
 import type { Escrow as HintEscrow } from "../store/projections/hints.js"
 import { HintIndex, type HintIndexStatus } from "./hintIndex.js"
-import { authenticate, type SessionStore, type StoredSession } from "./SessionStore.js"
-
-export const escrowsEndpoint = HttpApiEndpoint.post("escrows", "/v1/escrows")
-  .setPayload(EscrowsRequest)
-  .addSuccess(EscrowsResponse)
-  .addError(Wire.BadRequest)
-  .addError(Wire.InvalidSession)
-  .addError(Wire.RateLimited)
-  .addError(Wire.Unavailable)
-
-export class AttestorEscrowsGroup extends HttpApiGroup.make("escrows").add(escrowsEndpoint) {}
+import type { StoredSession } from "./SessionStore.js"
 
 // ---------------------------------------------------------------------------------------------
 // Visibility
@@ -181,24 +164,3 @@ export const sessionEscrows = (
   Effect.map(indexedEscrows(platformIdOf(session.platform), session.userId, session.ids), (found) => ({
     escrows: found.escrows.map(escrowOf)
   }))
-
-// ---------------------------------------------------------------------------------------------
-// The route
-// ---------------------------------------------------------------------------------------------
-
-/* Built against a view holding this group alone (see src/relayer/quote.ts): no import cycle with api.ts. */
-const EscrowsApiView = HttpApi.make("attestor").add(AttestorEscrowsGroup)
-
-export const AttestorEscrowsLive = HttpApiBuilder.group(EscrowsApiView, "escrows", (handlers) =>
-  Effect.gen(function* () {
-    const context = yield* Effect.context<SessionStore | Indexer | HintIndex | ChainClient>()
-    return handlers.handle(
-      "escrows",
-      ({ payload }) =>
-        authenticate(payload.session).pipe(
-          Effect.flatMap(sessionEscrows),
-          Effect.provide(context)
-        ) satisfies Effect.Effect<EscrowsResponse, InvalidSession | Unavailable>
-    )
-  })
-)

@@ -6,8 +6,8 @@
  * `POST /v1/oauth/messenger/verify` `{ auth, stealthOwner, id? }` → SessionResponse
  *
  * 1. Without `MESSENGER_BOT_TOKEN` the route answers 400 `unsupported` whatever the body (the
- *    code the spec uses for a feature this instance is not configured for), and `/v1/info` does
- *    not list messenger.
+ *    code the spec uses for a feature this instance is not configured for; `LoginOffered`, before
+ *    the body is read), and `/v1/info` does not list messenger.
  * 2. The body is decoded (`MessengerVerifyRequest`): a malformed one, a missing `hash` included,
  *    is 400 `bad_request`.
  * 3. The widget payload is verified (messenger.ts): a hash that does not match the bot's key, an
@@ -21,44 +21,18 @@
  * Metric `attestor_logins_total{platform,outcome}` (`ok` or the refusal's code). Nothing of the
  * payload, the user, the key, the ids or the token reaches a log line or a metric.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, type HttpApiError, HttpApiGroup } from "@effect/platform"
-import { Clock, Effect, Either, Metric, Option, Redacted } from "effect"
-import {
-  MessengerVerifyRequest,
-  type Platform,
-  type Session,
-  SessionResponse
-} from "../../schema/attestor.js"
-import { type BadRequest, InvalidSession, Unavailable, Unsupported, Wire } from "../../schema/errors.js"
-import { AttestorSettings } from "../config/attestor.js"
-import { taggedOnce } from "../http/metrics.js"
-import { decodeBody, withOutcome } from "../http/route.js"
+import { Clock, Effect, Either, Option, Redacted } from "effect"
+import type { MessengerVerifyRequest, Platform, Session, SessionResponse } from "../../schema/attestor.js"
+import { InvalidSession, Unavailable } from "../../schema/errors.js"
+import type { AttestorSettings } from "../config/attestor.js"
+import type { MessengerVerifyError } from "./api/logins.js"
 import { verifyWidgetPayload, type WidgetKey, type WidgetRefusal, widgetKey } from "./messenger.js"
-import { type CreatedSession, SESSION_STORE_UNAVAILABLE, SessionStore } from "./SessionStore.js"
+import { type CreatedSession, SESSION_STORE_UNAVAILABLE, type SessionStore } from "./SessionStore.js"
 
-export const messengerVerifyEndpoint = HttpApiEndpoint.post("messengerVerify", "/v1/oauth/messenger/verify")
-  .setPayload(MessengerVerifyRequest)
-  .addSuccess(SessionResponse)
-  .addError(Wire.BadRequest)
-  .addError(Wire.Unsupported)
-  .addError(Wire.InvalidSession)
-  .addError(Wire.RateLimited)
-  .addError(Wire.Unavailable)
+/** The refusal of a login this instance is not configured for (400 `unsupported`). */
+export const loginNotConfigured = (platform: Platform | string) =>
+  `${platform} login is not configured on this attestor`
 
-export class AttestorLoginsGroup extends HttpApiGroup.make("logins").add(messengerVerifyEndpoint) {}
-
-export const loginOutcomes = Metric.counter("attestor_logins_total", {
-  description: "Login verifications by platform and outcome: ok or the refusal's code",
-  incremental: true
-})
-
-const loginOutcome = taggedOnce(loginOutcomes)
-
-const recordLogin = (platform: Platform) => (outcome: string) =>
-  Metric.increment(loginOutcome({ platform, outcome }))
-
-export const MESSENGER_NOT_CONFIGURED = "messenger login is not configured on this attestor"
 export const MESSENGER_REPLAYED = "this messenger login was already used: log in again"
 
 const widgetRefusals: Readonly<Record<WidgetRefusal, string>> = {
@@ -82,48 +56,34 @@ export interface MessengerLoginConfig {
   readonly maxAgeSeconds: number
 }
 
-type VerifyError = BadRequest | Unsupported | InvalidSession | Unavailable | HttpApiError.HttpApiDecodeError
-
-/** The messenger verify handler; `config` none when no bot token is configured. */
-export const handleMessengerVerify =
-  (config: Option.Option<MessengerLoginConfig>, store: SessionStore["Type"]) =>
-  ({
-    request
-  }: {
-    readonly request: HttpServerRequest.HttpServerRequest
-  }): Effect.Effect<SessionResponse, VerifyError> =>
-    withOutcome(recordLogin("messenger"))(
-      Option.match(config, {
-        onNone: () => Effect.fail<VerifyError>(new Unsupported({ message: MESSENGER_NOT_CONFIGURED })),
-        onSome: ({ key, maxAgeSeconds }) =>
-          Effect.gen(function* () {
-            const body = yield* decodeBody(MessengerVerifyRequest)(request)
-            const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-            const login = verifyWidgetPayload(body.auth, { key, now, maxAgeSeconds })
-            if (Either.isLeft(login))
-              return yield* Effect.fail(new InvalidSession({ message: widgetRefusals[login.left] }))
-            const session: Session = {
-              platform: "messenger",
-              userId: login.right.userId,
-              stealthOwner: body.stealthOwner,
-              ids: body.id === undefined ? [] : [body.id]
-            }
-            const created = yield* store
-              .create(session, {
-                // The hash stands for the whole payload: it is the HMAC of every other field.
-                singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.acceptedUntil + 1 }
-              })
-              .pipe(
-                Effect.catchTags({
-                  LoginAlreadyUsed: () => Effect.fail(new InvalidSession({ message: MESSENGER_REPLAYED })),
-                  SessionStoreError: () =>
-                    Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE }))
-                })
-              )
-            return sessionResponse(created)
+/** Verifies a decoded messenger login and makes its session. */
+export const verifyMessengerLogin =
+  ({ key, maxAgeSeconds }: MessengerLoginConfig, store: SessionStore["Type"]) =>
+  (body: MessengerVerifyRequest): Effect.Effect<SessionResponse, MessengerVerifyError> =>
+    Effect.gen(function* () {
+      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      const login = verifyWidgetPayload(body.auth, { key, now, maxAgeSeconds })
+      if (Either.isLeft(login))
+        return yield* Effect.fail(new InvalidSession({ message: widgetRefusals[login.left] }))
+      const session: Session = {
+        platform: "messenger",
+        userId: login.right.userId,
+        stealthOwner: body.stealthOwner,
+        ids: body.id === undefined ? [] : [body.id]
+      }
+      const created = yield* store
+        .create(session, {
+          // The hash stands for the whole payload: it is the HMAC of every other field.
+          singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.acceptedUntil + 1 }
+        })
+        .pipe(
+          Effect.catchTags({
+            LoginAlreadyUsed: () => Effect.fail(new InvalidSession({ message: MESSENGER_REPLAYED })),
+            SessionStoreError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE }))
           })
-      })
-    )
+        )
+      return sessionResponse(created)
+    })
 
 /** What the messenger login needs from the settings; none without a bot token. */
 export const messengerLoginConfig = (
@@ -133,14 +93,3 @@ export const messengerLoginConfig = (
     key: widgetKey(Redacted.value(token)),
     maxAgeSeconds: settings.messengerAuthMaxAgeSeconds
   }))
-
-/* Built against a view holding this group alone (see src/relayer/quote.ts): no import cycle with api.ts. */
-const LoginsApiView = HttpApi.make("attestor").add(AttestorLoginsGroup)
-
-export const AttestorLoginsLive = HttpApiBuilder.group(LoginsApiView, "logins", (handlers) =>
-  Effect.gen(function* () {
-    const settings = yield* AttestorSettings
-    const store = yield* SessionStore
-    return handlers.handleRaw("messengerVerify", handleMessengerVerify(messengerLoginConfig(settings), store))
-  })
-)

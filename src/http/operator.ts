@@ -1,16 +1,11 @@
 /**
- * Operator endpoints both services share. `/v1/metrics` is hidden (404) until a token is set and
- * then needs it as a bearer token (401 otherwise); both refusals have empty bodies.
+ * The handler of `/v1/metrics` (declared in src/http/operatorApi.ts): hidden (404) until a token is
+ * set, then the Prometheus text for the right bearer token and 401 for anything else.
  */
-import { HttpApiEndpoint, HttpApiError, HttpApiSchema, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, type Redacted, Schema } from "effect"
+import { HttpApiError, HttpServerResponse } from "@effect/platform"
+import { Effect, Option, type Redacted } from "effect"
 import { bearerMatches, prometheusText } from "./metrics.js"
-
-export const metricsEndpoint = HttpApiEndpoint.get("metrics", "/v1/metrics")
-  .setHeaders(Schema.Struct({ authorization: Schema.optional(Schema.String) }))
-  .addSuccess(HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" }))
-  .addError(HttpApiError.NotFound)
-  .addError(HttpApiError.Unauthorized)
+import { METRICS_CONTENT_TYPE } from "./operatorApi.js"
 
 export const handleMetrics =
   (token: Option.Option<Redacted.Redacted>) =>
@@ -20,7 +15,7 @@ export const handleMetrics =
       onSome: (expected) =>
         bearerMatches(headers.authorization, expected)
           ? Effect.map(prometheusText, (text) =>
-              HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+              HttpServerResponse.text(text, { contentType: METRICS_CONTENT_TYPE })
             )
           : Effect.fail(new HttpApiError.Unauthorized())
     })

@@ -33,6 +33,22 @@ const describeDefect = (defect: unknown): string => {
   return typeof defect
 }
 
+/**
+ * The wire code a failed request is answered with (the `code` of its body, or what an empty-bodied
+ * operator refusal stands for), as outcome metrics count it; none for a client that hung up.
+ */
+export const failureCode = (cause: Cause.Cause<unknown>): string | undefined => {
+  if (Cause.isInterruptedOnly(cause)) return undefined
+  const failure = Cause.failureOption(cause)
+  if (Option.isNone(failure)) return "internal"
+  const error = failure.value
+  if (isApiError(error)) return errorCatalog[error._tag].code
+  if (error instanceof RouteNotFound || error instanceof HttpApiError.NotFound) return "not_found"
+  if (error instanceof HttpApiError.Unauthorized) return "unauthorized"
+  if (error instanceof HttpApiError.HttpApiDecodeError) return "bad_request"
+  return "internal"
+}
+
 /** What a failed request answers: its typed error, or 404 for an unknown route, or 500. */
 export const renderCause = (
   cause: Cause.Cause<unknown>

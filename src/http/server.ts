@@ -18,6 +18,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Layer, Metric } from "effect"
 import { jsonBodyGuard } from "./body.js"
 import { recordRequest, taggedOnce } from "./metrics.js"
+import { type RouteOutcomes, recordOutcomes } from "./outcomes.js"
 import { type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
 import { renderCause } from "./render.js"
 import {
@@ -162,6 +163,8 @@ export interface ServeOptions {
   /** Per-client-IP token bucket, charged before the body is read; none when absent. */
   readonly rateLimit?: IpRateLimitOptions | undefined
   readonly timeouts?: ServerTimeouts | undefined
+  /** Outcome counters by route template (src/http/outcomes.ts). */
+  readonly outcomes?: RouteOutcomes | undefined
 }
 
 /**
@@ -177,15 +180,19 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
   const routes = routeTemplates(api)
   const bodyGuard = jsonBodyGuard(options.maxBodyBytes)
   const rateLimit = options.rateLimit === undefined ? undefined : ipRateLimit(options.rateLimit)
+  const outcomes = recordOutcomes(options.outcomes ?? {})
   return HttpApiBuilder.serve(routeAndLog(routes)).pipe(
     HttpServer.withLogAddress,
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH })),
     Layer.provide(
       rateLimit === undefined
-        ? HttpApiBuilder.middleware((app) => renderFailures(bodyGuard(app)), { withContext: true })
+        ? HttpApiBuilder.middleware((app) => renderFailures(bodyGuard(outcomes(app))), { withContext: true })
         : HttpApiBuilder.middleware(
             // The limit runs first so that a refused client's body is never read.
-            Effect.map(rateLimit, (limit) => (app: HttpApp.Default) => renderFailures(limit(bodyGuard(app)))),
+            Effect.map(
+              rateLimit,
+              (limit) => (app: HttpApp.Default) => renderFailures(limit(bodyGuard(outcomes(app))))
+            ),
             { withContext: true }
           )
     ),

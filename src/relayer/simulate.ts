@@ -11,7 +11,7 @@ import { feeVaultAbi } from "../../contracts/abi.js"
 import { GasCapExceeded, SimulationFailed, Unavailable } from "../../schema/errors.js"
 import { ChainClient, type ChainRequestError, type ChainReverted } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
-import { recordSimulationFailure } from "./claimMetrics.js"
+import { recordSimulationFailure } from "./metrics.js"
 import { TxSender } from "./TxSender.js"
 
 export interface PreflightRequest {

@@ -11,11 +11,12 @@ import type { PrivateKeyAccount } from "viem/accounts"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
+import { writeServices } from "../../layers/relayer.js"
 import { errorCatalog } from "../../schema/errors.js"
 import { EMPTY_DATA_HASH, QUOTED, shieldPayload } from "../../schema/ids.js"
 import type { FinalizeBindRequest, PingRequest } from "../../schema/relayer.js"
-import { OwnerActions, OwnerActionsLive } from "../../src/relayer/action.js"
-import { Binds, BindsLive } from "../../src/relayer/bind.js"
+import { BindTransactions } from "../../src/relayer/BindTransactions.js"
+import { OwnerActions } from "../../src/relayer/OwnerActions.js"
 import {
   E18,
   expectRefusal,
@@ -564,7 +565,7 @@ describe("the pipeline's settings on the live chain", () => {
   const { submitted } = sender
   /** The action pipeline against the devnet's vault, with a sender that only records; fees quote 1. */
   const pipeline = (overrides: Record<string, string>) =>
-    OwnerActionsLive.pipe(Layer.provide(liveChainLayers(net.env, overrides, sender, 1n)))
+    writeServices.pipe(Layer.provide(liveChainLayers(net.env, overrides, sender, 1n)))
   const ping = (body: unknown, overrides: Record<string, string>) =>
     Effect.flatMap(OwnerActions, (actions) => actions.ping(body as unknown as PingRequest)).pipe(
       Effect.provide(pipeline(overrides))
@@ -607,12 +608,12 @@ describe("the pipeline's settings on the live chain", () => {
       const down = { RPC_URL: "http://127.0.0.1:1", RPC_TIMEOUT_MS: "300" }
       submitted.length = 0
       expect(codeOf(yield* Effect.flip(ping(body, down)))).toBe("unavailable")
-      const finalize = Effect.flatMap(Binds, (binds) =>
+      const finalize = Effect.flatMap(BindTransactions, (binds) =>
         binds.finalizeBind({ id: owner.id } as FinalizeBindRequest)
       )
       const error = yield* Effect.flip(
         finalize.pipe(
-          Effect.provide(BindsLive.pipe(Layer.provide(liveChainLayers(net.env, down, sender, 1n))))
+          Effect.provide(writeServices.pipe(Layer.provide(liveChainLayers(net.env, down, sender, 1n))))
         )
       )
       expect(codeOf(error)).toBe("unavailable")

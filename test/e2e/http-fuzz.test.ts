@@ -24,10 +24,10 @@ import { RelayerLive } from "../../layers/relayer.js"
 import * as attestorSchema from "../../schema/attestor.js"
 import { errorCatalog } from "../../schema/errors.js"
 import * as relayerSchema from "../../schema/relayer.js"
-import { AttestorApi } from "../../src/attestor/api.js"
+import { AttestorApi } from "../../src/attestor/api/index.js"
 import { routeTemplates } from "../../src/http/routes.js"
 import { serverUrl } from "../../src/http/server.js"
-import { RelayerApi } from "../../src/relayer/api.js"
+import { RelayerApi } from "../../src/relayer/api/index.js"
 
 /** Generous limits: the probe is one client, and a 429 would hide what a route does. */
 const unlimited = {

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FeeTooLow, RateLimited, Wire } from "../../schema/errors.js"
 import { Uint256 } from "../../schema/primitives.js"
 import { serviceDocument } from "../../src/http/openapi.js"
-import { handleMetrics, metricsEndpoint } from "../../src/http/operator.js"
+import { handleMetrics } from "../../src/http/operator.js"
+import { metricsEndpoint } from "../../src/http/operatorApi.js"
 import { serveApi, serverUrl } from "../../src/http/server.js"
 
 const MAX_BODY_BYTES = 64 * 1024

@@ -3,15 +3,14 @@
  * the outcome metric, and both rate limits answering 429 with Retry-After. The pipeline runs over
  * the stub layers of claimSupport.ts.
  */
-import { HttpApi } from "@effect/platform"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Metric } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Wire } from "../../schema/errors.js"
-import { serviceDocument } from "../../src/http/openapi.js"
 import { serveApi, serverUrl } from "../../src/http/server.js"
-import { claimOutcomes } from "../../src/relayer/claimMetrics.js"
-import { claimsHandlers, RelayerClaimsGroup } from "../../src/relayer/claims.js"
+import { RelayerApi } from "../../src/relayer/api/index.js"
+import { RelayerClaimsLive } from "../../src/relayer/handlers/claims.js"
+import { claimOutcomes, relayerOutcomes } from "../../src/relayer/metrics.js"
 import { relayerRequestCost } from "../../src/relayer/rateLimits.js"
+import { withUnstubbedGroups } from "../support/apiStubs.js"
 import {
   claimRequest,
   claimsLayer,
@@ -23,27 +22,23 @@ import {
   USDT
 } from "./claimSupport.js"
 
-class ClaimApi extends HttpApi.make("relayer")
-  .add(RelayerClaimsGroup)
-  .addError(Wire.BadRequest)
-  .addError(Wire.PayloadTooLarge)
-  .addError(Wire.RateLimited)
-  .addError(Wire.Internal)
-  .annotateContext(serviceDocument({ title: "claims", description: "test" })) {}
-
 const world = makeWorld()
 registerIn(world, ID, { balances: { [USDT]: 10_000n * 10n ** 18n } })
 
 const runtime = ManagedRuntime.make(
   serveApi(
-    ClaimApi,
-    claimsHandlers.pipe(Layer.provide(claimsLayer(world, { RATE_LIMIT_ID_PER_MINUTE: "1" }))),
+    RelayerApi,
+    withUnstubbedGroups(RelayerApi, {
+      groups: ["claims"],
+      layer: RelayerClaimsLive.pipe(Layer.provide(claimsLayer(world, { RATE_LIMIT_ID_PER_MINUTE: "1" })))
+    }),
     {
       host: "127.0.0.1",
       port: 0,
       maxBodyBytes: 64 * 1024,
       // Slow refills, so a loaded machine cannot refill a token in the middle of a test.
-      rateLimit: { bucket: { burst: 12, perMinute: 1 }, trustProxyHops: 1, cost: relayerRequestCost }
+      rateLimit: { bucket: { burst: 12, perMinute: 1 }, trustProxyHops: 1, cost: relayerRequestCost },
+      outcomes: relayerOutcomes
     }
   ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
 )

@@ -12,7 +12,7 @@ import { FULL, QUOTED } from "../../schema/ids.js"
 import type { Bytes32, Signature } from "../../schema/primitives.js"
 import type { ClaimRequest, ConsolidateStep } from "../../schema/relayer.js"
 import { ChainReverted, ChainUnavailable } from "../../src/chain/ChainClient.js"
-import { simulationFailures } from "../../src/relayer/claimMetrics.js"
+import { simulationFailures } from "../../src/relayer/metrics.js"
 import { HotKeyUnderfunded } from "../../src/relayer/TxSender.js"
 import {
   addr,

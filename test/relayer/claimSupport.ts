@@ -6,6 +6,7 @@
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { encodeAbiParameters, getAddress, type Hex, keccak256, toHex } from "viem"
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import { writeServices } from "../../layers/relayer.js"
 import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
 import { Unavailable } from "../../schema/errors.js"
 import { computeId, ownerCommitment, shieldPayload } from "../../schema/ids.js"
@@ -15,7 +16,7 @@ import type { ChainClientShape } from "../../src/chain/ChainClient.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { RelayerSettings } from "../../src/config/relayer.js"
 import { AccountReader, type VaultAccount } from "../../src/relayer/AccountReader.js"
-import { Claims, ClaimsLive } from "../../src/relayer/claim.js"
+import { Claims } from "../../src/relayer/Claims.js"
 import { FeeOracle, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
 import { IdRateLimit } from "../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../src/relayer/reservations.js"
@@ -242,9 +243,10 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
       hasCode: (address) => Effect.succeed(world.contracts.has(address.toLowerCase()))
     })
   )
-  return ClaimsLive.pipe(
+  return writeServices.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
+        chain,
         accounts,
         oracle,
         signatures,

@@ -1,16 +1,19 @@
 /**
- * The shared last step of every relayed write (src/relayer/relay.ts) around its nonce
+ * The shared last step of every relayed write (the `Relay` service, src/relayer/Relay.ts) around its nonce
  * reservation, over stubs: a held nonce is refused before simulation, a refusal before sending
  * releases the reservation, a sent transaction is linked to it, and a request interrupted once it
  * was handed to the sender keeps it (the transaction may still go out).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import type { Hex } from "viem"
 import { NonceMismatch, RateLimited, SimulationFailed } from "../../schema/errors.js"
-import { type RelayRequest, relay } from "../../src/relayer/relay.js"
-import type { NonceReservationsShape } from "../../src/relayer/reservations.js"
-import { HotKeyUnderfunded, type TxSubmitError } from "../../src/relayer/TxSender.js"
+import { Relay, type RelayRequest } from "../../src/relayer/Relay.js"
+import { IdRateLimit } from "../../src/relayer/rateLimits.js"
+import { NonceReservations } from "../../src/relayer/reservations.js"
+import { TxPreflight } from "../../src/relayer/simulate.js"
+import { HotKeyUnderfunded, TxSender, type TxSubmitError } from "../../src/relayer/TxSender.js"
+import { settingsLayer } from "./claimSupport.js"
 
 const VAULT = "0x00000000000000000000000000000000000000e1"
 const ID: Hex = `0x${"11".repeat(32)}`
@@ -31,7 +34,7 @@ const harness = (options: {
   readonly submit?: Effect.Effect<Hex, TxSubmitError>
 }) => {
   const log: Array<string> = []
-  const reservations: NonceReservationsShape = {
+  const reservations = Layer.succeed(NonceReservations, {
     take: (_vault, _id, keys) =>
       Effect.suspend(() => {
         log.push(`take ${keys.map((k) => `${k.kind}:${k.value}`).join(",")}`)
@@ -41,38 +44,46 @@ const harness = (options: {
       }),
     link: (_reservation, hash) => Effect.sync(() => void log.push(`link ${hash === HASH}`)),
     release: () => Effect.sync(() => void log.push("release"))
-  }
-  const send = relay({
-    vault: VAULT,
-    reservations,
-    preflight: {
-      check: () =>
-        Effect.suspend(() => {
-          log.push("simulate")
-          return options.simulation === "fails"
-            ? Effect.fail(new SimulationFailed({ message: "reverted" }))
-            : Effect.succeed({ estimate: 50_000n, gasLimit: 60_000n })
-        })
-    },
-    idLimit: {
-      charge: () =>
-        Effect.suspend(() => {
-          log.push("charge")
-          return options.charge === "limited"
-            ? Effect.fail(new RateLimited({ message: "slow down", retryAfterSeconds: 1 }))
-            : Effect.void
-        })
-    },
-    sender: {
-      address: VAULT,
-      submit: () =>
-        Effect.zipRight(
-          Effect.sync(() => void log.push("submit")),
-          options.submit ?? Effect.succeed(HASH)
-        ),
-      status: () => Effect.dieMessage("not here")
-    }
   })
+  const relay = Relay.layer.pipe(
+    Layer.provide(reservations),
+    Layer.provide(
+      Layer.succeed(TxPreflight, {
+        check: () =>
+          Effect.suspend(() => {
+            log.push("simulate")
+            return options.simulation === "fails"
+              ? Effect.fail(new SimulationFailed({ message: "reverted" }))
+              : Effect.succeed({ estimate: 50_000n, gasLimit: 60_000n })
+          })
+      })
+    ),
+    Layer.provide(
+      Layer.succeed(IdRateLimit, {
+        charge: () =>
+          Effect.suspend(() => {
+            log.push("charge")
+            return options.charge === "limited"
+              ? Effect.fail(new RateLimited({ message: "slow down", retryAfterSeconds: 1 }))
+              : Effect.void
+          })
+      })
+    ),
+    Layer.provide(
+      Layer.succeed(TxSender, {
+        address: VAULT,
+        submit: () =>
+          Effect.zipRight(
+            Effect.sync(() => void log.push("submit")),
+            options.submit ?? Effect.succeed(HASH)
+          ),
+        status: () => Effect.dieMessage("not here")
+      })
+    ),
+    Layer.provide(settingsLayer())
+  )
+  const send = (request: RelayRequest) =>
+    Effect.flatMap(Relay, (r) => r.send(request)).pipe(Effect.provide(relay))
   return { log, send }
 }
 

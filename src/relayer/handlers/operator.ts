@@ -1,18 +1,18 @@
 /**
- * Handlers of the relayer's endpoints.
+ * Handlers of the relayer's operator endpoints (src/relayer/api/operator.ts): health (the chain,
+ * the indexer's progress and the hot key's state) and metrics.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Unavailable } from "../../schema/errors.js"
-import type { Address } from "../../schema/primitives.js"
-import { ChainClient } from "../chain/ChainClient.js"
-import { RelayerSettings } from "../config/relayer.js"
-import { handleMetrics } from "../http/operator.js"
-import { indexerHealth } from "../indexer/health.js"
-import { Indexer } from "../indexer/Indexer.js"
-import { AccountsFeed } from "./accounts.js"
-import { RelayerApi } from "./api.js"
-import { HotKeyState } from "./TxSender.js"
+import { Unavailable } from "../../../schema/errors.js"
+import type { Address } from "../../../schema/primitives.js"
+import { ChainClient } from "../../chain/ChainClient.js"
+import { RelayerSettings } from "../../config/relayer.js"
+import { handleMetrics } from "../../http/operator.js"
+import { indexerHealth } from "../../indexer/health.js"
+import { Indexer } from "../../indexer/Indexer.js"
+import { RelayerApi } from "../api/index.js"
+import { HotKeyState } from "../TxSender.js"
 
 export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", (handlers) =>
   Effect.gen(function* () {
@@ -43,8 +43,4 @@ export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", 
       )
       .handle("metrics", handleMetrics(settings.metricsToken))
   })
-)
-
-export const RelayerAccountsLive = HttpApiBuilder.group(RelayerApi, "accounts", (handlers) =>
-  Effect.map(AccountsFeed, (feed) => handlers.handle("accounts", ({ headers }) => feed.respond(headers)))
 )

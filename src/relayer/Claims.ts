@@ -11,29 +11,19 @@
  *   5. reserve the nonces it consumes (409 while another request holds one), build, simulate,
  *      cap, send
  */
+
 import { Array as Arr, Clock, Context, Effect, Layer } from "effect"
-import {
-  type AdapterNotAllowed,
-  type BadRequest,
-  type DataHashMismatch,
-  type DeadlineTooSoon,
-  FeeTooLow,
-  type GasCapExceeded,
-  type InvalidAmount,
-  type InvalidSignature,
-  NonceMismatch,
-  type NotFound,
-  type RateLimited,
-  type RecipientDenied,
-  type RelayerMismatch,
-  type SimulationFailed,
-  type Unavailable
-} from "../../schema/errors.js"
+import { FeeTooLow, NonceMismatch } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
 import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
+import { RelayerSettings } from "../config/relayer.js"
+import { AccountReader } from "./AccountReader.js"
+import type { ClaimError } from "./api/claims.js"
 import type { QuoteRequest } from "./FeeOracle.js"
+import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { type WritePathServices, writePath } from "./relay.js"
+import { Relay } from "./Relay.js"
+import { TxSender } from "./TxSender.js"
 import {
   checkAdapter,
   checkAgainstConsolidated,
@@ -45,26 +35,9 @@ import {
   checkRelayer,
   minimumFee
 } from "./validation/claimRules.js"
-import { screenRecipients } from "./validation/denyList.js"
+import { DenyList, screenRecipients } from "./validation/denyList.js"
 import { expectedOwner } from "./validation/owner.js"
-
-/** Every refusal of POST /v1/claim (the endpoint declares exactly these). */
-export type ClaimError =
-  | BadRequest
-  | DeadlineTooSoon
-  | RelayerMismatch
-  | InvalidAmount
-  | DataHashMismatch
-  | AdapterNotAllowed
-  | RecipientDenied
-  | InvalidSignature
-  | NotFound
-  | NonceMismatch
-  | FeeTooLow
-  | SimulationFailed
-  | GasCapExceeded
-  | RateLimited
-  | Unavailable
+import { VaultSignatures } from "./validation/signatures.js"
 
 export interface ClaimsShape {
   readonly submit: (request: ClaimRequest) => Effect.Effect<TxHashResponse, ClaimError>
@@ -72,10 +45,22 @@ export interface ClaimsShape {
 
 export class Claims extends Context.Tag("Claims")<Claims, ClaimsShape>() {}
 
-export const ClaimsLive: Layer.Layer<Claims, never, WritePathServices> = Layer.effect(
+export const ClaimsLive: Layer.Layer<
+  Claims,
+  never,
+  RelayerSettings | AccountReader | DenyList | VaultSignatures | FeeOracle | TxSender | Relay
+> = Layer.effect(
   Claims,
   Effect.gen(function* () {
-    const { settings, accounts, denyList, signatures, oracle, sender, send, rules } = yield* writePath
+    const settings = yield* RelayerSettings
+    const accounts = yield* AccountReader
+    const denyList = yield* DenyList
+    const signatures = yield* VaultSignatures
+    const oracle = yield* FeeOracle
+    const sender = yield* TxSender
+    const { send } = yield* Relay
+    // The claim and consolidation rules of this deployment are settings.
+    const rules = settings
 
     const submit = (request: ClaimRequest): Effect.Effect<TxHashResponse, ClaimError> =>
       Effect.gen(function* () {

@@ -1,10 +1,12 @@
 /**
- * Metrics of the relayed write path: requests by outcome code and failed simulations. Labels are
- * endpoint names, wire codes and the vault's own error names, never an id, address or amount.
+ * Metrics of the relayed write path: requests by outcome code (recorded by the server's outcome
+ * middleware, src/http/outcomes.ts, from `relayerOutcomes`) and failed simulations. Labels are
+ * action names, wire codes and the vault's own error names, never an id, address or amount.
  */
 import { Effect, Metric } from "effect"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { taggedOnce } from "../http/metrics.js"
+import type { RouteOutcomes } from "../http/outcomes.js"
 
 export const claimOutcomes = Metric.counter("relayer_claims_total", {
   description: "POST /v1/claim requests by outcome: ok or the refusal's code",
@@ -27,10 +29,26 @@ const claimOutcome = taggedOnce(claimOutcomes)
 const actionOutcome = taggedOnce(actionOutcomes)
 const simulationFailure = taggedOnce(simulationFailures)
 
-export const recordClaimOutcome = (code: string) => Metric.increment(claimOutcome({ code }))
+const recordClaimOutcome = (code: string) => Metric.increment(claimOutcome({ code }))
 
-export const recordActionOutcome = (action: string) => (code: string) =>
+const recordActionOutcome = (action: string) => (code: string) =>
   Metric.increment(actionOutcome({ action, code }))
+
+/** The relayed write routes' outcome counters, by route template; `action` is the path's name. */
+export const relayerOutcomes: RouteOutcomes = {
+  "/v1/claim": recordClaimOutcome,
+  ...Object.fromEntries(
+    [
+      "consolidate",
+      "shield-templates",
+      "rotate-owner",
+      "ping",
+      "cancel-bind",
+      "propose-bind",
+      "finalize-bind"
+    ].map((action) => [`/v1/${action}`, recordActionOutcome(action)])
+  )
+}
 
 /** Names a revert may be labelled with: the vault's errors (which include the shield adapter's). */
 const knownErrors = new Set<string>([

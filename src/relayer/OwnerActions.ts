@@ -15,28 +15,12 @@
  *   5. reserve the nonces it consumes (409 while another request holds one), multicall
  *      `[register?, action, fee?]`, simulate, cap, charge the account's limit, send
  */
+
 import { Array as Arr, Clock, Context, Effect, Layer } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import type { VaultPrimaryType } from "../../schema/eip712.js"
-import {
-  type AdapterNotAllowed,
-  BadRequest,
-  type DataHashMismatch,
-  type DeadlineTooSoon,
-  FeeTooLow,
-  type GasCapExceeded,
-  type InvalidAmount,
-  type InvalidSignature,
-  type InvalidTemplates,
-  NonceMismatch,
-  type NotFound,
-  type RateLimited,
-  type RecipientDenied,
-  type RelayerMismatch,
-  type SimulationFailed,
-  type Unavailable
-} from "../../schema/errors.js"
+import { BadRequest, FeeTooLow, NonceMismatch } from "../../schema/errors.js"
 import { templatesHash, ZERO_ADDRESS } from "../../schema/ids.js"
 import type {
   ConsolidateRequest,
@@ -48,9 +32,14 @@ import type {
   ShieldTemplatesRequest,
   TxHashResponse
 } from "../../schema/relayer.js"
+import { RelayerSettings } from "../config/relayer.js"
+import { AccountReader } from "./AccountReader.js"
+import type { ActionError } from "./api/actions.js"
 import type { QuoteRequest } from "./FeeOracle.js"
+import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { type WritePathServices, writePath } from "./relay.js"
+import { Relay } from "./Relay.js"
+import { TxSender } from "./TxSender.js"
 import { checkFeeClaim, checkTemplates } from "./validation/actionRules.js"
 import {
   checkConsolidateStep,
@@ -58,28 +47,10 @@ import {
   checkRegistration,
   minimumFee
 } from "./validation/claimRules.js"
-import { screenRecipients } from "./validation/denyList.js"
+import { DenyList, screenRecipients } from "./validation/denyList.js"
 import { expectedOwner } from "./validation/owner.js"
 import type { VaultMessage } from "./validation/signatures.js"
-
-/** Every refusal of the owner-action endpoints (each endpoint declares exactly these). */
-export type ActionError =
-  | BadRequest
-  | DeadlineTooSoon
-  | RelayerMismatch
-  | InvalidAmount
-  | DataHashMismatch
-  | AdapterNotAllowed
-  | InvalidTemplates
-  | RecipientDenied
-  | InvalidSignature
-  | NotFound
-  | NonceMismatch
-  | FeeTooLow
-  | SimulationFailed
-  | GasCapExceeded
-  | RateLimited
-  | Unavailable
+import { VaultSignatures } from "./validation/signatures.js"
 
 type Submit<R> = (request: R) => Effect.Effect<TxHashResponse, ActionError>
 
@@ -114,10 +85,22 @@ interface ActionPlan<P extends VaultPrimaryType> {
   readonly call: Hex
 }
 
-export const OwnerActionsLive: Layer.Layer<OwnerActions, never, WritePathServices> = Layer.effect(
+export const OwnerActionsLive: Layer.Layer<
+  OwnerActions,
+  never,
+  RelayerSettings | AccountReader | DenyList | VaultSignatures | FeeOracle | TxSender | Relay
+> = Layer.effect(
   OwnerActions,
   Effect.gen(function* () {
-    const { settings, accounts, denyList, signatures, oracle, sender, send, rules } = yield* writePath
+    const settings = yield* RelayerSettings
+    const accounts = yield* AccountReader
+    const denyList = yield* DenyList
+    const signatures = yield* VaultSignatures
+    const oracle = yield* FeeOracle
+    const sender = yield* TxSender
+    const { send } = yield* Relay
+    // The claim and consolidation rules of this deployment are settings.
+    const rules = settings
 
     const run = <P extends VaultPrimaryType>(
       plan: ActionPlan<P>

@@ -1,25 +1,17 @@
 /**
- * The attestor's HTTP API (spec/attestor.md §4): each endpoint with its request, response and
- * error schemas. The server, the OpenAPI document and the typed client all derive from this.
+ * The attestor's HTTP API (spec/attestor.md §4), assembled from its endpoint groups: the server,
+ * the OpenAPI document and the typed client (src/client.ts) all derive from it. Handlers live in
+ * src/attestor/handlers/.
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { AttestorHealthResponse } from "../../schema/attestor.js"
-import { Wire } from "../../schema/errors.js"
-import { serviceDocument } from "../http/openapi.js"
-import { metricsEndpoint } from "../http/operator.js"
+import { HttpApi } from "@effect/platform"
+import { Wire } from "../../../schema/errors.js"
+import { serviceDocument } from "../../http/openapi.js"
 import { AttestorBindsGroup } from "./binds.js"
-import { AttestorCommitmentsGroup } from "./commitment.js"
+import { AttestorCommitmentsGroup } from "./commitments.js"
 import { AttestorEscrowsGroup } from "./escrows.js"
 import { AttestorInfoGroup } from "./info.js"
 import { AttestorLoginsGroup } from "./logins.js"
-
-export const attestorHealthEndpoint = HttpApiEndpoint.get("health", "/v1/health").addSuccess(
-  AttestorHealthResponse
-)
-
-export class AttestorOperatorGroup extends HttpApiGroup.make("operator")
-  .add(attestorHealthEndpoint)
-  .add(metricsEndpoint) {}
+import { AttestorOperatorGroup } from "./operator.js"
 
 export class AttestorApi extends HttpApi.make("attestor")
   .add(AttestorOperatorGroup)

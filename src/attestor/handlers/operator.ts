@@ -1,19 +1,19 @@
 /**
- * Handlers of the attestor's operator endpoints: health (whether the chain answers, the vault
+ * Handlers of the attestor's operator endpoints (src/attestor/api/operator.ts): health (whether the chain answers, the vault
  * indexer's and the hint index's progress and the veto watcher's state, never account data) and
  * metrics.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { ChainClient } from "../chain/ChainClient.js"
-import { AttestorSettings } from "../config/attestor.js"
-import { handleMetrics } from "../http/operator.js"
-import { chainReach, checkChain } from "../indexer/freshness.js"
-import { indexerHealth } from "../indexer/health.js"
-import { Indexer } from "../indexer/Indexer.js"
-import { AttestorApi } from "./api.js"
-import { HintIndex } from "./hintIndex.js"
-import { VetoWatcher } from "./VetoWatcher.js"
+import { ChainClient } from "../../chain/ChainClient.js"
+import { AttestorSettings } from "../../config/attestor.js"
+import { handleMetrics } from "../../http/operator.js"
+import { chainReach, checkChain } from "../../indexer/freshness.js"
+import { indexerHealth } from "../../indexer/health.js"
+import { Indexer } from "../../indexer/Indexer.js"
+import { AttestorApi } from "../api/index.js"
+import { HintIndex } from "../hintIndex.js"
+import { VetoWatcher } from "../VetoWatcher.js"
 
 export const AttestorOperatorLive = HttpApiBuilder.group(AttestorApi, "operator", (handlers) =>
   Effect.gen(function* () {

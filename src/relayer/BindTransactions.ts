@@ -17,21 +17,16 @@
  * pending bind a cancel would, so it takes the same key and two finalizes, or a finalize and a
  * cancel, never both go out.
  */
+
 import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
 import { type Address, decodeFunctionResult, encodeFunctionData } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import {
   BadRequest,
   BindState,
-  type DeadlineTooSoon,
-  type GasCapExceeded,
   InsufficientAttestations,
   InvalidSignature,
-  type NonceMismatch,
   NotFound,
-  type RateLimited,
-  type RecipientDenied,
-  type SimulationFailed,
   Unavailable
 } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
@@ -44,41 +39,26 @@ import type {
 import { ChainClient } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { AccountReader, type AccountSnapshot, type VaultAccount } from "./AccountReader.js"
+import type { BindTransactionError } from "./api/binds.js"
 import { bindGasBudgetOf } from "./fees/gasBudget.js"
 import { registerCall } from "./multicall.js"
-import type { IdRateLimit } from "./rateLimits.js"
-import { makeRelay } from "./relay.js"
-import type { NonceReservations } from "./reservations.js"
-import type { TxPreflight } from "./simulate.js"
-import type { TxSender } from "./TxSender.js"
+import { Relay } from "./Relay.js"
 import { checkDeadline, checkRegistration } from "./validation/claimRules.js"
 import { DenyList, screenRecipients } from "./validation/denyList.js"
 import { recoverEcdsa, VaultSignatures } from "./validation/signatures.js"
 
-/** Every refusal of the bind endpoints (each endpoint declares exactly these). */
-export type BindError =
-  | BadRequest
-  | DeadlineTooSoon
-  | InvalidSignature
-  | InsufficientAttestations
-  | NotFound
-  | RecipientDenied
-  | BindState
-  | NonceMismatch
-  | SimulationFailed
-  | GasCapExceeded
-  | RateLimited
-  | Unavailable
+type Submit<R> = (request: R) => Effect.Effect<TxHashResponse, BindTransactionError>
 
-type Submit<R> = (request: R) => Effect.Effect<TxHashResponse, BindError>
-
-export interface BindsShape {
+export interface BindTransactionsShape {
   readonly cancelBind: Submit<CancelBindRequest>
   readonly proposeBind: Submit<ProposeBindRequest>
   readonly finalizeBind: Submit<FinalizeBindRequest>
 }
 
-export class Binds extends Context.Tag("Binds")<Binds, BindsShape>() {}
+export class BindTransactions extends Context.Tag("BindTransactions")<
+  BindTransactions,
+  BindTransactionsShape
+>() {}
 
 /** The attestor set as the vault holds it, for a list of candidate signers. */
 export interface AttestorView {
@@ -98,27 +78,19 @@ const unavailable = () => new Unavailable({ message: "the chain RPC is not answe
 const bySigner = (a: { readonly signer: Address }, b: { readonly signer: Address }) =>
   a.signer.toLowerCase() < b.signer.toLowerCase() ? -1 : 1
 
-export const BindsLive: Layer.Layer<
-  Binds,
+export const BindTransactionsLive: Layer.Layer<
+  BindTransactions,
   never,
-  | RelayerSettings
-  | ChainClient
-  | AccountReader
-  | VaultSignatures
-  | DenyList
-  | TxPreflight
-  | IdRateLimit
-  | TxSender
-  | NonceReservations
+  RelayerSettings | ChainClient | AccountReader | VaultSignatures | DenyList | Relay
 > = Layer.effect(
-  Binds,
+  BindTransactions,
   Effect.gen(function* () {
     const settings = yield* RelayerSettings
     const chain = yield* ChainClient
     const accounts = yield* AccountReader
     const signatures = yield* VaultSignatures
     const denyList = yield* DenyList
-    const send = yield* makeRelay
+    const { send } = yield* Relay
     const budget = (input: Parameters<typeof bindGasBudgetOf>[0]) =>
       bindGasBudgetOf(input, settings.gasBudgetBps)
     const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
@@ -170,7 +142,7 @@ export const BindsLive: Layer.Layer<
           )
         )
 
-    const cancelBind: BindsShape["cancelBind"] = (request) =>
+    const cancelBind: BindTransactionsShape["cancelBind"] = (request) =>
       Effect.gen(function* () {
         yield* checkDeadline(request.deadline, yield* nowSeconds, settings.minDeadlineSeconds, "deadline")
         const snapshot = yield* accounts.read(request.id)
@@ -201,9 +173,9 @@ export const BindsLive: Layer.Layer<
           action: "cancel-bind",
           reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
         })
-      }).pipe(Effect.withSpan("Binds.cancelBind"))
+      }).pipe(Effect.withSpan("BindTransactions.cancelBind"))
 
-    const proposeBind: BindsShape["proposeBind"] = (request) =>
+    const proposeBind: BindTransactionsShape["proposeBind"] = (request) =>
       Effect.gen(function* () {
         const { id, newOwner, deadline, register } = request
         yield* checkDeadline(deadline, yield* nowSeconds, settings.minDeadlineSeconds, "deadline")
@@ -279,9 +251,9 @@ export const BindsLive: Layer.Layer<
           action: "propose-bind",
           reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
         })
-      }).pipe(Effect.withSpan("Binds.proposeBind"))
+      }).pipe(Effect.withSpan("BindTransactions.proposeBind"))
 
-    const finalizeBind: BindsShape["finalizeBind"] = (request) =>
+    const finalizeBind: BindTransactionsShape["finalizeBind"] = (request) =>
       Effect.gen(function* () {
         const snapshot = yield* accounts.read(request.id)
         const account = yield* registered(snapshot)
@@ -300,7 +272,7 @@ export const BindsLive: Layer.Layer<
           action: "finalize-bind",
           reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
         })
-      }).pipe(Effect.withSpan("Binds.finalizeBind"))
+      }).pipe(Effect.withSpan("BindTransactions.finalizeBind"))
 
     return { cancelBind, proposeBind, finalizeBind }
   })

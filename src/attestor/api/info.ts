@@ -1,0 +1,10 @@
+/** `GET /v1/info` (spec/attestor.md §2 AttestorInfo, §4). */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { AttestorInfo } from "../../../schema/attestor.js"
+import { Wire } from "../../../schema/errors.js"
+
+export const infoEndpoint = HttpApiEndpoint.get("info", "/v1/info")
+  .addSuccess(AttestorInfo)
+  .addError(Wire.Unavailable)
+
+export class AttestorInfoGroup extends HttpApiGroup.make("info").add(infoEndpoint) {}

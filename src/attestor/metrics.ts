@@ -1,0 +1,40 @@
+/**
+ * The attestor's request metrics beyond the server's own: outcomes of commitments, logins and binds
+ * (recorded by the server's outcome middleware, src/http/outcomes.ts, from `attestorOutcomes`) and
+ * the bind signatures issued. Labels are platforms and wire codes, never a user, handle or id.
+ */
+import { Metric } from "effect"
+import { taggedOnce } from "../http/metrics.js"
+import type { RouteOutcomes } from "../http/outcomes.js"
+
+export const commitmentOutcomes = Metric.counter("attestor_commitments_total", {
+  description: "POST /v1/commitment requests by outcome: ok or the refusal's code",
+  incremental: true
+})
+
+export const loginOutcomes = Metric.counter("attestor_logins_total", {
+  description: "Login verifications by platform and outcome: ok or the refusal's code",
+  incremental: true
+})
+
+export const bindOutcomes = Metric.counter("attestor_binds_total", {
+  description: "POST /v1/bind requests by outcome: ok or the refusal's code",
+  incremental: true
+})
+
+export const bindSignatures = Metric.counter("attestor_bind_signatures_total", {
+  description: "BindOwner signatures issued by POST /v1/bind",
+  incremental: true
+})
+
+const commitmentOutcome = taggedOnce(commitmentOutcomes)
+const loginOutcome = taggedOnce(loginOutcomes)
+const bindOutcome = taggedOnce(bindOutcomes)
+
+/** The attestor routes' outcome counters, by route template. */
+export const attestorOutcomes: RouteOutcomes = {
+  "/v1/commitment": (outcome) => Metric.increment(commitmentOutcome({ outcome })),
+  "/v1/oauth/messenger/verify": (outcome) =>
+    Metric.increment(loginOutcome({ platform: "messenger", outcome })),
+  "/v1/bind": (outcome) => Metric.increment(bindOutcome({ outcome }))
+}

@@ -1,0 +1,16 @@
+/**
+ * The operator endpoint both services declare (spec/relayer.md §4, spec/attestor.md §4):
+ * `/v1/metrics`, hidden (404) until a token is set and then behind it as a bearer token (401
+ * otherwise); both refusals have empty bodies (PROTOCOL.md §7). Declaration only: the handler is
+ * `handleMetrics` (src/http/operator.ts).
+ */
+import { HttpApiEndpoint, HttpApiError, HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+export const metricsEndpoint = HttpApiEndpoint.get("metrics", "/v1/metrics")
+  .setHeaders(Schema.Struct({ authorization: Schema.optional(Schema.String) }))
+  .addSuccess(HttpApiSchema.Text({ contentType: METRICS_CONTENT_TYPE }))
+  .addError(HttpApiError.NotFound)
+  .addError(HttpApiError.Unauthorized)

@@ -1,0 +1,18 @@
+/** `GET /v1/accounts` (spec/relayer.md §4): every indexed account, with `ETag`, 304 and gzip. */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Wire } from "../../../schema/errors.js"
+import { AccountsResponse } from "../../../schema/relayer.js"
+
+export const accountsEndpoint = HttpApiEndpoint.get("accounts", "/v1/accounts")
+  .setHeaders(
+    Schema.Struct({
+      "if-none-match": Schema.optional(Schema.String),
+      "accept-encoding": Schema.optional(Schema.String)
+    })
+  )
+  .addSuccess(AccountsResponse)
+  .addError(Wire.Unsupported)
+  .addError(Wire.Unavailable)
+
+export class RelayerAccountsGroup extends HttpApiGroup.make("accounts").add(accountsEndpoint) {}

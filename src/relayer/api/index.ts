@@ -1,0 +1,34 @@
+/**
+ * The relayer's HTTP API (spec/relayer.md §4), assembled from its endpoint groups: the server, the
+ * OpenAPI document and the typed client (src/client.ts) all derive from it. Handlers live in
+ * src/relayer/handlers/.
+ */
+import { HttpApi } from "@effect/platform"
+import { Wire } from "../../../schema/errors.js"
+import { serviceDocument } from "../../http/openapi.js"
+import { RelayerAccountsGroup } from "./accounts.js"
+import { RelayerActionsGroup } from "./actions.js"
+import { RelayerBindsGroup } from "./binds.js"
+import { RelayerClaimsGroup } from "./claims.js"
+import { RelayerOperatorGroup } from "./operator.js"
+import { QuoteGroup } from "./quote.js"
+import { TransactionsGroup } from "./transactions.js"
+
+export class RelayerApi extends HttpApi.make("relayer")
+  .add(RelayerOperatorGroup)
+  .add(QuoteGroup)
+  .add(TransactionsGroup)
+  .add(RelayerAccountsGroup)
+  .add(RelayerClaimsGroup)
+  .add(RelayerActionsGroup)
+  .add(RelayerBindsGroup)
+  .addError(Wire.BadRequest)
+  .addError(Wire.PayloadTooLarge)
+  .addError(Wire.RateLimited)
+  .addError(Wire.Internal)
+  .annotateContext(
+    serviceDocument({
+      title: "Fee vault relayer",
+      description: "Submits owner-signed vault transactions from the relayer's hot key (spec/relayer.md)."
+    })
+  ) {}

@@ -1,0 +1,13 @@
+/** The relayer's operator endpoints (spec/relayer.md §4): health and metrics. */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Wire } from "../../../schema/errors.js"
+import { HealthResponse } from "../../../schema/relayer.js"
+import { metricsEndpoint } from "../../http/operatorApi.js"
+
+export const healthEndpoint = HttpApiEndpoint.get("health", "/v1/health")
+  .addSuccess(HealthResponse)
+  .addError(Wire.Unavailable)
+
+export class RelayerOperatorGroup extends HttpApiGroup.make("operator")
+  .add(healthEndpoint)
+  .add(metricsEndpoint) {}

@@ -1,0 +1,14 @@
+/**
+ * `POST /v1/tx-status` (spec/relayer.md §4): the status of a transaction this relayer sent, asked
+ * by hash in a POST body so that no hash travels in a URL.
+ */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Wire } from "../../../schema/errors.js"
+import { TxStatus, TxStatusRequest } from "../../../schema/relayer.js"
+
+export const txStatusEndpoint = HttpApiEndpoint.post("txStatus", "/v1/tx-status")
+  .setPayload(TxStatusRequest)
+  .addSuccess(TxStatus)
+  .addError(Wire.Unavailable)
+
+export class TransactionsGroup extends HttpApiGroup.make("transactions").add(txStatusEndpoint) {}

@@ -1,0 +1,9 @@
+/** The handler of `GET /v1/accounts` (src/relayer/api/accounts.ts): the precomputed feed. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { AccountsFeed } from "../accounts.js"
+import { RelayerApi } from "../api/index.js"
+
+export const RelayerAccountsLive = HttpApiBuilder.group(RelayerApi, "accounts", (handlers) =>
+  Effect.map(AccountsFeed, (feed) => handlers.handle("accounts", ({ headers }) => feed.respond(headers)))
+)

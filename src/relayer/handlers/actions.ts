@@ -1,0 +1,15 @@
+/** The handlers of the owner actions (src/relayer/api/actions.ts): the `OwnerActions` service. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { RelayerApi } from "../api/index.js"
+import { OwnerActions } from "../OwnerActions.js"
+
+export const RelayerActionsLive = HttpApiBuilder.group(RelayerApi, "actions", (handlers) =>
+  Effect.map(OwnerActions, (actions) =>
+    handlers
+      .handle("consolidate", ({ payload }) => actions.consolidate(payload))
+      .handle("shieldTemplates", ({ payload }) => actions.shieldTemplates(payload))
+      .handle("rotateOwner", ({ payload }) => actions.rotateOwner(payload))
+      .handle("ping", ({ payload }) => actions.ping(payload))
+  )
+)

@@ -1,0 +1,9 @@
+/** The handler of `POST /v1/claim` (src/relayer/api/claims.ts): the `Claims` service. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { RelayerApi } from "../api/index.js"
+import { Claims } from "../Claims.js"
+
+export const RelayerClaimsLive = HttpApiBuilder.group(RelayerApi, "claims", (handlers) =>
+  Effect.map(Claims, (claims) => handlers.handle("claim", ({ payload }) => claims.submit(payload)))
+)

@@ -1,0 +1,15 @@
+/**
+ * The handler of `POST /v1/tx-status` (src/relayer/api/transactions.ts). A hash this relayer never
+ * sent, or one it dropped, is `unknown` (never 404); a replaced transaction's hashes all report the
+ * replacement that was mined.
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { RelayerApi } from "../api/index.js"
+import { TxSender } from "../TxSender.js"
+
+export const TransactionsLive = HttpApiBuilder.group(RelayerApi, "transactions", (handlers) =>
+  Effect.map(TxSender, (sender) =>
+    handlers.handle("txStatus", ({ payload }) => sender.status(payload.txHash))
+  )
+)
