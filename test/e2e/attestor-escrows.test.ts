@@ -151,7 +151,7 @@ let session = ""
 
 describe("a messenger recipient's escrows on the devnet", () => {
   it("/v1/info lists messenger on the devnet's attestor", async () => {
-    const info = (await (await fetch(`${base}/v1/info`)).json()) as { platforms: Array<string> }
+    const info = await Effect.runPromise(devnetAttestor().client.info.info())
     expect(info.platforms).toEqual(["messenger"])
   })
 
@@ -313,7 +313,7 @@ describe("refusals on the devnet", () => {
       400,
       "unsupported"
     )
-    const info = (await (await fetch(`${unconfigured}/v1/info`)).json()) as { platforms: Array<string> }
+    const info = await Effect.runPromise(new AttestorClient(net, unconfigured).client.info.info())
     expect(info.platforms).toEqual([])
   })
 
@@ -337,7 +337,7 @@ describe("refusals on the devnet", () => {
     await net.chain.anvil.stop()
     let state = ""
     for (let i = 0; i < 600 && state !== "retrying"; i++) {
-      const health = (await (await fetch(`${base}/v1/health`)).json()) as { indexer?: { state: string } }
+      const health = await Effect.runPromise(devnetAttestor().client.operator.health())
       state = health.indexer?.state ?? ""
       if (state !== "retrying") await new Promise((resolve) => setTimeout(resolve, 100))
     }

@@ -11,6 +11,7 @@
  *    fresh forged one; a proposal made with the signature `POST /v1/bind` issued is not; a contest
  *    of that one from another stealth owner revokes its attestation, and the watcher vetoes it.
  */
+import { Effect } from "effect"
 import { type Address, type Hex, parseAbiItem, zeroAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -64,12 +65,7 @@ const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 30
 
 const head = () => running().head()
 
-const health = async () =>
-  (await (await fetch(`${running().url}/v1/health`)).json()) as {
-    indexer?: { block?: number }
-    hints?: { block?: number }
-    vetoWatcher?: { state: string; block?: number; autoVeto: boolean }
-  }
+const health = () => Effect.runPromise(running().client.operator.health())
 
 /** Waits until the indexer, the hint index and the veto watcher have all reached `block`. */
 const indexed = async (block: number) =>
@@ -83,11 +79,9 @@ const indexed = async (block: number) =>
   })
 
 const metric = async (name: string, label: string, value: string): Promise<number> => {
-  const res = await fetch(`${running().url}/v1/metrics`, {
-    headers: { authorization: `Bearer ${DEVNET_METRICS_TOKEN}` }
-  })
-  expect(res.status).toBe(200)
-  const text = await res.text()
+  const text = await Effect.runPromise(
+    running().client.operator.metrics({ headers: { authorization: `Bearer ${DEVNET_METRICS_TOKEN}` } })
+  )
   for (const line of text.split("\n")) {
     if (!line.startsWith(`${name}{`) || !line.includes(`${label}="${value}"`)) continue
     return Number(line.slice(line.lastIndexOf(" ") + 1))

@@ -3,7 +3,8 @@
  * names the devnet's chain, vault, attestor key (mnemonic #2, an attestor of the vault) and hint
  * key; `POST /v1/commitment` returns a commitment that, with a hint sealed to that hint key,
  * launches a token whose `TokenLaunched.beneficiaryId` is `computeId(2, handleCommitment, …)` and
- * whose hint the attestor's key opens back to the same id.
+ * whose hint the attestor's key opens back to the same id. Spoken to through the typed client
+ * (`fee-vault-services/client`), as a wallet would.
  */
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -32,6 +33,7 @@ import {
   withSettings,
   writeDevnetFile
 } from "../../layers/devnet.js"
+import type { CommitmentRequest } from "../../schema/attestor.js"
 import { computeId, ZERO_ADDRESS } from "../../schema/ids.js"
 import {
   encodeBeneficiaryHint,
@@ -40,33 +42,11 @@ import {
   makeHint,
   sealHint
 } from "../../src/attestor/hints.js"
-
-interface Info {
-  chainId: number
-  vault: string
-  attestor: Hex
-  hintPublicKey: Hex
-  platforms: Array<string>
-  bindDeadlineSeconds: number
-  handleLookup: unknown
-}
-
-interface Commitment {
-  platform: string
-  platformId: number
-  userId: string
-  userIdHash: Hex
-  nonce: Hex
-  attestorSalt: Hex
-  handleCommitment: Hex
-  kind: number
-  attestor: Hex
-  attestorPubKey: Hex
-}
+import { type AttestorClient, attestorFetchClient } from "../../src/client.js"
 
 let scope: Scope.CloseableScope
 let chain: DevnetChain
-let base = ""
+let attestor: AttestorClient
 
 beforeAll(async () => {
   scope = await Effect.runPromise(Scope.make())
@@ -89,22 +69,16 @@ beforeAll(async () => {
     }).pipe(Scope.extend(scope))
   )
   chain = started.devnet
-  base = started.url
+  attestor = await Effect.runPromise(attestorFetchClient(started.url))
 }, 300_000)
 
 afterAll(async () => {
   if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
 })
 
-const commit = async (body: unknown) => {
-  const res = await fetch(`${base}/v1/commitment`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body)
-  })
-  expect(res.status).toBe(200)
-  return (await res.json()) as Commitment
-}
+const run = <A, E>(call: Effect.Effect<A, E>) => Effect.runPromise(call)
+
+const commit = (payload: CommitmentRequest) => run(attestor.commitments.commitment({ payload }))
 
 describe("attestor on the devnet", () => {
   it("indexes the vault and its hints: /v1/health reports both up to the head", {
@@ -113,15 +87,9 @@ describe("attestor on the devnet", () => {
     const head = Number(
       await createPublicClient({ transport: http(chain.anvil.rpcUrl) }).getBlockNumber({ cacheTime: 0 })
     )
-    let health: {
-      ok: boolean
-      indexer?: { state: string; block?: number }
-      hints?: { state: string; block?: number }
-    } = {
-      ok: false
-    }
+    let health = await run(attestor.operator.health())
     for (let i = 0; i < 300; i++) {
-      health = (await (await fetch(`${base}/v1/health`)).json()) as typeof health
+      health = await run(attestor.operator.health())
       if ((health.hints?.block ?? -1) >= head) break
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
@@ -134,9 +102,7 @@ describe("attestor on the devnet", () => {
   })
 
   it("GET /v1/info names the devnet's chain, vault, attestor and hint key", async () => {
-    const res = await fetch(`${base}/v1/info`)
-    expect(res.status).toBe(200)
-    const info = (await res.json()) as Info
+    const info = await run(attestor.info.info())
     expect(info).toEqual({
       chainId: 31337,
       vault: chain.deployment.vault,
@@ -158,7 +124,7 @@ describe("attestor on the devnet", () => {
   })
 
   it("POST /v1/commitment: a creator launches with the commitment and a hint, and the id matches", async () => {
-    const info = (await (await fetch(`${base}/v1/info`)).json()) as Info
+    const info = await run(attestor.info.info())
     const userId = "2000002"
     const commitment = await commit({ platform: "microblog", userId })
     expect(commitment).toMatchObject({
@@ -215,12 +181,9 @@ describe("attestor on the devnet", () => {
   })
 
   it("refuses a handle lookup with 400 unsupported: handle lookups are off", async () => {
-    const res = await fetch(`${base}/v1/commitment`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ platform: "codehost", handle: "octocat" })
-    })
-    expect(res.status).toBe(400)
-    expect(await res.json()).toMatchObject({ code: "unsupported" })
+    const refused = await run(
+      Effect.flip(attestor.commitments.commitment({ payload: { platform: "codehost", handle: "octocat" } }))
+    )
+    expect(refused._tag).toBe("Unsupported")
   })
 })
