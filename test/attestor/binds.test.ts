@@ -40,7 +40,7 @@ import {
   deadlineAccepted,
   defaultDeadline,
   planBinds
-} from "../../src/attestor/binds.js"
+} from "../../src/attestor/bindSigning.js"
 import type { IndexedEscrow } from "../../src/attestor/escrows.js"
 import { HintIndex, type HintIndexStatus } from "../../src/attestor/hintIndex.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"

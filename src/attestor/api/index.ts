@@ -3,9 +3,7 @@
  * the OpenAPI document and the typed client (src/client.ts) all derive from it. Handlers live in
  * src/attestor/handlers/.
  */
-import { HttpApi } from "@effect/platform"
-import { Wire } from "../../../schema/errors.js"
-import { serviceDocument } from "../../http/openapi.js"
+import { serviceApi } from "../../http/declare.js"
 import { AttestorBindsGroup } from "./binds.js"
 import { AttestorCommitmentsGroup } from "./commitments.js"
 import { AttestorEscrowsGroup } from "./escrows.js"
@@ -13,21 +11,14 @@ import { AttestorInfoGroup } from "./info.js"
 import { AttestorLoginsGroup } from "./logins.js"
 import { AttestorOperatorGroup } from "./operator.js"
 
-export class AttestorApi extends HttpApi.make("attestor")
+export class AttestorApi extends serviceApi("attestor", {
+  title: "Fee vault attestor",
+  description:
+    "Issues handle commitments, verifies social logins and signs BindOwner for a key chosen before login (spec/attestor.md)."
+})
   .add(AttestorOperatorGroup)
   .add(AttestorInfoGroup)
   .add(AttestorCommitmentsGroup)
   .add(AttestorLoginsGroup)
   .add(AttestorEscrowsGroup)
-  .add(AttestorBindsGroup)
-  .addError(Wire.BadRequest)
-  .addError(Wire.PayloadTooLarge)
-  .addError(Wire.RateLimited)
-  .addError(Wire.Internal)
-  .annotateContext(
-    serviceDocument({
-      title: "Fee vault attestor",
-      description:
-        "Issues handle commitments, verifies social logins and signs BindOwner for a key chosen before login (spec/attestor.md)."
-    })
-  ) {}
+  .add(AttestorBindsGroup) {}

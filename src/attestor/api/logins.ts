@@ -4,30 +4,23 @@
  * `/v1/oauth/<platform>/…`; `LoginOffered` refuses a platform this instance is not configured for
  * with 400 `unsupported` before its body is read.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware } from "@effect/platform"
+import { HttpApiGroup, HttpApiMiddleware } from "@effect/platform"
 import { MessengerVerifyRequest, SessionResponse } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"
-import { type ErrorsOf, withErrors } from "../../http/declare.js"
+import { type ErrorOf, postEndpoint } from "../../http/declare.js"
 
 /** Whether the route's platform is one this instance logs in with (400 `unsupported` if not). */
 export class LoginOffered extends HttpApiMiddleware.Tag<LoginOffered>()("LoginOffered", {
   failure: Wire.Unsupported
 }) {}
 
-export const messengerVerifyErrors = [
-  Wire.BadRequest,
-  Wire.Unsupported,
-  Wire.InvalidSession,
-  Wire.RateLimited,
-  Wire.Unavailable
-] as const
+export const messengerVerifyEndpoint = postEndpoint("messengerVerify", "/v1/oauth/messenger/verify", {
+  payload: MessengerVerifyRequest,
+  success: SessionResponse,
+  errors: [Wire.BadRequest, Wire.Unsupported, Wire.InvalidSession, Wire.RateLimited, Wire.Unavailable]
+})
 
-export type MessengerVerifyError = ErrorsOf<typeof messengerVerifyErrors>
-
-export const messengerVerifyEndpoint = HttpApiEndpoint.post("messengerVerify", "/v1/oauth/messenger/verify")
-  .setPayload(MessengerVerifyRequest)
-  .addSuccess(SessionResponse)
-  .pipe(withErrors(messengerVerifyErrors))
+export type MessengerVerifyError = ErrorOf<typeof messengerVerifyEndpoint>
 
 export class AttestorLoginsGroup extends HttpApiGroup.make("logins")
   .add(messengerVerifyEndpoint)

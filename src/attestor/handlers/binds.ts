@@ -2,7 +2,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { AttestorApi } from "../api/index.js"
-import { bindConfig, signBinds } from "../binds.js"
+import { bindConfig, signBinds } from "../bindSigning.js"
 
 export const AttestorBindsLive = HttpApiBuilder.group(AttestorApi, "binds", (handlers) =>
   Effect.map(bindConfig, (config) => {

@@ -2,8 +2,7 @@
  * The paid owner actions (spec/relayer.md §4): `POST /v1/consolidate`, `/v1/shield-templates`,
  * `/v1/rotate-owner` and `/v1/ping`, each an owner-signed vault call with an optional fee claim.
  */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import type { Schema } from "effect"
+import { HttpApiGroup } from "@effect/platform"
 import { Wire } from "../../../schema/errors.js"
 import {
   ConsolidateRequest,
@@ -12,10 +11,9 @@ import {
   ShieldTemplatesRequest,
   TxHashResponse
 } from "../../../schema/relayer.js"
-import { type ErrorsOf, withErrors } from "../../http/declare.js"
+import { type ErrorOf, postEndpoint } from "../../http/declare.js"
 
-/** Every refusal of an owner-action endpoint. */
-export const ownerActionErrors = [
+const errors = [
   Wire.BadRequest,
   Wire.DeadlineTooSoon,
   Wire.RelayerMismatch,
@@ -33,21 +31,21 @@ export const ownerActionErrors = [
   Wire.RateLimited,
   Wire.Unavailable
 ] as const
+const success = TxHashResponse
 
-export type ActionError = ErrorsOf<typeof ownerActionErrors>
+const pingEndpoint = postEndpoint("ping", "/v1/ping", { payload: PingRequest, success, errors })
 
-const ownerActionEndpoint = <const Name extends string, P extends Schema.Schema.Any>(
-  name: Name,
-  path: `/v1/${string}`,
-  payload: P
-) =>
-  HttpApiEndpoint.post(name, path)
-    .setPayload(payload)
-    .addSuccess(TxHashResponse)
-    .pipe(withErrors(ownerActionErrors))
+/** Every refusal of an owner-action endpoint: the `OwnerActions` service's error channel. */
+export type ActionError = ErrorOf<typeof pingEndpoint>
 
 export class RelayerActionsGroup extends HttpApiGroup.make("actions")
-  .add(ownerActionEndpoint("consolidate", "/v1/consolidate", ConsolidateRequest))
-  .add(ownerActionEndpoint("shieldTemplates", "/v1/shield-templates", ShieldTemplatesRequest))
-  .add(ownerActionEndpoint("rotateOwner", "/v1/rotate-owner", RotateOwnerRequest))
-  .add(ownerActionEndpoint("ping", "/v1/ping", PingRequest)) {}
+  .add(postEndpoint("consolidate", "/v1/consolidate", { payload: ConsolidateRequest, success, errors }))
+  .add(
+    postEndpoint("shieldTemplates", "/v1/shield-templates", {
+      payload: ShieldTemplatesRequest,
+      success,
+      errors
+    })
+  )
+  .add(postEndpoint("rotateOwner", "/v1/rotate-owner", { payload: RotateOwnerRequest, success, errors }))
+  .add(pingEndpoint) {}

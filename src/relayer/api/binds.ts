@@ -2,8 +2,7 @@
  * The bind transactions (spec/relayer.md §4): `POST /v1/cancel-bind`, `/v1/propose-bind` and
  * `/v1/finalize-bind`, unpaid vault calls the relayer sends for the owner or the attestors.
  */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import type { Schema } from "effect"
+import { HttpApiGroup } from "@effect/platform"
 import { Wire } from "../../../schema/errors.js"
 import {
   CancelBindRequest,
@@ -11,10 +10,9 @@ import {
   ProposeBindRequest,
   TxHashResponse
 } from "../../../schema/relayer.js"
-import { type ErrorsOf, withErrors } from "../../http/declare.js"
+import { type ErrorOf, postEndpoint } from "../../http/declare.js"
 
-/** Every refusal of a bind endpoint. */
-export const bindTransactionErrors = [
+const errors = [
   Wire.BadRequest,
   Wire.DeadlineTooSoon,
   Wire.InvalidSignature,
@@ -28,20 +26,20 @@ export const bindTransactionErrors = [
   Wire.RateLimited,
   Wire.Unavailable
 ] as const
+const success = TxHashResponse
 
-export type BindTransactionError = ErrorsOf<typeof bindTransactionErrors>
+const cancelBindEndpoint = postEndpoint("cancelBind", "/v1/cancel-bind", {
+  payload: CancelBindRequest,
+  success,
+  errors
+})
 
-const bindEndpoint = <const Name extends string, P extends Schema.Schema.Any>(
-  name: Name,
-  path: `/v1/${string}`,
-  payload: P
-) =>
-  HttpApiEndpoint.post(name, path)
-    .setPayload(payload)
-    .addSuccess(TxHashResponse)
-    .pipe(withErrors(bindTransactionErrors))
+/** Every refusal of a bind endpoint: the `BindTransactions` service's error channel. */
+export type BindTransactionError = ErrorOf<typeof cancelBindEndpoint>
 
 export class RelayerBindsGroup extends HttpApiGroup.make("binds")
-  .add(bindEndpoint("cancelBind", "/v1/cancel-bind", CancelBindRequest))
-  .add(bindEndpoint("proposeBind", "/v1/propose-bind", ProposeBindRequest))
-  .add(bindEndpoint("finalizeBind", "/v1/finalize-bind", FinalizeBindRequest)) {}
+  .add(cancelBindEndpoint)
+  .add(postEndpoint("proposeBind", "/v1/propose-bind", { payload: ProposeBindRequest, success, errors }))
+  .add(
+    postEndpoint("finalizeBind", "/v1/finalize-bind", { payload: FinalizeBindRequest, success, errors })
+  ) {}

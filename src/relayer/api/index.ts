@@ -3,9 +3,7 @@
  * OpenAPI document and the typed client (src/client.ts) all derive from it. Handlers live in
  * src/relayer/handlers/.
  */
-import { HttpApi } from "@effect/platform"
-import { Wire } from "../../../schema/errors.js"
-import { serviceDocument } from "../../http/openapi.js"
+import { serviceApi } from "../../http/declare.js"
 import { RelayerAccountsGroup } from "./accounts.js"
 import { RelayerActionsGroup } from "./actions.js"
 import { RelayerBindsGroup } from "./binds.js"
@@ -14,21 +12,14 @@ import { RelayerOperatorGroup } from "./operator.js"
 import { QuoteGroup } from "./quote.js"
 import { TransactionsGroup } from "./transactions.js"
 
-export class RelayerApi extends HttpApi.make("relayer")
+export class RelayerApi extends serviceApi("relayer", {
+  title: "Fee vault relayer",
+  description: "Submits owner-signed vault transactions from the relayer's hot key (spec/relayer.md)."
+})
   .add(RelayerOperatorGroup)
   .add(QuoteGroup)
   .add(TransactionsGroup)
   .add(RelayerAccountsGroup)
   .add(RelayerClaimsGroup)
   .add(RelayerActionsGroup)
-  .add(RelayerBindsGroup)
-  .addError(Wire.BadRequest)
-  .addError(Wire.PayloadTooLarge)
-  .addError(Wire.RateLimited)
-  .addError(Wire.Internal)
-  .annotateContext(
-    serviceDocument({
-      title: "Fee vault relayer",
-      description: "Submits owner-signed vault transactions from the relayer's hot key (spec/relayer.md)."
-    })
-  ) {}
+  .add(RelayerBindsGroup) {}
