@@ -10,7 +10,8 @@
  * Imported by wallets as `fee-vault-services/client`.
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, FiberRef } from "effect"
+import { RateLimited } from "../schema/errors.js"
 // The API assemblies, in one place: the only lines to change when their modules move.
 import { AttestorApi } from "./attestor/api/index.js"
 import { RelayerApi } from "./relayer/api/index.js"
@@ -27,23 +28,52 @@ export interface ClientOptions {
   readonly headers?: Readonly<Record<string, string>> | (() => Readonly<Record<string, string>>)
 }
 
+/**
+ * The `Retry-After` of the 429 being decoded: the body does not repeat it, so the client reads the
+ * header as the answer arrives and `RateLimited.retryAfterSeconds` takes it when the body decodes
+ * (both in the call's own fiber).
+ */
+const lastRetryAfter = FiberRef.unsafeMake<number>(0)
+
+const retryAfterSeconds = (header: string | undefined): number => {
+  const seconds = header === undefined ? Number.NaN : Number(header)
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : 0
+}
+
 const transformClient =
   (options: ClientOptions | undefined) =>
   (client: HttpClient.HttpClient): HttpClient.HttpClient => {
     const headers = options?.headers
-    if (headers === undefined) return client
-    return HttpClient.mapRequest(client, (request) =>
-      HttpClientRequest.setHeaders(request, typeof headers === "function" ? headers() : headers)
+    const withHeaders =
+      headers === undefined
+        ? client
+        : HttpClient.mapRequest(client, (request) =>
+            HttpClientRequest.setHeaders(request, typeof headers === "function" ? headers() : headers)
+          )
+    return HttpClient.tap(withHeaders, (response) =>
+      response.status === 429
+        ? FiberRef.set(lastRetryAfter, retryAfterSeconds(response.headers["retry-after"]))
+        : Effect.void
     )
   }
 
+const transformResponse = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.catchIf(
+    effect,
+    (error): error is E & RateLimited => error instanceof RateLimited,
+    (error) =>
+      Effect.flatMap(FiberRef.get(lastRetryAfter), (seconds) =>
+        Effect.fail(new RateLimited({ message: error.message, retryAfterSeconds: seconds }) as E)
+      )
+  )
+
 /** The relayer's client over the `HttpClient` in context. */
 export const relayerClient = (baseUrl: string | URL, options?: ClientOptions) =>
-  HttpApiClient.make(RelayerApi, { baseUrl, transformClient: transformClient(options) })
+  HttpApiClient.make(RelayerApi, { baseUrl, transformClient: transformClient(options), transformResponse })
 
 /** The attestor's client over the `HttpClient` in context. */
 export const attestorClient = (baseUrl: string | URL, options?: ClientOptions) =>
-  HttpApiClient.make(AttestorApi, { baseUrl, transformClient: transformClient(options) })
+  HttpApiClient.make(AttestorApi, { baseUrl, transformClient: transformClient(options), transformResponse })
 
 export type RelayerClient = Effect.Effect.Success<ReturnType<typeof relayerClient>>
 export type AttestorClient = Effect.Effect.Success<ReturnType<typeof attestorClient>>

@@ -154,7 +154,7 @@ describe("typed relayer client", () => {
     })
   })
 
-  it("decodes a 429 as RateLimited", async () => {
+  it("decodes a 429 as RateLimited with the Retry-After delay", async () => {
     const limited = Effect.runSync(
       relayerFetchClient(net.relayerUrl, { headers: { "x-forwarded-for": LIMITED_CLIENT } })
     )
@@ -165,7 +165,11 @@ describe("typed relayer client", () => {
       if (!result.ok) errors.push(result.error)
     }
     expect(errors.length).toBeGreaterThan(0)
-    for (const error of errors) expect(error).toBeInstanceOf(RateLimited)
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(RateLimited)
+      // The server rounds its delay up to whole seconds, at least one.
+      expect((error as RateLimited).retryAfterSeconds).toBeGreaterThanOrEqual(1)
+    }
   })
 })
 
