@@ -14,10 +14,10 @@ import { RelayerClaimsLive } from "../src/relayer/claims.js"
 import { RelayerAccountsLive, RelayerOperatorLive } from "../src/relayer/http.js"
 import { feeOracleLayer, QuoteLive } from "../src/relayer/quote.js"
 import { relayerIpRateLimit } from "../src/relayer/rateLimits.js"
-import { txSenderLayer } from "../src/relayer/TxSender.js"
 import { TransactionsLive } from "../src/relayer/transactions.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
+import { txSenderLayer } from "../src/txsender/TxSender.js"
 
 const RelayerHandlers = Layer.mergeAll(
   RelayerOperatorLive,

@@ -10,9 +10,9 @@ import { RelayerSettings } from "../config/relayer.js"
 import { handleMetrics } from "../http/operator.js"
 import { indexerHealth } from "../indexer/health.js"
 import { Indexer } from "../indexer/Indexer.js"
+import { HotKeyState } from "../txsender/TxSender.js"
 import { AccountsFeed } from "./accounts.js"
 import { RelayerApi } from "./api.js"
-import { HotKeyState } from "./TxSender.js"
 
 export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", (handlers) =>
   Effect.gen(function* () {

@@ -8,7 +8,7 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/
 import { Effect } from "effect"
 import { Wire } from "../../schema/errors.js"
 import { TxStatus, TxStatusRequest } from "../../schema/relayer.js"
-import { TxSender } from "./TxSender.js"
+import { TxSender } from "../txsender/TxSender.js"
 
 export const txStatusEndpoint = HttpApiEndpoint.post("txStatus", "/v1/tx-status")
   .setPayload(TxStatusRequest)

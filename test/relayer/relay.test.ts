@@ -10,7 +10,7 @@ import type { Hex } from "viem"
 import { NonceMismatch, RateLimited, SimulationFailed } from "../../schema/errors.js"
 import { type RelayRequest, relay } from "../../src/relayer/relay.js"
 import type { NonceReservationsShape } from "../../src/relayer/reservations.js"
-import { HotKeyUnderfunded, type TxSubmitError } from "../../src/relayer/TxSender.js"
+import { HotKeyUnderfunded, type TxSubmitError } from "../../src/txsender/TxSender.js"
 
 const VAULT = "0x00000000000000000000000000000000000000e1"
 const ID: Hex = `0x${"11".repeat(32)}`
