@@ -20,11 +20,11 @@ import { Relay } from "../src/relayer/Relay.js"
 import { IdRateLimit, relayerIpRateLimit } from "../src/relayer/rateLimits.js"
 import { NonceReservations } from "../src/relayer/reservations.js"
 import { TxPreflight } from "../src/relayer/simulate.js"
-import { txSenderLayer } from "../src/relayer/TxSender.js"
 import { DenyList } from "../src/relayer/validation/denyList.js"
 import { VaultSignatures } from "../src/relayer/validation/signatures.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
+import { txSenderLayer } from "../src/txsender/TxSender.js"
 
 /**
  * The relayed write endpoints' services (spec/relayer.md §4): claims, owner actions and bind

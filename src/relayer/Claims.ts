@@ -17,13 +17,13 @@ import { FeeTooLow, NonceMismatch } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
 import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
 import { RelayerSettings } from "../config/relayer.js"
+import { TxSender } from "../txsender/TxSender.js"
 import { AccountReader } from "./AccountReader.js"
 import type { ClaimError } from "./api/claims.js"
 import type { QuoteRequest } from "./FeeOracle.js"
 import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
 import { Relay } from "./Relay.js"
-import { TxSender } from "./TxSender.js"
 import {
   checkAdapter,
   checkAgainstConsolidated,

@@ -33,13 +33,13 @@ import type {
   TxHashResponse
 } from "../../schema/relayer.js"
 import { RelayerSettings } from "../config/relayer.js"
+import { TxSender } from "../txsender/TxSender.js"
 import { AccountReader } from "./AccountReader.js"
 import type { ActionError } from "./api/actions.js"
 import type { QuoteRequest } from "./FeeOracle.js"
 import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
 import { Relay } from "./Relay.js"
-import { TxSender } from "./TxSender.js"
 import { checkFeeClaim, checkTemplates } from "./validation/actionRules.js"
 import {
   checkConsolidateStep,

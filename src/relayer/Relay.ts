@@ -18,11 +18,11 @@ import type {
 import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxHashResponse } from "../../schema/relayer.js"
 import { RelayerSettings } from "../config/relayer.js"
+import { TxSender, txSubmitErrorToApi } from "../txsender/TxSender.js"
 import { batchCalls } from "./multicall.js"
 import { IdRateLimit } from "./rateLimits.js"
 import { NonceReservations, type ReservationKey } from "./reservations.js"
 import { TxPreflight } from "./simulate.js"
-import { TxSender, txSubmitErrorToApi } from "./TxSender.js"
 
 export interface RelayRequest {
   /** The account whose rate limit the transaction is charged to. */

@@ -11,8 +11,8 @@ import { feeVaultAbi } from "../../contracts/abi.js"
 import { GasCapExceeded, SimulationFailed, Unavailable } from "../../schema/errors.js"
 import { ChainClient, type ChainRequestError, type ChainReverted } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
+import { TxSender } from "../txsender/TxSender.js"
 import { recordSimulationFailure } from "./metrics.js"
-import { TxSender } from "./TxSender.js"
 
 export interface PreflightRequest {
   /** Vault calldata (see `multicall.ts`). */

@@ -1,7 +1,7 @@
 /**
  * Exclusion between replicas sharing one PostgreSQL: session advisory locks, each on a reserved
  * connection of its own, given back when their scope closes. Used by the indexer's writer
- * election (`EventStore.leadership`) and the tx sender's hot-key lock (`relayer/txsender/lock.ts`).
+ * election (`EventStore.leadership`) and the tx sender's hot-key lock (`txsender/lock.ts`).
  *
  * A lock request interrupted while its answer was on the way may have been granted: the lock is
  * then held by a session the caller no longer knows about, and on a pooled connection it would

@@ -28,9 +28,9 @@ import {
 import { ChainReverted, ChainUnavailable } from "../../src/chain/ChainClient.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { type AccountsSnapshot, Indexer } from "../../src/indexer/Indexer.js"
-import { SendUnavailable, type TxRequest, type TxSenderShape } from "../../src/relayer/TxSender.js"
 import { migrate } from "../../src/store/migrations.js"
 import { type AccountState, emptyAccount } from "../../src/store/projections/accounts.js"
+import { SendUnavailable, type TxRequest, type TxSenderShape } from "../../src/txsender/TxSender.js"
 import { testDatabases } from "../support/database.js"
 
 let counter = 0

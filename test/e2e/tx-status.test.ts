@@ -15,7 +15,7 @@ import { freeLoopbackPort, withSettings } from "../../layers/devnet.js"
 import { relayerServer, relayerServices } from "../../layers/relayer.js"
 import { type AnvilInstance, spawnAnvil } from "../../src/chain/anvil.js"
 import { RelayerSettings } from "../../src/config/relayer.js"
-import { type TxRequest, TxSender } from "../../src/relayer/TxSender.js"
+import { type TxRequest, TxSender } from "../../src/txsender/TxSender.js"
 import { poolOf, rpc, testKey } from "../relayer/txsender-support.js"
 
 const METRICS_TOKEN = "tx-status-test"

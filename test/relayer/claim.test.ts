@@ -13,7 +13,7 @@ import type { Bytes32, Signature } from "../../schema/primitives.js"
 import type { ClaimRequest, ConsolidateStep } from "../../schema/relayer.js"
 import { ChainReverted, ChainUnavailable } from "../../src/chain/ChainClient.js"
 import { simulationFailures } from "../../src/relayer/metrics.js"
-import { HotKeyUnderfunded } from "../../src/relayer/TxSender.js"
+import { HotKeyUnderfunded } from "../../src/txsender/TxSender.js"
 import {
   addr,
   claimRequest,

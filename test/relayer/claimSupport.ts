@@ -21,9 +21,9 @@ import { FeeOracle, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
 import { IdRateLimit } from "../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../src/relayer/reservations.js"
 import { TxPreflight } from "../../src/relayer/simulate.js"
-import { type TxRequest, TxSender, type TxSubmitError } from "../../src/relayer/TxSender.js"
 import { DenyList } from "../../src/relayer/validation/denyList.js"
 import { VaultSignatures } from "../../src/relayer/validation/signatures.js"
+import { type TxRequest, TxSender, type TxSubmitError } from "../../src/txsender/TxSender.js"
 
 /** A checksummed, branded address. */
 export const addr = (hex: string): Address => getAddress(hex) as Address

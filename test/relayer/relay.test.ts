@@ -12,7 +12,7 @@ import { Relay, type RelayRequest } from "../../src/relayer/Relay.js"
 import { IdRateLimit } from "../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../src/relayer/reservations.js"
 import { TxPreflight } from "../../src/relayer/simulate.js"
-import { HotKeyUnderfunded, TxSender, type TxSubmitError } from "../../src/relayer/TxSender.js"
+import { HotKeyUnderfunded, TxSender, type TxSubmitError } from "../../src/txsender/TxSender.js"
 import { settingsLayer } from "./claimSupport.js"
 
 const VAULT = "0x00000000000000000000000000000000000000e1"

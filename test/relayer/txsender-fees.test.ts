@@ -5,6 +5,7 @@
 import { Effect, Exit, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { Unavailable } from "../../schema/errors.js"
+import { bumped, initialFees, replacementFees } from "../../src/txsender/fees.js"
 import {
   HotKeyUnderfunded,
   SendUnavailable,
@@ -12,8 +13,7 @@ import {
   TxSender,
   txSenderTest,
   txSubmitErrorToApi
-} from "../../src/relayer/TxSender.js"
-import { bumped, initialFees, replacementFees } from "../../src/relayer/txsender/fees.js"
+} from "../../src/txsender/TxSender.js"
 
 const fees = (maxFeePerGas: bigint, maxPriorityFeePerGas: bigint) => ({ maxFeePerGas, maxPriorityFeePerGas })
 

@@ -10,7 +10,7 @@ import { type Address, type Hex, keccak256, parseGwei } from "viem"
 import { mnemonicToAccount, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import type { TxStatus } from "../../schema/relayer.js"
 import { ANVIL_CHAIN_ID, ANVIL_MNEMONIC } from "../../src/chain/anvil.js"
-import type { TxSenderShape } from "../../src/relayer/TxSender.js"
+import type { TxSenderShape } from "../../src/txsender/TxSender.js"
 
 /** Mnemonic account `index` as a private key and its address. */
 export const testKey = (index: number): { readonly privateKey: Hex; readonly address: Address } => {

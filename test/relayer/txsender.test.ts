@@ -19,6 +19,8 @@ import {
   type RpcRejectionKind
 } from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
+import { migrate } from "../../src/store/migrations.js"
+import { bumped } from "../../src/txsender/fees.js"
 import {
   HotKeyUnderfunded,
   SendUnavailable,
@@ -27,9 +29,7 @@ import {
   type TxSenderOptions,
   type TxSenderShape,
   txSenderLayerWith
-} from "../../src/relayer/TxSender.js"
-import { bumped } from "../../src/relayer/txsender/fees.js"
-import { migrate } from "../../src/store/migrations.js"
+} from "../../src/txsender/TxSender.js"
 import { testDatabases } from "../support/database.js"
 import {
   eventually,

@@ -12,9 +12,9 @@ import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { type Context, Duration, Effect, Fiber, Layer, Redacted } from "effect"
 import { getAddress, numberToHex } from "viem"
-import { makeKeyLock } from "../../src/relayer/txsender/lock.js"
 import { advisoryKey } from "../../src/store/advisoryLock.js"
 import { EventStore, eventStoreLayer, indexerLockKey, type VaultRef } from "../../src/store/EventStore.js"
+import { makeKeyLock } from "../../src/txsender/lock.js"
 
 const databaseUrl = process.env.DATABASE_URL
 

@@ -11,8 +11,8 @@ import { RelayerSettings } from "../../config/relayer.js"
 import { handleMetrics } from "../../http/operator.js"
 import { indexerHealth } from "../../indexer/health.js"
 import { Indexer } from "../../indexer/Indexer.js"
+import { HotKeyState } from "../../txsender/TxSender.js"
 import { RelayerApi } from "../api/index.js"
-import { HotKeyState } from "../TxSender.js"
 
 export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", (handlers) =>
   Effect.gen(function* () {

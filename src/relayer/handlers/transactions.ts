@@ -5,8 +5,8 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { TxSender } from "../../txsender/TxSender.js"
 import { RelayerApi } from "../api/index.js"
-import { TxSender } from "../TxSender.js"
 
 export const TransactionsLive = HttpApiBuilder.group(RelayerApi, "transactions", (handlers) =>
   Effect.map(TxSender, (sender) =>

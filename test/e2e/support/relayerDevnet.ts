@@ -49,9 +49,9 @@ import { FeeOracle } from "../../../src/relayer/FeeOracle.js"
 import { IdRateLimit } from "../../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../../src/relayer/reservations.js"
 import { TxPreflight } from "../../../src/relayer/simulate.js"
-import { type TxRequest, TxSender } from "../../../src/relayer/TxSender.js"
 import { DenyList } from "../../../src/relayer/validation/denyList.js"
 import { VaultSignatures } from "../../../src/relayer/validation/signatures.js"
+import { type TxRequest, TxSender } from "../../../src/txsender/TxSender.js"
 
 export const E18 = 10n ** 18n
 

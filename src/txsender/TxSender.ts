@@ -1,6 +1,6 @@
 /**
  * The only owner of the hot key's nonce. Submissions queue up for one fiber that, holding the
- * key's lock (see `txsender/lock.ts`), allocates the next nonce, signs, stores the signed
+ * key's lock (see `lock.ts`), allocates the next nonce, signs, stores the signed
  * transaction and only then broadcasts it. A second fiber, the monitor, reconciles with the chain
  * at start and every `TX_POLL_INTERVAL_MS`: it settles receipts, re-broadcasts what a node lost,
  * fills nonce gaps with no-op self-transfers, re-signs transactions whose nonce someone else used,
@@ -39,7 +39,7 @@ import { RelayerSettings } from "../config/relayer.js"
 import type { TxSenderSettings } from "../config/settings.js"
 import { superviseForever } from "../indexer/health.js"
 import { describeFailure } from "../logging.js"
-import { type Fees, initialFees, replacementFees } from "./txsender/fees.js"
+import { type Fees, initialFees, replacementFees } from "./fees.js"
 import {
   advisoryKey,
   embeddedStatements,
@@ -47,7 +47,7 @@ import {
   type KeyLock,
   type LockTimeout,
   makeKeyLock
-} from "./txsender/lock.js"
+} from "./lock.js"
 import {
   hotKeyBalance,
   initialiseMetrics,
@@ -61,7 +61,7 @@ import {
   recordSend,
   recordSettled,
   type SendOutcome
-} from "./txsender/metrics.js"
+} from "./metrics.js"
 import {
   type AttemptKind,
   type MinedOutcome,
@@ -72,7 +72,7 @@ import {
   type StoredAttempt,
   type StoredTx,
   type TxStoreError
-} from "./txsender/store.js"
+} from "./store.js"
 
 // ---------------------------------------------------------------------------------------------
 // Interface

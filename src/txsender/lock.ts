@@ -11,7 +11,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Data, Duration, Effect, Schedule } from "effect"
-import { sessionLock } from "../../store/advisoryLock.js"
+import { sessionLock } from "../store/advisoryLock.js"
 
 export class LockTimeout extends Data.TaggedError("LockTimeout")<{ readonly waitedMs: number }> {
   override get message() {
@@ -30,7 +30,7 @@ export const processLock = (key: string): Effect.Semaphore => {
   return made
 }
 
-export { advisoryKey, isEmbeddedDatabase } from "../../store/advisoryLock.js"
+export { advisoryKey, isEmbeddedDatabase } from "../store/advisoryLock.js"
 
 /** Serializes this process's statements on an embedded database. */
 export const embeddedStatements: Effect.Semaphore = Effect.unsafeMakeSemaphore(1)
