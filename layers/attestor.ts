@@ -9,6 +9,8 @@ import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
 import { AttestorHandlers } from "../src/attestor/handlers/index.js"
 import { hintIndexLayer } from "../src/attestor/hintIndex.js"
 import { attestorOutcomes } from "../src/attestor/metrics.js"
+import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
+import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
 import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
@@ -40,6 +42,7 @@ export const attestorServices = Layer.unwrapEffect(
         Layer.mergeAll(
           hintIndexLayer({ startBlock: settings.indexerStartBlock }),
           SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
+          OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
           AttestationStore.layer
         )
       ),
@@ -52,18 +55,31 @@ export const attestorServices = Layer.unwrapEffect(
 
 export const attestorServer = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) =>
-    serveApi(AttestorApi, AttestorHandlers, {
-      host: settings.host,
-      port: settings.port,
-      maxBodyBytes: settings.maxBodyBytes,
-      timeouts: {
-        headersMs: settings.httpHeadersTimeoutMs,
-        requestMs: settings.httpRequestTimeoutMs,
-        keepAliveMs: settings.httpKeepAliveTimeoutMs
-      },
-      rateLimit: attestorIpRateLimit(settings),
-      outcomes: attestorOutcomes
-    })
+    serveApi(
+      AttestorApi,
+      AttestorHandlers.pipe(
+        Layer.provide(
+          OAuthLogins.layer({
+            apps: settings.oauthApps,
+            publicUrl: settings.publicUrl,
+            redirectAllowList: settings.redirectAllowList,
+            providerTimeoutMs: settings.oauthProviderTimeoutMs
+          })
+        )
+      ),
+      {
+        host: settings.host,
+        port: settings.port,
+        maxBodyBytes: settings.maxBodyBytes,
+        timeouts: {
+          headersMs: settings.httpHeadersTimeoutMs,
+          requestMs: settings.httpRequestTimeoutMs,
+          keepAliveMs: settings.httpKeepAliveTimeoutMs
+        },
+        rateLimit: attestorIpRateLimit(settings),
+        outcomes: attestorOutcomes
+      }
+    )
   )
 )
 

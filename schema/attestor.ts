@@ -433,10 +433,15 @@ export const LegacyOAuthStartQuery = Schema.transformOrFail(
 ).annotations({ title: "LegacyOAuthStartQuery" })
 export type LegacyOAuthStartQuery = typeof LegacyOAuthStartQuery.Type
 
-/** Query of the provider redirect `GET /v1/oauth/:platform/callback` (no `identifier`: a query). */
+/**
+ * Query of the provider redirect `GET /v1/oauth/:platform/callback` (no `identifier`: a query): a
+ * `code` when the user consented, an `error` (`access_denied`) when not. Other parameters a
+ * provider adds (`scope`, `error_description`) are ignored.
+ */
 export const OAuthCallbackQuery = Schema.Struct({
-  code: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048)),
-  state: OAuthState
+  state: OAuthState,
+  code: optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048))),
+  error: optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)))
 }).annotations({ title: "OAuthCallbackQuery" })
 export type OAuthCallbackQuery = typeof OAuthCallbackQuery.Type
 

@@ -6,19 +6,24 @@
  */
 import { Option, Redacted, Schema } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
-import { AttestorInfo, HandleLookup, type Platform } from "../../schema/attestor.js"
+import { AttestorInfo, HandleLookup, Platform } from "../../schema/attestor.js"
 import type { AttestorSettingsShape } from "../config/attestor.js"
 import { hintPublicKeyOf } from "./hints.js"
 
 /**
  * The platforms whose login this instance can actually perform: the only list `platforms`
- * advertises, so a client never sends a recipient to a login that cannot succeed. Platforms
- * appear here as their login verification (OAuth app, widget token, sign-in verifier) is
- * configured. This version implements the messenger widget login only: messenger is listed when
- * `MESSENGER_BOT_TOKEN` is set.
+ * advertises, so a client never sends a recipient to a login that cannot succeed. A platform is
+ * listed once its login is configured: messenger with `MESSENGER_BOT_TOKEN`, microblog, codehost
+ * and community with their OAuth app's client id.
  */
 export const loginPlatforms = (settings: AttestorSettingsShape): ReadonlyArray<Platform> =>
-  Option.isSome(settings.messengerBotToken) ? ["messenger"] : []
+  Platform.literals.filter((platform) =>
+    platform === "messenger"
+      ? Option.isSome(settings.messengerBotToken)
+      : platform === "fedsocial"
+        ? false
+        : settings.oauthApps[platform] !== undefined
+  )
 
 /**
  * What `handleLookup` says: the configured mode, the platforms a lookup can resolve in it and

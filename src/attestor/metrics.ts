@@ -4,6 +4,7 @@
  * the bind signatures issued. Labels are platforms and wire codes, never a user, handle or id.
  */
 import { Metric } from "effect"
+import { Platform } from "../../schema/attestor.js"
 import { taggedOnce } from "../http/metrics.js"
 import type { RouteOutcomes } from "../http/outcomes.js"
 
@@ -22,6 +23,12 @@ export const bindOutcomes = Metric.counter("attestor_binds_total", {
   incremental: true
 })
 
+export const oauthStarts = Metric.counter("attestor_oauth_starts_total", {
+  description:
+    "OAuth login starts (POST, and the deprecated GET) by platform and outcome: ok or the refusal's code",
+  incremental: true
+})
+
 export const bindSignatures = Metric.counter("attestor_bind_signatures_total", {
   description: "BindOwner signatures issued by POST /v1/bind",
   incremental: true
@@ -30,11 +37,24 @@ export const bindSignatures = Metric.counter("attestor_bind_signatures_total", {
 const commitmentOutcome = taggedOnce(commitmentOutcomes)
 const loginOutcome = taggedOnce(loginOutcomes)
 const bindOutcome = taggedOnce(bindOutcomes)
+const oauthStart = taggedOnce(oauthStarts)
+
+const platforms = new Set<string>(Platform.literals)
+
+/** The platform of a `/v1/oauth/<platform>/…` path as a label: a known platform, else `unknown`. */
+const platformLabel = (path: string): string => {
+  const segment = path.split("/")[3] ?? ""
+  return platforms.has(segment) ? segment : "unknown"
+}
 
 /** The attestor routes' outcome counters, by route template. */
 export const attestorOutcomes: RouteOutcomes = {
   "/v1/commitment": (outcome) => Metric.increment(commitmentOutcome({ outcome })),
   "/v1/oauth/messenger/verify": (outcome) =>
     Metric.increment(loginOutcome({ platform: "messenger", outcome })),
+  "/v1/oauth/:platform/callback": (outcome, path) =>
+    Metric.increment(loginOutcome({ platform: platformLabel(path), outcome })),
+  "/v1/oauth/:platform/start": (outcome, path) =>
+    Metric.increment(oauthStart({ platform: platformLabel(path), outcome })),
   "/v1/bind": (outcome) => Metric.increment(bindOutcome({ outcome }))
 }

@@ -3,7 +3,9 @@
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted } from "effect"
 import type { Address } from "viem"
+import type { OAuthCallbackPlatform } from "../../schema/attestor.js"
 import type { Deployment } from "../../schema/deployment.js"
+import { type OAuthApp, oauthProviders } from "../attestor/oauth/providers.js"
 import {
   addressOr,
   type HttpTimeoutSettings,
@@ -89,7 +91,99 @@ export interface AttestorSettingsShape extends IndexerTuningSettings, TxSenderSe
   readonly messengerBotToken: Option.Option<Redacted.Redacted>
   /** A widget payload whose `auth_date` is older than this is refused. */
   readonly messengerAuthMaxAgeSeconds: number
+  /**
+   * The OAuth apps of this instance by platform (`<PLATFORM>_CLIENT_ID` and the rest); a platform
+   * without a client id is not offered.
+   */
+  readonly oauthApps: Partial<Readonly<Record<OAuthCallbackPlatform, OAuthApp>>>
+  /** Longest wait for each call to an OAuth provider. */
+  readonly oauthProviderTimeoutMs: number
+  /**
+   * The attestor's origin as browsers and providers reach it (`PUBLIC_URL`; default
+   * `http://HOST:PORT`): the OAuth callbacks are `<publicUrl>/v1/oauth/<platform>/callback`.
+   */
+  readonly publicUrl: string
 }
+
+/** An http(s) URL setting with a default. */
+const endpointUrl = (name: string, defaultValue: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(defaultValue),
+    Config.mapOrFail((s) => {
+      try {
+        const parsed = new URL(s.replace("{client_id}", "client_id"))
+        if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error()
+        return Either.right(s)
+      } catch {
+        return Either.left(ConfigError.InvalidData([], "expected an http(s) URL"))
+      }
+    })
+  )
+
+/**
+ * One platform's OAuth app: `<PREFIX>_CLIENT_ID`, `<PREFIX>_CLIENT_SECRET` and its endpoints
+ * `<PREFIX>_AUTHORIZE_URL`, `_TOKEN_URL`, `_REVOKE_URL`, `_USER_URL` (the real provider's by
+ * default). None without a client id. codehost apps are confidential: a secret is required.
+ */
+const oauthApp = (platform: OAuthCallbackPlatform): Config.Config<Option.Option<OAuthApp>> => {
+  const prefix = platform.toUpperCase()
+  const defaults = oauthProviders[platform].defaults
+  return Config.all({
+    clientId: Config.option(Config.nonEmptyString(`${prefix}_CLIENT_ID`)),
+    clientSecret: optionalSecret(`${prefix}_CLIENT_SECRET`),
+    authorize: endpointUrl(`${prefix}_AUTHORIZE_URL`, defaults.authorize),
+    token: endpointUrl(`${prefix}_TOKEN_URL`, defaults.token),
+    revoke: endpointUrl(`${prefix}_REVOKE_URL`, defaults.revoke),
+    user: endpointUrl(`${prefix}_USER_URL`, defaults.user)
+  }).pipe(
+    Config.mapOrFail(({ clientId, clientSecret, ...endpoints }) => {
+      if (Option.isNone(clientId)) return Either.right(Option.none())
+      if (platform === "codehost" && Option.isNone(clientSecret))
+        return Either.left(
+          ConfigError.InvalidData([`${prefix}_CLIENT_SECRET`], "a codehost OAuth app needs its client secret")
+        )
+      return Either.right(
+        Option.some({
+          clientId: clientId.value,
+          clientSecret: Option.getOrUndefined(clientSecret),
+          endpoints
+        })
+      )
+    })
+  )
+}
+
+const oauthApps = Config.all({
+  microblog: oauthApp("microblog"),
+  codehost: oauthApp("codehost"),
+  community: oauthApp("community")
+}).pipe(
+  Config.map((apps) => {
+    const out: Partial<Record<OAuthCallbackPlatform, OAuthApp>> = {}
+    for (const [platform, app] of Object.entries(apps) as Array<
+      [OAuthCallbackPlatform, Option.Option<OAuthApp>]
+    >)
+      if (Option.isSome(app)) out[platform] = app.value
+    return out
+  })
+)
+
+/** `PUBLIC_URL`: an http(s) origin, no path. */
+const publicUrl = Config.option(Config.string("PUBLIC_URL")).pipe(
+  Config.mapOrFail((value) => {
+    if (Option.isNone(value)) return Either.right(Option.none<string>())
+    try {
+      const parsed = new URL(value.value)
+      if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error()
+      if (parsed.pathname !== "/" || parsed.search !== "" || parsed.hash !== "") throw new Error()
+      return Either.right(Option.some(parsed.origin))
+    } catch {
+      return Either.left(
+        ConfigError.InvalidData([], "expected an http(s) origin such as https://attestor.example")
+      )
+    }
+  })
+)
 
 /** At least 16 bytes of hex: the pepper decides every salt, so a short one is refused. */
 const pepper = Config.redacted(
@@ -168,6 +262,9 @@ export const loadAttestorSettings = Effect.gen(function* () {
     redirectAllowList: origins,
     messengerBotToken: optionalSecret("MESSENGER_BOT_TOKEN"),
     messengerAuthMaxAgeSeconds: positiveInt("MESSENGER_AUTH_MAX_AGE_SECONDS", 86_400, 7 * 86_400),
+    oauthApps,
+    oauthProviderTimeoutMs: positiveInt("OAUTH_PROVIDER_TIMEOUT_MS", 10_000, 120_000),
+    publicUrl,
     handleLookupMode: Config.literal(
       "paid",
       "off",
@@ -186,6 +283,10 @@ export const loadAttestorSettings = Effect.gen(function* () {
     )
   return {
     ...others,
+    publicUrl: Option.getOrElse(
+      others.publicUrl,
+      () => `http://${others.host.includes(":") ? `[${others.host}]` : others.host}:${others.port}`
+    ),
     handleLookupMode: requestedMode,
     chainId,
     deployment,

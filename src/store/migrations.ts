@@ -17,6 +17,7 @@ import m0020_attestor_sessions from "./migrations/0020_attestor_sessions.js"
 import m0021_attestor_attestations from "./migrations/0021_attestor_attestations.js"
 import m0022_attestor_bind_proposals from "./migrations/0022_attestor_bind_proposals.js"
 import m0023_attestor_owner_visibility from "./migrations/0023_attestor_owner_visibility.js"
+import m0024_attestor_oauth_states from "./migrations/0024_attestor_oauth_states.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
 export const migrations = {
@@ -28,7 +29,8 @@ export const migrations = {
   "0020_attestor_sessions": m0020_attestor_sessions,
   "0021_attestor_attestations": m0021_attestor_attestations,
   "0022_attestor_bind_proposals": m0022_attestor_bind_proposals,
-  "0023_attestor_owner_visibility": m0023_attestor_owner_visibility
+  "0023_attestor_owner_visibility": m0023_attestor_owner_visibility,
+  "0024_attestor_oauth_states": m0024_attestor_oauth_states
 } as const
 
 /** Everything above the highest migration a database has applied. */

@@ -43,6 +43,7 @@ import {
 } from "../../src/attestor/bindSigning.js"
 import type { IndexedEscrow } from "../../src/attestor/escrows.js"
 import { HintIndex, type HintIndexStatus } from "../../src/attestor/hintIndex.js"
+import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
@@ -149,7 +150,11 @@ const runtime = ManagedRuntime.make(
   attestorServer.pipe(
     Layer.provideMerge(Layer.mergeAll(stubIndexer, stubHints, VetoWatcher.disabled)),
     Layer.provideMerge(
-      Layer.mergeAll(SessionStore.layer({ ttlSeconds: 900 }), AttestationStore.layer).pipe(
+      Layer.mergeAll(
+        SessionStore.layer({ ttlSeconds: 900 }),
+        OAuthStates.layer({ ttlSeconds: 600 }),
+        AttestationStore.layer
+      ).pipe(
         Layer.provide(
           storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
         )

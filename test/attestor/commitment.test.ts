@@ -14,6 +14,7 @@ import { CommitmentResponse } from "../../schema/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
+import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
@@ -60,6 +61,7 @@ const runtime = ManagedRuntime.make(
         HintIndex.disabled,
         VetoWatcher.disabled,
         SessionStore.unused,
+        OAuthStates.unused,
         AttestationStore.unused
       )
     ),

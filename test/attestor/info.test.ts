@@ -12,6 +12,7 @@ import { AttestorInfo } from "../../schema/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { loginPlatforms } from "../../src/attestor/info.js"
+import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
@@ -50,6 +51,7 @@ const serve = (env: Record<string, string>, chainId: Effect.Effect<number, Chain
           HintIndex.disabled,
           VetoWatcher.disabled,
           SessionStore.unused,
+          OAuthStates.unused,
           AttestationStore.unused
         )
       ),
@@ -154,6 +156,8 @@ describe("GET /v1/info with the chain id configured", () => {
         "/v1/info",
         "/v1/commitment",
         "/v1/oauth/messenger/verify",
+        "/v1/oauth/{platform}/start",
+        "/v1/oauth/{platform}/callback",
         "/v1/escrows",
         "/v1/bind"
       ].sort()

@@ -16,6 +16,7 @@ import { SessionResponse } from "../../schema/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
+import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
@@ -63,6 +64,7 @@ const serve = (env: Record<string, string>) =>
           Effect.map(AttestorSettings, (settings) =>
             Layer.mergeAll(
               SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
+              OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
               AttestationStore.layer
             ).pipe(
               Layer.provide(

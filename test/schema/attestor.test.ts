@@ -207,7 +207,7 @@ const malformed: ReadonlyArray<readonly [string, AnySchema, unknown]> = [
     LegacyOAuthStartQuery,
     { ...examples.LegacyOAuthStartQuery, format: "xml" }
   ],
-  ["callback without a code", OAuthCallbackQuery, { state: examples.OAuthCallbackQuery.state }],
+  ["callback without a state", OAuthCallbackQuery, { code: "a-code-from-the-provider" }],
   [
     "messenger verify without auth.hash",
     MessengerVerifyRequest,

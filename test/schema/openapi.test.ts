@@ -109,8 +109,9 @@ describe("OpenAPI", () => {
       ["register", false]
     ])
     expect(parameters("/v1/oauth/microblog/callback")).toStrictEqual([
-      ["code", true],
-      ["state", true]
+      ["state", true],
+      ["code", false],
+      ["error", false]
     ])
     expect(parameters("/v1/oauth/microblog/start").map(([name]) => name)).toContain("stealthOwner")
   })

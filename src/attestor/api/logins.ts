@@ -4,8 +4,17 @@
  * `/v1/oauth/<platform>/…`; `LoginOffered` refuses a platform this instance is not configured for
  * with 400 `unsupported` before its body is read.
  */
-import { HttpApiGroup, HttpApiMiddleware } from "@effect/platform"
-import { MessengerVerifyRequest, SessionResponse } from "../../../schema/attestor.js"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import {
+  LegacyOAuthStartQuery,
+  MessengerVerifyRequest,
+  OAuthCallbackQuery,
+  OAuthStartRequest,
+  OAuthStartResponse,
+  Platform,
+  SessionResponse
+} from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"
 import { type ErrorOf, postEndpoint } from "../../http/declare.js"
 
@@ -13,6 +22,8 @@ import { type ErrorOf, postEndpoint } from "../../http/declare.js"
 export class LoginOffered extends HttpApiMiddleware.Tag<LoginOffered>()("LoginOffered", {
   failure: Wire.Unsupported
 }) {}
+
+const PlatformPath = Schema.Struct({ platform: Platform })
 
 export const messengerVerifyEndpoint = postEndpoint("messengerVerify", "/v1/oauth/messenger/verify", {
   payload: MessengerVerifyRequest,
@@ -22,6 +33,49 @@ export const messengerVerifyEndpoint = postEndpoint("messengerVerify", "/v1/oaut
 
 export type MessengerVerifyError = ErrorOf<typeof messengerVerifyEndpoint>
 
+/** The provider URL to send the browser to, and the state it carries. */
+export const oauthStartEndpoint = HttpApiEndpoint.post("oauthStart", "/v1/oauth/:platform/start")
+  .setPath(PlatformPath)
+  .setPayload(OAuthStartRequest)
+  .addSuccess(OAuthStartResponse)
+  .addError(Wire.BadRequest)
+  .addError(Wire.Unsupported)
+  .addError(Wire.RateLimited)
+  .addError(Wire.Unavailable)
+
+/** Deprecated: the intent in the query (never ids); 302 to the provider, or JSON with `format=json`. */
+export const legacyOAuthStartEndpoint = HttpApiEndpoint.get("legacyOAuthStart", "/v1/oauth/:platform/start")
+  .setPath(PlatformPath)
+  .setUrlParams(LegacyOAuthStartQuery)
+  .addSuccess(OAuthStartResponse)
+  .addError(Wire.BadRequest)
+  .addError(Wire.Unsupported)
+  .addError(Wire.NotFound)
+  .addError(Wire.RateLimited)
+  .addError(Wire.Unavailable)
+  .annotate(OpenApi.Deprecated, true)
+  .annotate(
+    OpenApi.Description,
+    "Deprecated: use POST /v1/oauth/:platform/start. Answers 302 to the provider, or { url, state } with format=json; 404 when OAUTH_GET_START=false."
+  )
+
+/**
+ * Where the provider sends the browser back: 302 to `<redirect>#attest=<session>` for a login
+ * started with a `redirect` (and `<redirect>#error=<code>` when it fails), else the JSON answer.
+ */
+export const oauthCallbackEndpoint = HttpApiEndpoint.get("oauthCallback", "/v1/oauth/:platform/callback")
+  .setPath(PlatformPath)
+  .setUrlParams(OAuthCallbackQuery)
+  .addSuccess(SessionResponse)
+  .addError(Wire.BadRequest)
+  .addError(Wire.Unsupported)
+  .addError(Wire.InvalidSession)
+  .addError(Wire.RateLimited)
+  .addError(Wire.Unavailable)
+
 export class AttestorLoginsGroup extends HttpApiGroup.make("logins")
+  .add(oauthStartEndpoint)
+  .add(legacyOAuthStartEndpoint)
+  .add(oauthCallbackEndpoint)
   .add(messengerVerifyEndpoint)
   .middleware(LoginOffered) {}

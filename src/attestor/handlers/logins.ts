@@ -3,14 +3,16 @@
  * `/v1/oauth/<platform>/` whose platform this instance cannot log in with is 400 `unsupported`
  * before its body is read (the platforms are exactly those `/v1/info` lists).
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
-import { Unsupported } from "../../../schema/errors.js"
+import { errorCatalog, NotFound, Unsupported } from "../../../schema/errors.js"
 import { AttestorSettings } from "../../config/attestor.js"
+import { reportOutcome } from "../../http/outcomes.js"
 import { AttestorApi } from "../api/index.js"
 import { LoginOffered } from "../api/logins.js"
 import { loginPlatforms } from "../info.js"
 import { loginNotConfigured, messengerLoginConfig, verifyMessengerLogin } from "../logins.js"
+import { OAuthLogins } from "../oauth/OAuthLogins.js"
 import { SessionStore } from "../SessionStore.js"
 
 /** The platform segment of a login route's path: `/v1/oauth/<platform>/…`. */
@@ -36,12 +38,49 @@ export const AttestorLoginsLive = HttpApiBuilder.group(AttestorApi, "logins", (h
     const messenger = Option.map(messengerLoginConfig(settings), (config) =>
       verifyMessengerLogin(config, store)
     )
-    return handlers.handle("messengerVerify", ({ payload }) =>
-      Option.match(messenger, {
-        // Not reached: `LoginOffered` refuses first. Kept so the handler stands on its own.
-        onNone: () => Effect.fail(new Unsupported({ message: loginNotConfigured("messenger") })),
-        onSome: (verify) => verify(payload)
-      })
-    )
+    const oauth = yield* OAuthLogins
+    return handlers
+      .handle("messengerVerify", ({ payload }) =>
+        Option.match(messenger, {
+          // Not reached: `LoginOffered` refuses first. Kept so the handler stands on its own.
+          onNone: () => Effect.fail(new Unsupported({ message: loginNotConfigured("messenger") })),
+          onSome: (verify) => verify(payload)
+        })
+      )
+      .handle("oauthStart", ({ path, payload }) => oauth.start(path.platform, payload))
+      .handle("legacyOAuthStart", ({ path, urlParams }) =>
+        settings.oauthGetStart
+          ? Effect.map(
+              oauth.start(path.platform, {
+                stealthOwner: urlParams.stealthOwner,
+                ...(urlParams.redirect === undefined ? {} : { redirect: urlParams.redirect })
+              }),
+              (started) =>
+                urlParams.format === "json"
+                  ? started
+                  : HttpServerResponse.redirect(started.url, { status: 302 })
+            )
+          : Effect.fail(new NotFound({ message: "GET /v1/oauth/:platform/start is disabled: use POST" }))
+      )
+      .handle("oauthCallback", ({ path, urlParams }) =>
+        oauth.callback(path.platform, urlParams).pipe(
+          Effect.matchEffect({
+            onSuccess: ({ session, redirect }) =>
+              Effect.succeed(
+                redirect === undefined
+                  ? session
+                  : HttpServerResponse.redirect(`${redirect}#attest=${session.session}`, { status: 302 })
+              ),
+            onFailure: ({ error, redirect }) => {
+              if (redirect === undefined) return Effect.fail(error)
+              const code = errorCatalog[error._tag].code
+              return Effect.as(
+                reportOutcome(code),
+                HttpServerResponse.redirect(`${redirect}#error=${code}`, { status: 302 })
+              )
+            }
+          })
+        )
+      )
   })
 ).pipe(Layer.provide(loginOfferedLayer))

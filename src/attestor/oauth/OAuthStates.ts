@@ -1,0 +1,157 @@
+/**
+ * OAuth states (spec/attestor.md §3 "OAuth state", §4 "OAuth start / callback / verify rules", §8):
+ * `POST /v1/oauth/:platform/start` stores the intent of a login (platform, stealth owner, ids,
+ * redirect, PKCE verifier) under a fresh random state; the provider's callback presents the state
+ * and takes the intent back, once.
+ *
+ * - The state is 32 random bytes, base64url; the database keeps only its SHA-256 (migration 0024),
+ *   and a state is found by that digest alone, so nothing is compared here.
+ * - Single use: taking a state deletes its row in the same statement that reads it, so two
+ *   callbacks presenting one state (on one replica or two) cannot both get the intent.
+ * - A state lives `ttlSeconds` (10 minutes by default) on the attestor's clock (Effect's `Clock`);
+ *   an expired one reads as unknown. Expired rows are deleted when states are stored, at most once
+ *   a minute per process.
+ *
+ * Nothing of a state, its intent or its verifier reaches a log line, a metric or an error message.
+ */
+import { randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Clock, Context, Data, Effect, Layer, Option, Ref, Schema } from "effect"
+import { OAuthCallbackPlatform } from "../../../schema/attestor.js"
+import { Address, Bytes32 } from "../../../schema/primitives.js"
+import { storageDigest } from "../SessionStore.js"
+
+/** What a login was started for: fixed before the user meets the provider. */
+export interface OAuthIntent {
+  readonly platform: OAuthCallbackPlatform
+  readonly stealthOwner: Address
+  /** Escrow ids the login is for; empty: every escrow of the user. */
+  readonly ids: ReadonlyArray<Bytes32>
+  /** Where the callback sends the browser; none: the callback answers JSON. */
+  readonly redirect: string | undefined
+  /** The PKCE verifier, for a platform with PKCE. */
+  readonly codeVerifier: string | undefined
+}
+
+/** The database did not answer; the cause stays here, never in a response or a log line. */
+export class OAuthStateStoreError extends Data.TaggedError("OAuthStateStoreError")<{
+  readonly operation: string
+  readonly cause: SqlError
+}> {
+  override get message() {
+    return `OAuth state store failed during ${this.operation}`
+  }
+}
+
+export interface OAuthStatesShape {
+  /** Stores `intent` under a fresh state; the state is shown to the provider once. */
+  readonly put: (
+    intent: OAuthIntent
+  ) => Effect.Effect<{ readonly state: string; readonly expiresAt: number }, OAuthStateStoreError>
+  /** The intent of `state`, taken once: none for an unknown, used or expired state. */
+  readonly take: (state: string) => Effect.Effect<Option.Option<OAuthIntent>, OAuthStateStoreError>
+}
+
+export class OAuthStates extends Context.Tag("OAuthStates")<OAuthStates, OAuthStatesShape>() {
+  static readonly layer = (config: OAuthStatesConfig): Layer.Layer<OAuthStates, never, SqlClient> =>
+    Layer.effect(OAuthStates, makeOAuthStates(config))
+
+  /** For wiring that starts no OAuth login (tests of other routes): any use is a defect saying so. */
+  static readonly unused: Layer.Layer<OAuthStates> = Layer.succeed(OAuthStates, {
+    put: () => Effect.dieMessage("OAuthStates.unused: this wiring has no OAuth state store"),
+    take: () => Effect.dieMessage("OAuthStates.unused: this wiring has no OAuth state store")
+  })
+}
+
+export interface OAuthStatesConfig {
+  readonly ttlSeconds: number
+  /** Least time between two prunings of expired rows. Default 60 s. */
+  readonly pruneIntervalSeconds?: number
+}
+
+const STATE_BYTES = 32
+const PRUNE_LIMIT = 1_000
+
+const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+
+interface StateRow {
+  readonly platform: string
+  readonly stealth_owner: string
+  readonly ids: unknown
+  readonly redirect: string | null
+  readonly code_verifier: string | null
+  readonly expires_at: string
+}
+
+const decodeStored = Schema.decodeUnknown(
+  Schema.Struct({ platform: OAuthCallbackPlatform, stealthOwner: Address, ids: Schema.Array(Bytes32) })
+)
+
+export const makeOAuthStates = (config: OAuthStatesConfig) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    const pruneInterval = config.pruneIntervalSeconds ?? 60
+    const lastPrune = yield* Ref.make<number | undefined>(undefined)
+    const failed = (operation: string) => (cause: SqlError) => new OAuthStateStoreError({ operation, cause })
+
+    const pruneIfDue = (now: number) =>
+      Effect.flatMap(
+        Ref.modify(lastPrune, (last) =>
+          last === undefined || now - last >= pruneInterval ? [true, now] : [false, last]
+        ),
+        (due) =>
+          due
+            ? sql`
+                DELETE FROM attestor_oauth_states WHERE state_hash IN (
+                  SELECT state_hash FROM attestor_oauth_states WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`.pipe(
+                Effect.asVoid,
+                Effect.catchTag("SqlError", () =>
+                  Effect.logWarning("pruning expired OAuth states failed; will retry")
+                )
+              )
+            : Effect.void
+      )
+
+    const put: OAuthStatesShape["put"] = (intent) =>
+      Effect.gen(function* () {
+        const now = yield* nowSeconds
+        const state = randomBytes(STATE_BYTES).toString("base64url")
+        const expiresAt = now + config.ttlSeconds
+        yield* sql`
+          INSERT INTO attestor_oauth_states
+            (state_hash, platform, stealth_owner, ids, redirect, code_verifier, created_at, expires_at)
+          VALUES (${storageDigest(state)}, ${intent.platform}, ${intent.stealthOwner},
+            ${JSON.stringify(intent.ids)}::jsonb, ${intent.redirect ?? null}, ${intent.codeVerifier ?? null},
+            ${now}, ${expiresAt})`.pipe(Effect.mapError(failed("storing an OAuth state")))
+        yield* pruneIfDue(now)
+        return { state, expiresAt }
+      })
+
+    const take: OAuthStatesShape["take"] = (state) =>
+      Effect.gen(function* () {
+        const now = yield* nowSeconds
+        const rows = yield* sql<StateRow>`
+          DELETE FROM attestor_oauth_states WHERE state_hash = ${storageDigest(state)}
+          RETURNING platform, stealth_owner, ids, redirect, code_verifier, expires_at`.pipe(
+          Effect.mapError(failed("taking an OAuth state"))
+        )
+        const row = rows[0]
+        if (row === undefined || Number(row.expires_at) <= now) return Option.none()
+        // Only this module writes the table: a row that does not decode is a bug, not a refusal.
+        const stored = yield* Effect.orDie(
+          decodeStored({
+            platform: row.platform,
+            stealthOwner: row.stealth_owner,
+            ids: typeof row.ids === "string" ? JSON.parse(row.ids) : row.ids
+          })
+        )
+        return Option.some({
+          ...stored,
+          redirect: row.redirect ?? undefined,
+          codeVerifier: row.code_verifier ?? undefined
+        })
+      })
+
+    return { put, take } satisfies OAuthStatesShape
+  })
