@@ -87,6 +87,22 @@ export const recordReorged = Metric.increment(reorged)
 export const recordRestart = (fiber: "sender" | "monitor") =>
   Metric.increment(Metric.tagged(restarts, "fiber", fiber))
 
+/** The sender's recorders. */
+export const senderMetrics = {
+  recordSend,
+  recordReplacement,
+  recordReplacementSkipped,
+  recordSettled,
+  recordGapFill,
+  recordRenonce,
+  recordReorged,
+  recordRestart,
+  pendingTransactions,
+  hotKeyBalance
+}
+
+export type SenderMetrics = typeof senderMetrics
+
 /** Makes every series visible from the start, at zero, so dashboards see them before any event. */
 export const initialiseMetrics = Effect.all(
   [
