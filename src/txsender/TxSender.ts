@@ -37,7 +37,7 @@ import {
 import { makeSenderCore } from "./core.js"
 import { maxBig } from "./decisions.js"
 import { advisoryKey, type KeyLock, type LockTimeout, makeKeyLock } from "./lock.js"
-import { initialiseMetrics } from "./metrics.js"
+import type { SenderService } from "./metrics.js"
 import { makeMonitor } from "./monitor.js"
 import type { TxStoreError } from "./store.js"
 import { type Job, MAX_BATCH, makeSubmitBatch, refuse } from "./submit.js"
@@ -82,6 +82,8 @@ export interface TxSenderOptions {
    * stops watching it for reorgs. Default `DEFAULT_TX_CONFIRMATIONS`.
    */
   readonly confirmations?: number
+  /** Which service runs the sender: the `service` label of its metrics. Default `relayer`. */
+  readonly service?: SenderService
 }
 
 export const DEFAULT_TX_CONFIRMATIONS = 12
@@ -100,7 +102,7 @@ export const makeTxSenderWithState = (
   ChainClient | SqlClient | Scope.Scope
 > =>
   Effect.gen(function* () {
-    const core = yield* makeSenderCore(options)
+    const core = yield* makeSenderCore({ ...options, service: options.service ?? "relayer" })
     const { chain, store, address } = core
     const withLock: KeyLock = yield* makeKeyLock({
       key: advisoryKey(`relayer-tx-sender:${address.toLowerCase()}`),
@@ -156,7 +158,7 @@ export const makeTxSenderWithState = (
 
     let failing = false
 
-    yield* initialiseMetrics
+    yield* core.metrics.initialise
     yield* supervise(
       "sender",
       Queue.takeBetween(queue, 1, MAX_BATCH).pipe(
@@ -276,11 +278,13 @@ const txSenderContext = (options: TxSenderOptions) =>
     Context.make(TxSender, sender).pipe(Context.add(HotKeyState, { state }))
   )
 
-/** Options of the sender of `privateKey` from a service's `TX_*` settings. */
+/** Options of the sender of `privateKey` from `service`'s `TX_*` settings. */
 export const txSenderOptions = (
+  service: SenderService,
   privateKey: Redacted.Redacted<Hex>,
   settings: TxSenderSettings & { readonly chainId: Option.Option<number> }
 ): TxSenderOptions => ({
+  service,
   privateKey: Redacted.value(privateKey),
   chainId: settings.chainId,
   replaceAfter: Duration.seconds(settings.txReplaceAfterSeconds),
@@ -296,7 +300,9 @@ export const txSenderLayer: Layer.Layer<
   never,
   ChainClient | SqlClient | RelayerSettings
 > = Layer.scopedContext(
-  Effect.flatMap(RelayerSettings, (settings) => txSenderContext(txSenderOptions(settings.hotKey, settings)))
+  Effect.flatMap(RelayerSettings, (settings) =>
+    txSenderContext(txSenderOptions("relayer", settings.hotKey, settings))
+  )
 )
 
 /** The sender with explicit options, for tests that tune its timing. */

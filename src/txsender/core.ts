@@ -18,7 +18,7 @@ import {
 } from "./decisions.js"
 import { type Fees, initialFees } from "./fees.js"
 import { embeddedStatements, isEmbeddedDatabase } from "./lock.js"
-import { type SenderMetrics, type SendOutcome, senderMetrics } from "./metrics.js"
+import { makeSenderMetrics, type SenderMetrics, type SenderService, type SendOutcome } from "./metrics.js"
 import {
   type AttemptKind,
   makeTxStore,
@@ -88,6 +88,7 @@ export const makeSenderCore = (options: {
   readonly privateKey: Hex
   readonly chainId: Option.Option<number>
   readonly maxFeePerGas: bigint
+  readonly service: SenderService
 }): Effect.Effect<SenderCore, never, ChainClient | SqlClient> =>
   Effect.gen(function* () {
     const chain = yield* ChainClient
@@ -104,7 +105,7 @@ export const makeSenderCore = (options: {
     const address = account.address
     const cap = options.maxFeePerGas
     const noop: Payload = { to: address, data: "0x", value: 0n, gas: NOOP_GAS }
-    const metrics = senderMetrics
+    const metrics = makeSenderMetrics(options.service)
 
     let knownChainId = options.chainId
     const sender: Effect.Effect<Sender, ChainRequestError> = Effect.suspend(() =>
