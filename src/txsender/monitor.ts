@@ -8,8 +8,7 @@
  */
 import { Effect, Metric, Option } from "effect"
 import type { Hex } from "viem"
-import type { SenderCore } from "./core.js"
-import { sendOutcome } from "./core.js"
+import { type SenderCore, sendOutcome } from "./core.js"
 import {
   dueForReplacement,
   type Mined,

@@ -263,6 +263,25 @@ describe("the pending round", () => {
     expect(plan.maintain).toBe(false)
   })
 
+  it("settles the whole transaction by whichever attempt was mined: a replacement marks its siblings", () => {
+    const original = attempt(4n, { ageMs: 120_000 })
+    const cancel = attempt(4n, { kind: "cancel" })
+    const replaced = tx("r", 4n, { attempts: [original, cancel] })
+    const found: Mined = { attempt: cancel, outcome: minedOutcome(cancel, "success"), blockNumber: 50n }
+    const plan = planPendingRound({
+      live: [replaced],
+      latestNonce: 5n,
+      pendingNonce: 5n,
+      lookups: new Map<string, ReceiptLookup>([["r", { _tag: "Found", mined: found }]]),
+      suspects: new Set(["r"]),
+      replaceAfterMs: 60_000
+    })
+    expect(plan.settle).toEqual([{ tx: replaced, mined: { ...found, outcome: "cancelled" } }])
+    // Settled, so neither taken nor still pending, however old its first attempt.
+    expect(plan).toMatchObject({ stillPending: 0, maintain: false })
+    expect(plan.taken.size + plan.suspects.size).toBe(0)
+  })
+
   it("takes a nonce as used by another sender only on the second round without a receipt", () => {
     const b = tx("b", 2n)
     const round = {
