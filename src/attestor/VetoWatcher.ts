@@ -456,7 +456,7 @@ export const vetoWatcherLayer = (
       const settings = yield* AttestorSettings
       const store = yield* makeProposalStore
       const sender = settings.autoVeto
-        ? Option.some(yield* makeTxSender(txSenderOptions(settings.signingKey, settings)))
+        ? Option.some(yield* makeTxSender(txSenderOptions("attestor", settings.signingKey, settings)))
         : Option.none()
       const watcher = yield* makeVetoWatcher(
         {

@@ -1,5 +1,8 @@
 /**
- * The sender's metrics. Labels are classes and kinds only: never a hash, nonce or address.
+ * The sender's metrics. The relayer and the attestor (for vetoes) each run a sender; every series
+ * carries `service` (`relayer` or `attestor`, from the sender's options) to tell them apart, the
+ * `relayer_` names staying as they were. Other labels are classes and kinds only: never a hash,
+ * nonce or address.
  */
 import { Effect, Metric } from "effect"
 
@@ -58,43 +61,61 @@ const restarts = Metric.counter("relayer_tx_sender_restarts_total", {
   incremental: true
 })
 
-export const pendingTransactions = Metric.gauge("relayer_tx_pending", {
+const pendingTransactions = Metric.gauge("relayer_tx_pending", {
   description: "Transactions sent and not yet mined or dropped"
 })
 
-export const hotKeyBalance = Metric.gauge("relayer_hot_key_balance_wei", {
-  description: "Native balance of the relayer's hot key, in wei",
+const hotKeyBalance = Metric.gauge("relayer_hot_key_balance_wei", {
+  description: "Native balance of the sender's hot key, in wei",
   bigint: true
 })
 
-export const recordSend = (outcome: SendOutcome) => Metric.increment(Metric.tagged(sends, "outcome", outcome))
+/** Which service runs the sender: the `service` label of its series. */
+export type SenderService = "relayer" | "attestor"
 
-export const recordReplacement = (kind: ReplacementKind) =>
-  Metric.increment(Metric.tagged(replacements, "kind", kind))
+/** The recorders of one service's sender: each series labelled with `service`. */
+export const makeSenderMetrics = (service: SenderService) => {
+  const of = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) =>
+    Metric.tagged(metric, "service", service)
+  const m = {
+    sends: of(sends),
+    replacements: of(replacements),
+    replacementsSkipped: of(replacementsSkipped),
+    settled: of(settled),
+    gapFills: of(gapFills),
+    renonced: of(renonced),
+    reorged: of(reorged),
+    restarts: of(restarts),
+    pendingTransactions: of(pendingTransactions),
+    hotKeyBalance: of(hotKeyBalance)
+  }
+  return {
+    recordSend: (outcome: SendOutcome) => Metric.increment(Metric.tagged(m.sends, "outcome", outcome)),
+    recordReplacement: (kind: ReplacementKind) =>
+      Metric.increment(Metric.tagged(m.replacements, "kind", kind)),
+    recordReplacementSkipped: (reason: "fee_cap" | "max_replacements") =>
+      Metric.increment(Metric.tagged(m.replacementsSkipped, "reason", reason)),
+    recordSettled: (outcome: SettledOutcome) =>
+      Metric.increment(Metric.tagged(m.settled, "outcome", outcome)),
+    recordGapFill: Metric.increment(m.gapFills),
+    recordRenonce: Metric.increment(m.renonced),
+    recordReorged: Metric.increment(m.reorged),
+    recordRestart: (fiber: "sender" | "monitor") =>
+      Metric.increment(Metric.tagged(m.restarts, "fiber", fiber)),
+    pendingTransactions: m.pendingTransactions,
+    hotKeyBalance: m.hotKeyBalance,
+    /** Makes every series visible from the start, at zero, so dashboards see them before any event. */
+    initialise: Effect.all(
+      [
+        Metric.update(Metric.tagged(m.sends, "outcome", "accepted"), 0),
+        Metric.update(Metric.tagged(m.replacements, "kind", "bump"), 0),
+        Metric.update(Metric.tagged(m.replacements, "kind", "cancel"), 0),
+        Metric.update(m.pendingTransactions, 0),
+        Metric.update(m.reorged, 0)
+      ],
+      { discard: true }
+    )
+  }
+}
 
-export const recordReplacementSkipped = (reason: "fee_cap" | "max_replacements") =>
-  Metric.increment(Metric.tagged(replacementsSkipped, "reason", reason))
-
-export const recordSettled = (outcome: SettledOutcome) =>
-  Metric.increment(Metric.tagged(settled, "outcome", outcome))
-
-export const recordGapFill = Metric.increment(gapFills)
-
-export const recordRenonce = Metric.increment(renonced)
-
-export const recordReorged = Metric.increment(reorged)
-
-export const recordRestart = (fiber: "sender" | "monitor") =>
-  Metric.increment(Metric.tagged(restarts, "fiber", fiber))
-
-/** Makes every series visible from the start, at zero, so dashboards see them before any event. */
-export const initialiseMetrics = Effect.all(
-  [
-    Metric.update(Metric.tagged(sends, "outcome", "accepted"), 0),
-    Metric.update(Metric.tagged(replacements, "kind", "bump"), 0),
-    Metric.update(Metric.tagged(replacements, "kind", "cancel"), 0),
-    Metric.update(pendingTransactions, 0),
-    Metric.update(reorged, 0)
-  ],
-  { discard: true }
-)
+export type SenderMetrics = ReturnType<typeof makeSenderMetrics>

@@ -139,10 +139,10 @@ describe("POST /v1/tx-status", () => {
       const metrics = await fetch(`http://127.0.0.1:${port}/v1/metrics`, {
         headers: { authorization: `Bearer ${METRICS_TOKEN}` }
       }).then((r) => r.text())
-      expect(metrics).toMatch(/^relayer_tx_replacements_total\{kind="bump"\} [1-9]/m)
-      expect(metrics).toMatch(/^relayer_tx_sends_total\{outcome="accepted"\} [1-9]/m)
-      expect(metrics).toMatch(/^relayer_hot_key_balance_wei [1-9]\d*$/m)
-      expect(metrics).toMatch(/^relayer_tx_pending \d+$/m)
+      expect(metrics).toMatch(/^relayer_tx_replacements_total\{service="relayer",kind="bump"\} [1-9]/m)
+      expect(metrics).toMatch(/^relayer_tx_sends_total\{service="relayer",outcome="accepted"\} [1-9]/m)
+      expect(metrics).toMatch(/^relayer_hot_key_balance_wei\{service="relayer"\} [1-9]\d*$/m)
+      expect(metrics).toMatch(/^relayer_tx_pending\{service="relayer"\} \d+$/m)
       // Classes and kinds only: no hash or address in any series.
       expect(metrics).not.toMatch(/0x[0-9a-f]{40}/i)
     } finally {

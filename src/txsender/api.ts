@@ -1,0 +1,75 @@
+/**
+ * What callers of the sender see: the request, the sender's operations, and the refusals of a
+ * submission (each means nothing was sent). Spec: relayer.md §2 TxStatus and §3 (every hash of a
+ * replaced transaction reports the one that was mined).
+ */
+import { Data, type Effect } from "effect"
+import type { Address, Hex } from "viem"
+import { Unavailable } from "../../schema/errors.js"
+import type { TxStatus } from "../../schema/relayer.js"
+
+export interface TxRequest {
+  readonly to: Address
+  readonly data: Hex
+  readonly value?: bigint
+  /** Gas limit to send with (the pipeline already applied GAS_LIMIT_MULTIPLIER_BPS). */
+  readonly gas: bigint
+}
+
+/** The hot key cannot pay for the transaction: an operator must top it up. */
+export class HotKeyUnderfunded extends Data.TaggedError("HotKeyUnderfunded")<{}> {
+  override get message() {
+    return "the relayer's hot key cannot pay for gas"
+  }
+}
+
+const unavailableMessages = {
+  chain: "the chain RPC is not answering",
+  store: "the transaction store is not answering",
+  lock: "another relayer replica is holding the hot key",
+  stopping: "the relayer is shutting down",
+  internal: "the transaction sender failed"
+} as const
+
+/** Nothing was sent: the chain, the store or the key's lock could not be had, or the sender is stopping. */
+export class SendUnavailable extends Data.TaggedError("SendUnavailable")<{
+  readonly reason: keyof typeof unavailableMessages
+}> {
+  override get message() {
+    return unavailableMessages[this.reason]
+  }
+}
+
+/** The node refused the transaction itself (not its nonce, fee or funds); nothing was sent. */
+export class TxRejected extends Data.TaggedError("TxRejected")<{}> {
+  override get message() {
+    return "the node refused the transaction"
+  }
+}
+
+export type TxSubmitError = HotKeyUnderfunded | SendUnavailable | TxRejected
+
+/** The refusal a client sees for a failed submission: 503 `unavailable`, nothing internal. */
+export const txSubmitErrorToApi = (error: TxSubmitError): Unavailable =>
+  new Unavailable({
+    message: error._tag === "TxRejected" ? "the transaction could not be sent" : error.message
+  })
+
+export interface TxSenderShape {
+  /** The hot key's address. */
+  readonly address: Address
+  /** Signs with the next nonce, stores the signed transaction, then broadcasts; returns its hash. */
+  readonly submit: (request: TxRequest) => Effect.Effect<Hex, TxSubmitError>
+  /** pending | success (with blockNumber) | reverted | unknown; any hash it was ever sent under follows the mined one. */
+  readonly status: (hash: Hex) => Effect.Effect<TxStatus, Unavailable>
+}
+
+export interface SenderState {
+  readonly address: Address
+  /** Transactions sent and not yet mined or dropped. */
+  readonly pending: number
+  /** The nonce the next transaction gets (unless another sender uses it first). */
+  readonly nextNonce: bigint
+  /** Native balance in wei, as of the monitor's last round. */
+  readonly balance: bigint
+}

@@ -1,0 +1,219 @@
+/**
+ * What submission (`submit.ts`) and the monitor (`monitor.ts`) share: the hot key and its store,
+ * signing, broadcasting, receipt lookups, simulation, and the healing of nonce gaps both of them
+ * need. The effects live here; what to do with their answers is `decisions.ts`.
+ */
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, identity, Option } from "effect"
+import { type Address, type Hex, keccak256 } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
+import { ChainClient, type ChainClientShape, type ChainRequestError } from "../chain/ChainClient.js"
+import {
+  type Broadcast,
+  lastAttempt,
+  type Mined,
+  minedOutcome,
+  planGap,
+  type Simulation
+} from "./decisions.js"
+import { type Fees, initialFees } from "./fees.js"
+import { embeddedStatements, isEmbeddedDatabase } from "./lock.js"
+import { makeSenderMetrics, type SenderMetrics, type SenderService, type SendOutcome } from "./metrics.js"
+import {
+  type AttemptKind,
+  makeTxStore,
+  type Payload,
+  type Sender,
+  type SignedAttempt,
+  type StoredTx,
+  type TxStore,
+  type TxStoreError
+} from "./store.js"
+
+const NOOP_GAS = 21_000n
+
+/** The metric class of a broadcast's answer. */
+export const sendOutcome = (result: Broadcast): SendOutcome => {
+  switch (result._tag) {
+    case "Accepted":
+      return "accepted"
+    case "Unavailable":
+      return "unavailable"
+    case "Refused":
+      return result.kind === "range_too_large" || result.kind === "other" ? "rejected" : result.kind
+  }
+}
+
+export interface SenderCore {
+  readonly chain: ChainClientShape
+  readonly store: TxStore
+  /** Whether the database is the embedded one (one process, one session). */
+  readonly embedded: boolean
+  readonly address: Address
+  /** Ceiling of `maxFeePerGas`, in wei. */
+  readonly cap: bigint
+  /** The no-op self-transfer that fills gaps and cancels transactions that would now revert. */
+  readonly noop: Payload
+  readonly metrics: SenderMetrics
+  /** The key on its chain, as stored; the chain id is asked of the chain until it answers once. */
+  readonly sender: Effect.Effect<Sender, ChainRequestError>
+  readonly sign: (
+    s: Sender,
+    payload: Payload,
+    nonce: bigint,
+    fees: Fees,
+    kind: AttemptKind
+  ) => Effect.Effect<SignedAttempt>
+  /** Offers a signed transaction to the node; never fails, the answer says how it went. */
+  readonly broadcast: (raw: Hex) => Effect.Effect<Broadcast>
+  /** Which attempt of `tx`, if any, is mined (newest first), and how it went. */
+  readonly findMined: (tx: StoredTx) => Effect.Effect<Option.Option<Mined>, ChainRequestError>
+  /** An `eth_call` of `payload` from the hot key. */
+  readonly simulate: (payload: Payload) => Effect.Effect<Simulation>
+  /**
+   * Makes nonces `from..to-1` reach the node again (`planGap`): re-broadcasts the transaction
+   * that holds a nonce, or fills a nonce nobody holds with a no-op. Returns the ids whose
+   * re-broadcast was refused as underpriced, which want replacing now rather than after the
+   * usual wait.
+   */
+  readonly healGap: (
+    s: Sender,
+    from: bigint,
+    to: bigint,
+    estimate: Fees
+  ) => Effect.Effect<ReadonlySet<string>, TxStoreError>
+}
+
+export const makeSenderCore = (options: {
+  readonly privateKey: Hex
+  readonly chainId: Option.Option<number>
+  readonly maxFeePerGas: bigint
+  readonly service: SenderService
+}): Effect.Effect<SenderCore, never, ChainClient | SqlClient> =>
+  Effect.gen(function* () {
+    const chain = yield* ChainClient
+    // Detected once: the database answered the migrations a moment ago.
+    const embedded = yield* isEmbeddedDatabase.pipe(Effect.orElseSucceed(() => false))
+    const store = yield* makeTxStore(
+      embedded
+        ? <A, E, R>(effect: Effect.Effect<A, E, R>) => embeddedStatements.withPermits(1)(effect)
+        : identity
+    )
+    const account = yield* Effect.try(() => privateKeyToAccount(options.privateKey)).pipe(
+      Effect.orDieWith(() => new Error("the sender's private key is not a valid secp256k1 key"))
+    )
+    const address = account.address
+    const cap = options.maxFeePerGas
+    const noop: Payload = { to: address, data: "0x", value: 0n, gas: NOOP_GAS }
+    const metrics = makeSenderMetrics(options.service)
+
+    let knownChainId = options.chainId
+    const sender: Effect.Effect<Sender, ChainRequestError> = Effect.suspend(() =>
+      Option.match(knownChainId, {
+        onSome: (chainId) => Effect.succeed(chainId),
+        onNone: () =>
+          Effect.tap(chain.chainId, (chainId) =>
+            Effect.sync(() => {
+              knownChainId = Option.some(chainId)
+            })
+          )
+      })
+    ).pipe(Effect.map((chainId) => ({ chainId, address: address.toLowerCase() as Address })))
+
+    const sign = (s: Sender, payload: Payload, nonce: bigint, fees: Fees, kind: AttemptKind) =>
+      Effect.promise(() =>
+        account.signTransaction({
+          type: "eip1559",
+          chainId: s.chainId,
+          nonce: Number(nonce),
+          to: payload.to,
+          data: payload.data,
+          value: payload.value,
+          gas: payload.gas,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas
+        })
+      ).pipe(
+        Effect.map(
+          (raw): SignedAttempt => ({
+            hash: keccak256(raw),
+            nonce,
+            kind,
+            maxFeePerGas: fees.maxFeePerGas,
+            maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+            raw
+          })
+        )
+      )
+
+    const broadcast = (raw: Hex): Effect.Effect<Broadcast> =>
+      chain.sendRawTransaction(raw).pipe(
+        Effect.as<Broadcast>({ _tag: "Accepted" }),
+        Effect.catchTags({
+          ChainUnavailable: () => Effect.succeed<Broadcast>({ _tag: "Unavailable" }),
+          RpcRejected: (e) => Effect.succeed<Broadcast>({ _tag: "Refused", kind: e.kind })
+        }),
+        Effect.tap((result) => metrics.recordSend(sendOutcome(result)))
+      )
+
+    const findMined = (tx: StoredTx) =>
+      Effect.gen(function* () {
+        for (const attempt of [...tx.attempts].reverse()) {
+          const receipt = yield* chain.getTransactionReceipt(attempt.hash)
+          if (Option.isSome(receipt)) {
+            return Option.some<Mined>({
+              attempt,
+              outcome: minedOutcome(attempt, receipt.value.status),
+              blockNumber: receipt.value.blockNumber
+            })
+          }
+        }
+        return Option.none<Mined>()
+      })
+
+    // Anything but a revert (an unanswered call, a refusal) proves nothing about the payload.
+    const simulate = (payload: Payload): Effect.Effect<Simulation> =>
+      chain
+        .call({ from: address, to: payload.to, data: payload.data, value: payload.value, gas: payload.gas })
+        .pipe(
+          Effect.match({
+            onFailure: (error): Simulation => (error._tag === "ChainReverted" ? "reverts" : "unanswered"),
+            onSuccess: (): Simulation => "succeeds"
+          })
+        )
+
+    const healGap = (s: Sender, from: bigint, to: bigint, estimate: Fees) =>
+      Effect.gen(function* () {
+        const underpriced = new Set<string>()
+        if (to <= from) return underpriced
+        for (const step of planGap(yield* store.pending(s), from, to)) {
+          if (step._tag === "Rebroadcast") {
+            const result = yield* broadcast(lastAttempt(step.tx).raw)
+            if (result._tag === "Refused" && result.kind === "underpriced") underpriced.add(step.tx.id)
+            continue
+          }
+          const attempt = yield* sign(s, noop, step.nonce, initialFees(estimate, cap), "original")
+          yield* store.insert(s, "filler", noop, attempt)
+          yield* broadcast(attempt.raw)
+          yield* metrics.recordGapFill
+          yield* Effect.logWarning("tx sender: filled a nonce gap with a no-op")
+        }
+        return underpriced
+      })
+
+    return {
+      chain,
+      store,
+      embedded,
+      address,
+      cap,
+      noop,
+      metrics,
+      sender,
+      sign,
+      broadcast,
+      findMined,
+      simulate,
+      healGap
+    } satisfies SenderCore
+  })
