@@ -27,6 +27,7 @@ import { RelayerSettings } from "../config/relayer.js"
 import type { TxSenderSettings } from "../config/settings.js"
 import { superviseForever } from "../indexer/health.js"
 import { describeFailure } from "../logging.js"
+import { stubLayer } from "../testing/stub.js"
 import {
   type SenderState,
   SendUnavailable,
@@ -311,15 +312,12 @@ export const txSenderLayerWith = (
 ): Layer.Layer<TxSender | HotKeyState, never, ChainClient | SqlClient> =>
   Layer.scopedContext(txSenderContext(options))
 
-const notStubbed = (operation: string) => Effect.dieMessage(`TxSender.${operation} not stubbed`)
-
 /**
  * A `TxSender` for unit tests of the pipeline: stub what a test expects; any other operation
  * dies with "TxSender.<op> not stubbed".
  */
 export const txSenderTest = (stubs: Partial<TxSenderShape>): Layer.Layer<TxSender> =>
-  Layer.succeed(TxSender, {
-    address: stubs.address ?? "0x0000000000000000000000000000000000000000",
-    submit: stubs.submit ?? (() => notStubbed("submit")),
-    status: stubs.status ?? (() => notStubbed("status"))
+  stubLayer(TxSender, { address: "data", submit: "function", status: "function" })({
+    address: "0x0000000000000000000000000000000000000000",
+    ...stubs
   })
