@@ -1,0 +1,124 @@
+/**
+ * OAuth states on a real database (PGlite, and PostgreSQL when DATABASE_URL is set): a state is
+ * 43 URL-safe characters, only its SHA-256 is stored, the intent comes back exactly and once, an
+ * expired state reads as unknown on the TestClock at the second it is due, concurrent takers of one
+ * state get it once between them, and expired rows are pruned.
+ */
+import { createHash } from "node:crypto"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { describe, expect, layer, type Vitest } from "@effect/vitest"
+import { Duration, Effect, Layer, Option, Schema, TestClock } from "effect"
+import { OAuthState } from "../../schema/attestor.js"
+import { Address, Bytes32 } from "../../schema/primitives.js"
+import { makeOAuthStates, type OAuthIntent } from "../../src/attestor/oauth/OAuthStates.js"
+import { migrate } from "../../src/store/migrations.js"
+import { type TestDatabase, testDatabases } from "../support/database.js"
+
+const owner = Schema.decodeSync(Address)("0x90f79bf6eb2c4f870365e785982e1f101e93b906")
+const id = (n: number) => Schema.decodeSync(Bytes32)(`0x${n.toString(16).padStart(64, "0")}`)
+const sha256 = (s: string) => createHash("sha256").update(s, "utf8").digest("hex")
+
+const TTL = 600
+
+const intent = (overrides: Partial<OAuthIntent> = {}): OAuthIntent => ({
+  platform: "microblog",
+  stealthOwner: owner,
+  ids: [id(1), id(2)],
+  redirect: "http://localhost:5173/after-login",
+  codeVerifier: "a".repeat(43),
+  ...overrides
+})
+
+const rows = (stateHash: string) =>
+  Effect.flatMap(
+    SqlClient,
+    (sql) =>
+      sql<{
+        readonly n: number
+      }>`SELECT count(*)::int AS n FROM attestor_oauth_states WHERE state_hash = ${stateHash}`
+  ).pipe(Effect.map((r) => r[0]?.n ?? 0))
+
+type Methods = Vitest.MethodsNonLive<SqlClient>
+
+const cases = (it: Methods) => {
+  it.effect("stores an intent under a fresh URL-safe state, keeping only its digest", () =>
+    Effect.gen(function* () {
+      const states = yield* makeOAuthStates({ ttlSeconds: TTL })
+      yield* TestClock.adjust(Duration.seconds(1_700_000_000))
+      const { state, expiresAt } = yield* states.put(intent())
+      expect(state).toMatch(/^[A-Za-z0-9_-]{43}$/)
+      expect(() => Schema.decodeSync(OAuthState)(state)).not.toThrow()
+      expect(expiresAt).toBe(1_700_000_000 + TTL)
+      expect(yield* rows(sha256(state))).toBe(1)
+      const sql = yield* SqlClient
+      const stored = yield* sql<{ readonly state_hash: string }>`SELECT state_hash FROM attestor_oauth_states`
+      expect(stored.map((r) => r.state_hash)).not.toContain(state)
+      const other = yield* states.put(intent())
+      expect(other.state).not.toBe(state)
+    })
+  )
+
+  it.effect("gives the intent back exactly, once", () =>
+    Effect.gen(function* () {
+      const states = yield* makeOAuthStates({ ttlSeconds: TTL })
+      const wanted = intent({ platform: "community", ids: [], redirect: undefined })
+      const { state } = yield* states.put(wanted)
+      expect(yield* states.take(state)).toEqual(Option.some(wanted))
+      expect(yield* states.take(state)).toEqual(Option.none())
+      expect(yield* rows(sha256(state))).toBe(0)
+      const codehost = intent({ platform: "codehost", codeVerifier: undefined })
+      const second = yield* states.put(codehost)
+      expect(yield* states.take(second.state)).toEqual(Option.some(codehost))
+    })
+  )
+
+  it.effect("an unknown state reads as none", () =>
+    Effect.gen(function* () {
+      const states = yield* makeOAuthStates({ ttlSeconds: TTL })
+      expect(yield* states.take("x".repeat(43))).toEqual(Option.none())
+    })
+  )
+
+  it.effect("expires at the second it is due", () =>
+    Effect.gen(function* () {
+      const states = yield* makeOAuthStates({ ttlSeconds: TTL })
+      const kept = yield* states.put(intent())
+      const expiring = yield* states.put(intent())
+      yield* TestClock.adjust(Duration.seconds(TTL - 1))
+      expect(Option.isSome(yield* states.take(kept.state))).toBe(true)
+      yield* TestClock.adjust(Duration.seconds(1))
+      expect(yield* states.take(expiring.state)).toEqual(Option.none())
+    })
+  )
+
+  it.effect("concurrent takers of one state get it once between them", () =>
+    Effect.gen(function* () {
+      const states = yield* makeOAuthStates({ ttlSeconds: TTL })
+      const { state } = yield* states.put(intent())
+      const taken = yield* Effect.all(
+        Array.from({ length: 8 }, () => states.take(state)),
+        { concurrency: "unbounded" }
+      )
+      expect(taken.filter(Option.isSome)).toHaveLength(1)
+    })
+  )
+
+  it.effect("prunes expired rows when states are stored, at most once a minute", () =>
+    Effect.gen(function* () {
+      const states = yield* makeOAuthStates({ ttlSeconds: 10, pruneIntervalSeconds: 60 })
+      const old = yield* states.put(intent())
+      yield* TestClock.adjust(Duration.seconds(61))
+      yield* states.put(intent())
+      expect(yield* rows(sha256(old.state))).toBe(0)
+    })
+  )
+}
+
+const withMigrations = (database: TestDatabase) =>
+  Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer))
+
+for (const database of testDatabases()) {
+  describe(database.name, () => {
+    layer(withMigrations(database), { timeout: 60_000 })((it) => cases(it))
+  })
+}
