@@ -27,6 +27,7 @@ import {
   sealHint
 } from "../src/attestor/hints.js"
 import { type AnvilInstance, type AnvilStartError, startAnvil } from "../src/chain/anvil.js"
+import { type OAuthStandIns, oauthStandIns, type StandInPlatform } from "../src/devnet/oauthStandIns.js"
 import { AttestorLive } from "./attestor.js"
 import { RelayerLive } from "./relayer.js"
 
@@ -43,11 +44,72 @@ export const DEVNET_MESSENGER_BOT_TOKEN = "1000000001:devnet-messenger-bot-token
 export const DEVNET_DENY_LIST = ["0x000000000000000000000000000000000000dEaD"] as const
 /** The sample launch's beneficiary: a microblog user of the devnet's OAuth doubles. */
 export const DEVNET_SAMPLE_USER = { platformId: platformIds.microblog, userId: "1000001" } as const
+/** Where a front-end dev server usually runs: the devnet attestor's redirect allow-list (PROTOCOL §9). */
+export const DEVNET_REDIRECT_ALLOWLIST = "http://localhost:5173"
+
+/** The devnet attestor's OAuth apps at the stand-in providers: development values, not secrets. */
+export const DEVNET_OAUTH_APPS = {
+  microblog: { clientId: "devnet-microblog-client", clientSecret: "devnet-microblog-secret" },
+  codehost: { clientId: "devnet-codehost-client", clientSecret: "devnet-codehost-secret" },
+  community: { clientId: "devnet-community-client", clientSecret: "devnet-community-secret" }
+} as const satisfies Record<StandInPlatform, { readonly clientId: string; readonly clientSecret: string }>
+
+const standInPlatforms = [
+  "microblog",
+  "codehost",
+  "community"
+] as const satisfies ReadonlyArray<StandInPlatform>
+
+/**
+ * The stand-in OAuth providers and handle directories of the devnet (PROTOCOL §9), with the devnet
+ * attestor's apps registered for callbacks at `attestorUrl`; closed with the scope.
+ */
+export const devnetStandIns = (attestorUrl: string, port = 0) =>
+  oauthStandIns({
+    host: "127.0.0.1",
+    port,
+    clients: {
+      microblog: {
+        ...DEVNET_OAUTH_APPS.microblog,
+        redirectUri: `${attestorUrl}/v1/oauth/microblog/callback`
+      },
+      codehost: { ...DEVNET_OAUTH_APPS.codehost, redirectUri: `${attestorUrl}/v1/oauth/codehost/callback` },
+      community: { ...DEVNET_OAUTH_APPS.community, redirectUri: `${attestorUrl}/v1/oauth/community/callback` }
+    }
+  })
+
+/**
+ * The attestor's settings for the stand-ins: the OAuth apps of `platforms` (every one by default),
+ * their callbacks at `attestorUrl`.
+ */
+export const standInEnv = (
+  standIns: OAuthStandIns,
+  attestorUrl: string,
+  platforms: ReadonlyArray<StandInPlatform> = standInPlatforms
+): Record<string, string> => {
+  const env: Record<string, string> = {
+    PUBLIC_URL: attestorUrl,
+    REDIRECT_ALLOWLIST: DEVNET_REDIRECT_ALLOWLIST
+  }
+  for (const platform of platforms) {
+    const prefix = platform.toUpperCase()
+    const endpoints = standIns.endpoints(platform)
+    env[`${prefix}_CLIENT_ID`] = DEVNET_OAUTH_APPS[platform].clientId
+    env[`${prefix}_CLIENT_SECRET`] = DEVNET_OAUTH_APPS[platform].clientSecret
+    env[`${prefix}_AUTHORIZE_URL`] = endpoints.authorize
+    env[`${prefix}_TOKEN_URL`] = endpoints.token
+    env[`${prefix}_REVOKE_URL`] = endpoints.revoke
+    env[`${prefix}_USER_URL`] = endpoints.user
+  }
+  return env
+}
 
 export interface DevnetFile extends DevnetDeployment {
   readonly rpcUrl: string
   readonly relayerUrl: string
   readonly attestorUrl: string
+  /** The stand-ins of the outside world (OAuth providers, handle directories), PROTOCOL §9. */
+  readonly doublesUrl?: string
   readonly hintPublicKey: Hex
 }
 
@@ -132,6 +194,7 @@ export const devnetChain = (
 export interface ServiceUrls {
   readonly relayerUrl: string
   readonly attestorUrl: string
+  readonly doublesUrl?: string | undefined
 }
 
 /** Writes `deployment.json`: the deployment file plus what a client needs to reach the devnet. */
@@ -143,6 +206,7 @@ export const writeDevnetFile = (chain: DevnetChain, urls: ServiceUrls) =>
         rpcUrl: chain.anvil.rpcUrl,
         relayerUrl: urls.relayerUrl,
         attestorUrl: urls.attestorUrl,
+        ...(urls.doublesUrl === undefined ? {} : { doublesUrl: urls.doublesUrl }),
         hintPublicKey: chain.hintPublicKey
       }
       return writeFile(chain.deploymentFile, `${JSON.stringify(file, null, 2)}\n`)
@@ -193,7 +257,10 @@ export const freeLoopbackPort = Effect.async<number, DevnetError>((resume) => {
   })
 })
 
-export interface RunningDevnet extends DevnetChain, ServiceUrls {}
+export interface RunningDevnet extends DevnetChain, ServiceUrls {
+  /** The stand-in providers, when this devnet runs an attestor. */
+  readonly standIns?: OAuthStandIns | undefined
+}
 
 export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {}
 
@@ -208,14 +275,19 @@ export const devnetLayer = (options: DevnetChainOptions) =>
       const chain = yield* devnetChain(options)
       const relayerPort = yield* freeLoopbackPort
       const attestorPort = yield* freeLoopbackPort
-      const urls = {
-        relayerUrl: `http://127.0.0.1:${relayerPort}`,
-        attestorUrl: `http://127.0.0.1:${attestorPort}`
-      }
+      const attestorUrl = `http://127.0.0.1:${attestorPort}`
+      const standIns = yield* devnetStandIns(attestorUrl)
+      const urls = { relayerUrl: `http://127.0.0.1:${relayerPort}`, attestorUrl, doublesUrl: standIns.url }
       yield* writeDevnetFile(chain, urls)
       const scope = yield* Effect.scope
       yield* Layer.buildWithScope(withSettings(RelayerLive, relayerEnv(chain, relayerPort)), scope)
-      yield* Layer.buildWithScope(withSettings(AttestorLive, attestorEnv(chain, attestorPort)), scope)
-      return { ...chain, ...urls }
+      yield* Layer.buildWithScope(
+        withSettings(AttestorLive, {
+          ...attestorEnv(chain, attestorPort),
+          ...standInEnv(standIns, attestorUrl)
+        }),
+        scope
+      )
+      return { ...chain, ...urls, standIns }
     })
   )

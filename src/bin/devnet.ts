@@ -12,7 +12,9 @@ import {
   attestorEnv,
   type DevnetChain,
   devnetChain,
+  devnetStandIns,
   relayerEnv,
+  standInEnv,
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { safeText, serviceLogger } from "../logging.js"
@@ -100,21 +102,28 @@ const program = Effect.gen(function* () {
   const rpcPort = yield* portSetting("DEVNET_RPC_PORT", 8545)
   const relayerPort = yield* portSetting("DEVNET_RELAYER_PORT", 8080)
   const attestorPort = yield* portSetting("DEVNET_ATTESTOR_PORT", 8081)
+  const doublesPort = yield* portSetting("DEVNET_DOUBLES_PORT", 8082)
   // Check every port first, so a busy one stops the devnet before anything has started.
   yield* ensurePortFree(rpcPort, "chain RPC (DEVNET_RPC_PORT)")
   yield* ensurePortFree(relayerPort, "relayer (DEVNET_RELAYER_PORT)")
   yield* ensurePortFree(attestorPort, "attestor (DEVNET_ATTESTOR_PORT)")
+  yield* ensurePortFree(doublesPort, "OAuth provider stand-ins (DEVNET_DOUBLES_PORT)")
 
   yield* Effect.logInfo("starting anvil and deploying the reference contracts")
   const chain: DevnetChain = yield* devnetChain({ dir, rpcPort })
   const relayerUrl = `http://127.0.0.1:${relayerPort}`
   const attestorUrl = `http://127.0.0.1:${attestorPort}`
-  yield* writeDevnetFile(chain, { relayerUrl, attestorUrl })
+  // The stand-ins run in this process: the attestor's OAuth apps log in at them (PROTOCOL §9).
+  const standIns = yield* devnetStandIns(attestorUrl, doublesPort)
+  yield* writeDevnetFile(chain, { relayerUrl, attestorUrl, doublesUrl: standIns.url })
 
   const [relayer, attestor] = yield* Effect.all(
     [
       serviceProcess("relayer", "src/bin/relayer.ts", relayerEnv(chain, relayerPort)),
-      serviceProcess("attestor", "src/bin/attestor.ts", attestorEnv(chain, attestorPort))
+      serviceProcess("attestor", "src/bin/attestor.ts", {
+        ...attestorEnv(chain, attestorPort),
+        ...standInEnv(standIns, attestorUrl)
+      })
     ],
     { concurrency: 2 }
   )
@@ -126,6 +135,7 @@ const program = Effect.gen(function* () {
       `  vault     ${chain.deployment.vault}`,
       `  relayer   ${relayer.url}`,
       `  attestor  ${attestor.url}`,
+      `  doubles   ${standIns.url}  (OAuth providers; add devnet_user=<id> to a login URL)`,
       `  file      ${chain.deploymentFile}`,
       "  metrics   Authorization: Bearer devnet",
       "Ctrl-C stops everything.",

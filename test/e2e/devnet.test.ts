@@ -66,12 +66,18 @@ afterAll(async () => {
 })
 
 const startDevnet = async (dir: string) => {
-  const ports = { rpc: await freePort(), relayer: await freePort(), attestor: await freePort() }
+  const ports = {
+    rpc: await freePort(),
+    relayer: await freePort(),
+    attestor: await freePort(),
+    doubles: await freePort()
+  }
   const devnet = startService("devnet", {
     DEVNET_DIR: dir,
     DEVNET_RPC_PORT: String(ports.rpc),
     DEVNET_RELAYER_PORT: String(ports.relayer),
-    DEVNET_ATTESTOR_PORT: String(ports.attestor)
+    DEVNET_ATTESTOR_PORT: String(ports.attestor),
+    DEVNET_DOUBLES_PORT: String(ports.doubles)
   })
   running.push(devnet)
   const deadline = Date.now() + 280_000
@@ -104,6 +110,7 @@ describe("npm run devnet", () => {
       "rpcUrl",
       "relayerUrl",
       "attestorUrl",
+      "doublesUrl",
       "bindDelay",
       "hintPublicKey",
       "tokens"
@@ -334,6 +341,32 @@ describe("npm run devnet", () => {
     }
     expect(listed?.nonce).toBe("3")
 
+    // A recipient logs in with microblog at the stand-in provider (PROTOCOL §9) as the devnet's
+    // sample user, and finds the sample launch's escrow.
+    const stealthOwner = mnemonicToAccount(MNEMONIC, { addressIndex: 8 }).address
+    const started = (await (
+      await fetch(`${file.attestorUrl}/v1/oauth/microblog/start`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ stealthOwner })
+      })
+    ).json()) as { url: string }
+    expect(started.url.startsWith(file.doublesUrl)).toBe(true)
+    const consent = await fetch(`${started.url}&devnet_user=1000001`, { redirect: "manual" })
+    expect(consent.status).toBe(302)
+    const login = await fetch(consent.headers.get("location") ?? "", { redirect: "manual" })
+    expect(login.status).toBe(200)
+    const session = (await login.json()) as { session: string; userId: string; stealthOwner: string }
+    expect(session).toMatchObject({ userId: "1000001", stealthOwner })
+    const escrows = (await (
+      await fetch(`${file.attestorUrl}/v1/escrows`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ session: session.session })
+      })
+    ).json()) as { escrows: Array<{ registered: boolean }> }
+    expect(escrows.escrows.length).toBeGreaterThanOrEqual(1)
+
     // Ctrl-C / SIGTERM stops everything: no chain, no services left listening.
     expect(await devnet.stop()).toBe(0)
     for (const port of Object.values(ports)) expect(await portAnswers(port)).toBe(false)
@@ -357,7 +390,8 @@ describe("npm run devnet", () => {
         DEVNET_DIR: join(tmpdir(), `devnet-taken-${process.pid}`),
         DEVNET_RPC_PORT: String(await freePort()),
         DEVNET_RELAYER_PORT: String(port),
-        DEVNET_ATTESTOR_PORT: String(await freePort())
+        DEVNET_ATTESTOR_PORT: String(await freePort()),
+        DEVNET_DOUBLES_PORT: String(await freePort())
       })
       running.push(devnet)
       expect(await devnet.exited).toBe(1)

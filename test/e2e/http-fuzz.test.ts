@@ -341,7 +341,8 @@ describe.each(["relayer", "attestor"] as const)("%s request bodies", (service) =
     )
     for (const [template, schema] of Object.entries(postBodies[service])) {
       const path = concretePath(template)
-      const declared = document.paths[documentPath(template)].post.requestBody.content["application/json"].schema
+      const declared =
+        document.paths[documentPath(template)].post.requestBody.content["application/json"].schema
       const resolved =
         declared.$ref === undefined ? declared : document.components.schemas[declared.$ref.split("/").pop()]
       expect(resolved.additionalProperties, path).toBe(false)

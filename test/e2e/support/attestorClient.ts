@@ -11,11 +11,18 @@ import { AttestorLive } from "../../../layers/attestor.js"
 import {
   attestorEnv,
   DEVNET_MESSENGER_BOT_TOKEN,
+  devnetStandIns,
   freeLoopbackPort,
+  standInEnv,
   withSettings,
   writeDevnetFile
 } from "../../../layers/devnet.js"
-import { CommitmentRequest, CommitmentResponse, MessengerVerifyRequest } from "../../../schema/attestor.js"
+import {
+  CommitmentRequest,
+  CommitmentResponse,
+  MessengerVerifyRequest,
+  type Platform
+} from "../../../schema/attestor.js"
 import { computeId } from "../../../schema/ids.js"
 import {
   encodeBeneficiaryHint,
@@ -25,6 +32,7 @@ import {
 } from "../../../src/attestor/hints.js"
 import { signWidgetPayload, widgetKey } from "../../../src/attestor/messenger.js"
 import { attestorFetchClient, type AttestorClient as TypedAttestorClient } from "../../../src/client.js"
+import type { OAuthStandIns, StandInPlatform } from "../../../src/devnet/oauthStandIns.js"
 import type { VaultDevnet } from "./relayerDevnet.js"
 
 export interface Commitment {
@@ -44,7 +52,9 @@ export class AttestorClient {
   constructor(
     readonly net: VaultDevnet,
     readonly url: string,
-    private readonly scope?: Scope.CloseableScope
+    private readonly scope?: Scope.CloseableScope,
+    /** The stand-in OAuth providers this attestor logs in at, when it was started with them. */
+    readonly standIns?: OAuthStandIns
   ) {
     this.client = Effect.runSync(attestorFetchClient(url))
   }
@@ -53,17 +63,25 @@ export class AttestorClient {
    * The attestor in this process on `net`'s chain, with the devnet's settings, rate limits lifted
    * for tests, a 200 ms indexer poll, and `env` on top; logging at errors only.
    */
-  static async start(net: VaultDevnet, env: Record<string, string> = {}): Promise<AttestorClient> {
+  static async start(
+    net: VaultDevnet,
+    env: Record<string, string> = {},
+    options: { readonly standIns?: boolean; readonly oauthPlatforms?: ReadonlyArray<StandInPlatform> } = {}
+  ): Promise<AttestorClient> {
     const scope = await Effect.runPromise(Scope.make())
-    const url = await Effect.runPromise(
+    const { url, standIns } = await Effect.runPromise(
       Effect.gen(function* () {
         const port = yield* freeLoopbackPort
+        const url = `http://127.0.0.1:${port}`
+        // Providers that know this attestor's callbacks, as the devnet's do.
+        const standIns = options.standIns === true ? yield* devnetStandIns(url) : undefined
         yield* writeDevnetFile(net.chain, {
           relayerUrl: "http://127.0.0.1:1",
           attestorUrl: `http://127.0.0.1:${port}`
         })
         const settings = {
           ...attestorEnv(net.chain, port),
+          ...(standIns === undefined ? {} : standInEnv(standIns, url, options.oauthPlatforms)),
           RATE_LIMIT_BURST: "1000",
           RATE_LIMIT_PER_MINUTE: "1000",
           INDEXER_POLL_INTERVAL_MS: "200",
@@ -73,10 +91,13 @@ export class AttestorClient {
           withSettings(AttestorLive, settings).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Error))),
           scope
         )
-        return `http://127.0.0.1:${port}`
-      }).pipe(Effect.tapErrorCause(() => Scope.close(scope, Exit.void)))
+        return { url, standIns }
+      }).pipe(
+        Scope.extend(scope),
+        Effect.tapErrorCause(() => Scope.close(scope, Exit.void))
+      )
     )
-    return new AttestorClient(net, url, scope)
+    return new AttestorClient(net, url, scope, standIns)
   }
 
   /** Stops an attestor this client started. */
@@ -107,9 +128,9 @@ export class AttestorClient {
     throw new Error(`the attestor did not index block ${block}`)
   }
 
-  /** A creator's commitment to a messenger user. */
-  async commit(userId: string): Promise<Commitment> {
-    const payload = Schema.decodeUnknownSync(CommitmentRequest)({ platform: "messenger", userId })
+  /** A creator's commitment to a user of `platform` (messenger by default). */
+  async commit(userId: string, platform: Platform = "messenger"): Promise<Commitment> {
+    const payload = Schema.decodeUnknownSync(CommitmentRequest)({ platform, userId })
     const commitment = await Effect.runPromise(this.client.commitments.commitment({ payload }))
     // Back to the wire form the tests compare with.
     return Schema.encodeSync(CommitmentResponse)(commitment) as Commitment
