@@ -47,9 +47,10 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Data, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
+import { pollForChanges } from "../background/poll.js"
+import { supervised } from "../background/supervised.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { AttestorSettings } from "../config/attestor.js"
-import { describeFailure, superviseForever } from "../indexer/health.js"
 import { Indexer } from "../indexer/Indexer.js"
 import type { AccountState } from "../store/projections/accounts.js"
 import { makeTxSender, type TxSenderShape, txSenderOptions } from "../txsender/TxSender.js"
@@ -393,43 +394,40 @@ export const makeVetoWatcher = (
       return view.block
     })
 
-    const follow = Effect.gen(function* () {
-      let seen: string | undefined
-      let lastPass = 0
-      while (true) {
+    // A pass whenever the vault index or the hint index moves, and every `resyncInterval` anyway.
+    const follow = pollForChanges({
+      read: Effect.gen(function* () {
         const key = yield* indexer.read((s) =>
           s === undefined ? undefined : `${s.block}:${s.hash}:${s.version}`
         )
         const hintBlock = yield* hints.read((h) => h?.block)
-        const current = `${key}:${hintBlock}`
-        if (key !== undefined && (current !== seen || Date.now() - lastPass >= resyncInterval)) {
+        return key === undefined ? undefined : `${key}:${hintBlock}`
+      }),
+      keyOf: (key) => key,
+      onChange: () =>
+        Effect.gen(function* () {
           const block = yield* pass
-          seen = current
-          lastPass = Date.now()
           if (block !== undefined) {
             yield* Ref.set(lastBlock, block)
             yield* Ref.set(state, "ready")
           }
-        }
-        yield* Effect.sleep(pollInterval)
-      }
+        }),
+      pollInterval,
+      resyncInterval
     })
 
-    const supervised = superviseForever(follow, {
+    const run = supervised("veto watcher", follow, {
       baseDelayMs: config.restartBaseDelayMs,
       maxDelayMs: config.restartMaxDelayMs,
-      onRestart: (cause, delay) =>
+      onRestart: () =>
         Effect.gen(function* () {
           cache.clear()
           yield* Metric.increment(watcherRestarts)
           yield* Ref.set(state, "retrying")
-          yield* Effect.logWarning("veto watcher pass failed; restarting").pipe(
-            Effect.annotateLogs({ failure: describeFailure(cause), retry_in_ms: Math.round(delay) })
-          )
         })
     })
 
-    if (indexer.enabled) yield* Effect.forkScoped(supervised)
+    if (indexer.enabled) yield* Effect.forkScoped(run)
 
     const status: VetoWatcherShape["status"] = Effect.all({
       state: Ref.get(state),

@@ -26,7 +26,8 @@
  */
 import { Cause, Context, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex } from "viem"
-import { describeFailure, superviseForever } from "../indexer/health.js"
+import { pollForChanges } from "../background/poll.js"
+import { supervised } from "../background/supervised.js"
 import { Indexer } from "../indexer/Indexer.js"
 import { type Coverage, RangeBook } from "../indexer/ranges.js"
 import type { EventStoreError, EventStoreShape, VaultRef } from "../store/EventStore.js"
@@ -309,42 +310,33 @@ export const makeHintIndex = (config: HintIndexConfig) =>
       })
 
     /** Syncs whenever the indexer's projection changes; fails only with a sync's failure. */
-    const follow = Effect.gen(function* () {
-      let seen: string | undefined
-      let lastSync = 0
-      while (true) {
-        const view = yield* indexerView
-        if (view !== undefined) {
-          const { ref } = view
+    const follow = pollForChanges({
+      read: indexerView,
+      keyOf: (view) => view.key,
+      onChange: ({ ref }) =>
+        Effect.gen(function* () {
           if (follower === undefined || follower.options.ref.chainId !== ref.chainId)
             follower = new HintFollower({ ref, startBlock: config.startBlock })
-          if (view.key !== seen || Date.now() - lastSync >= resyncInterval) {
-            yield* syncOnce(follower)
-            seen = view.key
-            lastSync = Date.now()
-            if (follower.coverage !== undefined) yield* Ref.set(state, "ready")
-          }
-        }
-        yield* Effect.sleep(pollInterval)
-      }
+          yield* syncOnce(follower)
+          if (follower.coverage !== undefined) yield* Ref.set(state, "ready")
+        }),
+      pollInterval,
+      resyncInterval
     })
 
-    const supervised = superviseForever(follow, {
+    const run = supervised("hint index", follow, {
       baseDelayMs: config.restartBaseDelayMs,
       maxDelayMs: config.restartMaxDelayMs,
-      onRestart: (cause, delay) =>
+      onRestart: (cause) =>
         Effect.gen(function* () {
           // A defect may have left the follower anywhere: the next term starts from scratch.
           if (Option.isSome(Cause.dieOption(cause))) follower = undefined
           yield* Metric.increment(indexRestarts)
           yield* Ref.set(state, "retrying")
-          yield* Effect.logWarning("hint index sync failed; restarting").pipe(
-            Effect.annotateLogs({ failure: describeFailure(cause), retry_in_ms: Math.round(delay) })
-          )
         })
     })
 
-    if (indexer.enabled) yield* Effect.forkScoped(supervised)
+    if (indexer.enabled) yield* Effect.forkScoped(run)
 
     const read: HintIndexShape["read"] = (fn) =>
       Effect.sync(() => {

@@ -36,7 +36,8 @@ export const recordOutcomes =
         return app.pipe(
           Effect.onExit(
             Exit.match({
-              onSuccess: () => Effect.flatMap(FiberRef.get(reportedOutcome), (code) => record(code ?? "ok", path)),
+              onSuccess: () =>
+                Effect.flatMap(FiberRef.get(reportedOutcome), (code) => record(code ?? "ok", path)),
               onFailure: (cause) => {
                 const code = failureCode(cause)
                 return code === undefined ? Effect.void : record(code, path)

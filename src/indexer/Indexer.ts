@@ -24,7 +24,9 @@
  */
 import { Cause, Clock, Context, Data, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex, Log } from "viem"
+import { supervised as runSupervised } from "../background/supervised.js"
 import { type ChainBlock, ChainClient } from "../chain/ChainClient.js"
+import { describeFailure } from "../logging.js"
 import {
   type AppendBatch,
   type BlockHeader,
@@ -39,7 +41,6 @@ import { type AccountState, applyToAccount, consumesNonce } from "../store/proje
 import { decodeVaultEvent, isAccountEvent, type VaultEvent } from "../store/projections/vaultEvents.js"
 import { type Committed, ProjectionFollower } from "./follower.js"
 import { STALE_AFTER_POLLS } from "./freshness.js"
-import { describeFailure, superviseForever } from "./health.js"
 import { decodeVaultLog, makeLogFetcher, minedLog } from "./logs.js"
 import * as M from "./metrics.js"
 import { readChainNonces } from "./reconcile.js"
@@ -556,17 +557,10 @@ export const makeIndexer = (config: IndexerConfig) =>
 
     const supervised = Effect.zipRight(
       setState("starting"),
-      superviseForever(term, {
+      runSupervised("indexer", term, {
         baseDelayMs: config.restartBaseDelayMs,
         maxDelayMs: config.restartMaxDelayMs,
-        onRestart: (cause, delay) =>
-          Effect.gen(function* () {
-            yield* Metric.increment(M.restarts)
-            yield* setState("retrying")
-            yield* Effect.logWarning("indexer failed; restarting").pipe(
-              Effect.annotateLogs({ failure: describeFailure(cause), retry_in_ms: Math.round(delay) })
-            )
-          })
+        onRestart: () => Effect.zipRight(Metric.increment(M.restarts), setState("retrying"))
       })
     )
 

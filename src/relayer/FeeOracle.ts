@@ -14,6 +14,7 @@
  * - A quote is cached until its `validUntil`, so every client asking the same question in that
  *   window gets the same answer, and a claim checked against "the current quote" sees it too.
  */
+
 import {
   Cache,
   Clock,
@@ -32,6 +33,7 @@ import { type Address, isAddress, zeroAddress } from "viem"
 import { AdapterNotAllowed, BadRequest, Unavailable } from "../../schema/errors.js"
 import { MAX_TEMPLATES } from "../../schema/ids.js"
 import type { QuoteAction } from "../../schema/relayer.js"
+import { supervised } from "../background/supervised.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { type NativePrice, RelayerSettings } from "../config/relayer.js"
 import { type ClaimAdapterKind, gasBudgetOf } from "./fees/gasBudget.js"
@@ -207,8 +209,6 @@ interface GasPriceReading {
   readonly atMs: number
 }
 
-const SUPERVISOR_RESTART_DELAY = Duration.seconds(1)
-
 /**
  * Reads the gas price now and then every `refreshMs` for as long as the scope lives. A failed read
  * is counted and logged, and the loop goes on; the last good reading stays until it is too old.
@@ -238,18 +238,10 @@ const startGasPriceRefresher = (
       ),
       Effect.ensuring(Deferred.succeed(firstAttempt, undefined))
     )
+    // A failed refresh is logged and tried again on schedule (above); should the loop ever end
+    // in a defect of its own, it restarts instead of going stale.
     const loop = Effect.repeat(refreshOnce, Schedule.spaced(Duration.millis(refreshMs)))
-    // Should the loop ever end in a defect of its own, start it again instead of going stale.
-    yield* loop.pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.logError("gas price refresher stopped; restarting").pipe(
-          Effect.annotateLogs("failure", describeFailure(cause))
-        )
-      ),
-      Effect.zipRight(Effect.sleep(SUPERVISOR_RESTART_DELAY)),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    yield* supervised("gas price refresher", loop, { baseDelayMs: 1_000 }).pipe(Effect.forkScoped)
     return { latest, firstAttempt }
   })
 

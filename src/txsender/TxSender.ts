@@ -22,11 +22,10 @@ import type { Hex } from "viem"
 import { Unavailable } from "../../schema/errors.js"
 import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxStatus } from "../../schema/relayer.js"
+import { supervised } from "../background/supervised.js"
 import type { ChainClient, ChainRequestError } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
 import type { TxSenderSettings } from "../config/settings.js"
-import { superviseForever } from "../indexer/health.js"
-import { describeFailure } from "../logging.js"
 import { stubLayer } from "../testing/stub.js"
 import {
   type SenderState,
@@ -138,14 +137,10 @@ export const makeTxSenderWithState = (
     // The indexers' supervision: jittered exponential delays that start over once a run lasted a
     // minute. The failure is logged by its description: a cause may quote a node's URL.
     const supervise = (name: "sender" | "monitor", loop: Effect.Effect<never>) =>
-      superviseForever(loop, {
+      supervised(`tx sender's ${name} fiber`, loop, {
         baseDelayMs: 200,
         maxDelayMs: 30_000,
-        onRestart: (cause, delayMs) =>
-          Effect.logError(`tx sender: the ${name} fiber failed; restarting`).pipe(
-            Effect.annotateLogs({ failure: describeFailure(cause), retry_in_ms: Math.round(delayMs) }),
-            Effect.zipRight(core.metrics.recordRestart(name))
-          )
+        onRestart: () => core.metrics.recordRestart(name)
       }).pipe(Effect.forkScoped)
 
     // The tag, and the operation or failure class where there is one: never a node's own text,

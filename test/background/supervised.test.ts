@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Option, TestClock } from "effect"
-import { superviseForever } from "../../src/indexer/health.js"
+import { superviseForever } from "../../src/background/supervised.js"
 
 const BASE = 100
 const MAX = 1_000
