@@ -15,6 +15,7 @@ import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
 import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
+import { ChainId } from "../src/chain/chainId.js"
 import { AttestorSettings } from "../src/config/attestor.js"
 import { serveApi } from "../src/http/server.js"
 import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
@@ -58,6 +59,7 @@ export const attestorServer = Layer.unwrapEffect(
     serveApi(
       AttestorApi,
       AttestorHandlers.pipe(
+        Layer.provide(ChainId.layer(settings.chainId)),
         Layer.provide(
           OAuthLogins.layer({
             apps: settings.oauthApps,

@@ -4,6 +4,7 @@
  */
 import { Effect, Layer, Option } from "effect"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
+import { ChainId } from "../src/chain/chainId.js"
 import { RelayerSettings } from "../src/config/relayer.js"
 import { serveApi } from "../src/http/server.js"
 import { Indexer, indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
@@ -48,8 +49,6 @@ export const writeChecks = Layer.mergeAll(
 /** The whole write path, live: what the write handlers stand on. */
 export const writePath = writeServices.pipe(Layer.provide(writeChecks))
 
-const handlers = RelayerHandlers.pipe(Layer.provide(writePath), Layer.provide(feeOracleLayer))
-
 /** Everything below the HTTP server, given the settings. */
 export const relayerServices = Layer.unwrapEffect(
   Effect.map(RelayerSettings, (settings) => {
@@ -78,18 +77,27 @@ export const relayerServices = Layer.unwrapEffect(
 
 export const relayerServer = Layer.unwrapEffect(
   Effect.map(RelayerSettings, (settings) =>
-    serveApi(RelayerApi, handlers, {
-      host: settings.host,
-      port: settings.port,
-      maxBodyBytes: settings.maxBodyBytes,
-      timeouts: {
-        headersMs: settings.httpHeadersTimeoutMs,
-        requestMs: settings.httpRequestTimeoutMs,
-        keepAliveMs: settings.httpKeepAliveTimeoutMs
-      },
-      rateLimit: relayerIpRateLimit(settings),
-      outcomes: relayerOutcomes
-    })
+    serveApi(
+      RelayerApi,
+      RelayerHandlers.pipe(
+        Layer.provide(writePath),
+        Layer.provide(feeOracleLayer),
+        // Read once, lazily, for every handler and check that signs or answers with it.
+        Layer.provide(ChainId.layer(settings.chainId))
+      ),
+      {
+        host: settings.host,
+        port: settings.port,
+        maxBodyBytes: settings.maxBodyBytes,
+        timeouts: {
+          headersMs: settings.httpHeadersTimeoutMs,
+          requestMs: settings.httpRequestTimeoutMs,
+          keepAliveMs: settings.httpKeepAliveTimeoutMs
+        },
+        rateLimit: relayerIpRateLimit(settings),
+        outcomes: relayerOutcomes
+      }
+    )
   )
 )
 

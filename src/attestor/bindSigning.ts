@@ -32,7 +32,7 @@
  * Metrics `attestor_binds_total{outcome}` and `attestor_bind_signatures_total`. Nothing of the
  * session, escrows, owners or signatures reaches a log line or a metric.
  */
-import { Clock, Effect, Either, Metric, Option, Redacted, Ref } from "effect"
+import { Clock, Effect, Either, Metric, Redacted } from "effect"
 import type { Address, Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import {
@@ -43,8 +43,9 @@ import {
   type Visibility
 } from "../../schema/attestor.js"
 import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
-import { BadRequest, Unavailable } from "../../schema/errors.js"
-import { ChainClient } from "../chain/ChainClient.js"
+import { BadRequest, type Unavailable } from "../../schema/errors.js"
+import type { ChainClient } from "../chain/ChainClient.js"
+import { ChainId } from "../chain/chainId.js"
 import { AttestorSettings } from "../config/attestor.js"
 import type { Indexer } from "../indexer/Indexer.js"
 import type { Escrow as HintEscrow } from "../store/projections/hints.js"
@@ -259,19 +260,7 @@ export const signBinds =
 /** The bind configuration of these settings; the chain id read once from the RPC when not configured. */
 export const bindConfig = Effect.gen(function* () {
   const settings = yield* AttestorSettings
-  const chain = yield* ChainClient
-  const cachedChainId = yield* Ref.make(settings.chainId)
-  const chainId = Effect.flatMap(
-    Ref.get(cachedChainId),
-    Option.match({
-      onSome: Effect.succeed,
-      onNone: () =>
-        chain.chainId.pipe(
-          Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" })),
-          Effect.tap((id) => Ref.set(cachedChainId, Option.some(id)))
-        )
-    })
-  )
+  const chainId = (yield* ChainId).get
   return {
     signer: bindSigner(Redacted.value(settings.signingKey), settings.vault),
     bindDeadlineSeconds: settings.bindDeadlineSeconds,

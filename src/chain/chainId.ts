@@ -4,8 +4,10 @@
  * while a layer is built, so a service starts, and answers 503 where it needs the id, while its
  * RPC is down.
  */
-import { Effect, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
+import type { Unavailable } from "../../schema/errors.js"
 import { ChainClient, type ChainRequestError } from "./ChainClient.js"
+import { chainUnavailable } from "./errors.js"
 
 export const lazyChainId = (
   configured: Option.Option<number>
@@ -32,3 +34,21 @@ export const lazyChainId = (
         )
       })
   })
+
+export interface ChainIdShape {
+  /** The chain id; 503 `unavailable` while it is not configured and the RPC does not answer. */
+  readonly get: Effect.Effect<number, Unavailable>
+}
+
+/** The chain id of a service, read once, lazily (see the module header); provided once per service. */
+export class ChainId extends Context.Tag("ChainId")<ChainId, ChainIdShape>() {
+  static readonly layer = (configured: Option.Option<number>): Layer.Layer<ChainId, never, ChainClient> =>
+    Layer.effect(
+      ChainId,
+      Effect.map(lazyChainId(configured), (read) => ({ get: Effect.mapError(read, chainUnavailable) }))
+    )
+
+  /** A known chain id, for tests. */
+  static readonly known = (chainId: number): Layer.Layer<ChainId> =>
+    Layer.succeed(ChainId, { get: Effect.succeed(chainId) })
+}

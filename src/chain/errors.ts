@@ -17,6 +17,7 @@ import {
   TimeoutError,
   WebSocketRequestError
 } from "viem"
+import { Unavailable } from "../../schema/errors.js"
 
 /**
  * The RPC could not be reached, did not answer in time, or answered with a transient failure
@@ -363,3 +364,9 @@ export const describeChainError = (error: ChainError): string => {
       return error.message
   }
 }
+
+/** What a route answers when it needs the chain and the RPC does not answer: 503 `unavailable`. */
+export const CHAIN_UNAVAILABLE = "the chain RPC is not answering"
+
+/** The one mapping of a chain failure to the wire, for every route that needs the chain. */
+export const chainUnavailable = (_?: unknown): Unavailable => new Unavailable({ message: CHAIN_UNAVAILABLE })

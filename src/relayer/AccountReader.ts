@@ -9,6 +9,7 @@ import { type Address, decodeFunctionResult, encodeFunctionData, type Hex } from
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { Unavailable } from "../../schema/errors.js"
 import { ChainClient } from "../chain/ChainClient.js"
+import { CHAIN_UNAVAILABLE } from "../chain/errors.js"
 import { RelayerSettings } from "../config/relayer.js"
 
 export interface VaultAccount {
@@ -62,10 +63,7 @@ export class AccountReader extends Context.Tag("AccountReader")<AccountReader, A
               Effect.mapError(
                 (error) =>
                   new Unavailable({
-                    message:
-                      error._tag === "ChainReverted"
-                        ? "reading the vault failed"
-                        : "the chain RPC is not answering"
+                    message: error._tag === "ChainReverted" ? "reading the vault failed" : CHAIN_UNAVAILABLE
                   })
               ),
               Effect.flatMap((data) =>

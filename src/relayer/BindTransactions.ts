@@ -37,6 +37,7 @@ import type {
   TxHashResponse
 } from "../../schema/relayer.js"
 import { ChainClient } from "../chain/ChainClient.js"
+import { chainUnavailable } from "../chain/errors.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { AccountReader, type AccountSnapshot, type VaultAccount } from "./AccountReader.js"
 import type { BindTransactionError } from "./api/binds.js"
@@ -72,7 +73,7 @@ const registered = (snapshot: AccountSnapshot): Effect.Effect<VaultAccount, NotF
     onSome: Effect.succeed
   })
 
-const unavailable = () => new Unavailable({ message: "the chain RPC is not answering" })
+const unavailable = chainUnavailable
 
 /** Ascending by address as the vault compares them (as 160-bit numbers). */
 const bySigner = (a: { readonly signer: Address }, b: { readonly signer: Address }) =>

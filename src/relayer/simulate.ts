@@ -8,8 +8,9 @@
 import { Context, Effect, Layer } from "effect"
 import type { Hex } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
-import { GasCapExceeded, SimulationFailed, Unavailable } from "../../schema/errors.js"
+import { GasCapExceeded, SimulationFailed, type Unavailable } from "../../schema/errors.js"
 import { ChainClient, type ChainRequestError, type ChainReverted } from "../chain/ChainClient.js"
+import { chainUnavailable } from "../chain/errors.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { TxSender } from "../txsender/TxSender.js"
 import { recordSimulationFailure } from "./metrics.js"
@@ -57,7 +58,7 @@ export class TxPreflight extends Context.Tag("TxPreflight")<TxPreflight, TxPrefl
                     new SimulationFailed({ message: `the transaction would revert: ${error.description}` })
                   )
                 )
-              : Effect.fail(new Unavailable({ message: "the chain RPC is not answering" }))
+              : Effect.fail(chainUnavailable())
         const tx = (data: Hex) => ({ from: sender.address, to: settings.vault, data, errorAbi: feeVaultAbi })
         return {
           check: ({ data, budget, action }) =>

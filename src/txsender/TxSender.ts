@@ -56,6 +56,8 @@ export {
   txSubmitErrorToApi
 } from "./api.js"
 
+import { CHAIN_UNAVAILABLE } from "../chain/errors.js"
+
 export class TxSender extends Context.Tag("TxSender")<TxSender, TxSenderShape>() {}
 
 /** The hot key's state for health, from the same sender: nothing about any other account. */
@@ -258,10 +260,7 @@ export const makeTxSenderWithState = (
 /** What a client is told when the sender cannot answer for its store or the chain. */
 const storeOrChainUnavailable = (error: { readonly _tag: string }) =>
   new Unavailable({
-    message:
-      error._tag === "TxStoreError"
-        ? "the transaction store is not answering"
-        : "the chain RPC is not answering"
+    message: error._tag === "TxStoreError" ? "the transaction store is not answering" : CHAIN_UNAVAILABLE
   })
 
 export const makeTxSender = (

@@ -7,6 +7,7 @@ import { Data, type Effect } from "effect"
 import type { Address, Hex } from "viem"
 import { Unavailable } from "../../schema/errors.js"
 import type { TxStatus } from "../../schema/relayer.js"
+import { CHAIN_UNAVAILABLE } from "../chain/errors.js"
 
 export interface TxRequest {
   readonly to: Address
@@ -24,7 +25,7 @@ export class HotKeyUnderfunded extends Data.TaggedError("HotKeyUnderfunded")<{}>
 }
 
 const unavailableMessages = {
-  chain: "the chain RPC is not answering",
+  chain: CHAIN_UNAVAILABLE,
   store: "the transaction store is not answering",
   lock: "another relayer replica is holding the hot key",
   stopping: "the relayer is shutting down",

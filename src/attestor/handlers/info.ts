@@ -6,8 +6,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option, Ref } from "effect"
 import type { AttestorInfo } from "../../../schema/attestor.js"
-import { Unavailable } from "../../../schema/errors.js"
-import { ChainClient } from "../../chain/ChainClient.js"
+import { ChainId } from "../../chain/chainId.js"
 import { AttestorSettings } from "../../config/attestor.js"
 import { AttestorApi } from "../api/index.js"
 import { attestorInfo } from "../info.js"
@@ -15,13 +14,11 @@ import { attestorInfo } from "../info.js"
 export const AttestorInfoLive = HttpApiBuilder.group(AttestorApi, "info", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* AttestorSettings
-    const chain = yield* ChainClient
     const cached = yield* Ref.make<Option.Option<AttestorInfo>>(
       Option.map(settings.chainId, (chainId) => attestorInfo(settings, chainId))
     )
     // Without a configured chain id the RPC's answer is read once and the body cached with it.
-    const fromChain = chain.chainId.pipe(
-      Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" })),
+    const fromChain = (yield* ChainId).get.pipe(
       Effect.map((chainId) => attestorInfo(settings, chainId)),
       Effect.tap((info) => Ref.set(cached, Option.some(info)))
     )

@@ -4,9 +4,9 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Unavailable } from "../../../schema/errors.js"
 import type { Address } from "../../../schema/primitives.js"
 import { ChainClient } from "../../chain/ChainClient.js"
+import { chainUnavailable } from "../../chain/errors.js"
 import { RelayerSettings } from "../../config/relayer.js"
 import { handleMetrics } from "../../http/operator.js"
 import { indexerHealth } from "../../indexer/health.js"
@@ -27,7 +27,7 @@ export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", 
           block: chain.blockNumber,
           indexer: indexer.status
         }).pipe(
-          Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" })),
+          Effect.mapError(chainUnavailable),
           Effect.zip(hotKey.state),
           Effect.map(([{ chainId, block, indexer }, sender]) => ({
             ok: true as const,

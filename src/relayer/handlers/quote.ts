@@ -5,9 +5,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Redacted } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
-import { Unavailable } from "../../../schema/errors.js"
 import { AddressFromSelf, ZeroAddress } from "../../../schema/primitives.js"
-import { lazyChainId } from "../../chain/chainId.js"
+import { ChainId } from "../../chain/chainId.js"
 import { RelayerSettings } from "../../config/relayer.js"
 import { RelayerApi } from "../api/index.js"
 import { FeeOracle } from "../FeeOracle.js"
@@ -25,9 +24,7 @@ export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
     const settlementAsset = AddressFromSelf.make(settings.settlementAsset)
     const shieldAdapter = AddressFromSelf.make(settings.shieldAdapter)
     // The configured chain id when there is one; else the RPC's, read once it answers.
-    const chainId = (yield* lazyChainId(settings.chainId)).pipe(
-      Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" }))
-    )
+    const chainId = (yield* ChainId).get
 
     return handlers
       .handle("config", () =>

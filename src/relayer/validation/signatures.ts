@@ -15,9 +15,10 @@ import {
   type TypedDataDefinition
 } from "viem"
 import { type VaultPrimaryType, vaultDomain, vaultTypes } from "../../../schema/eip712.js"
-import { InvalidSignature, Unavailable } from "../../../schema/errors.js"
+import { InvalidSignature, type Unavailable } from "../../../schema/errors.js"
 import { ChainClient } from "../../chain/ChainClient.js"
-import { lazyChainId } from "../../chain/chainId.js"
+import { ChainId } from "../../chain/chainId.js"
+import { chainUnavailable } from "../../chain/errors.js"
 import { RelayerSettings } from "../../config/relayer.js"
 
 export type VaultMessage<P extends VaultPrimaryType> = TypedDataDefinition<typeof vaultTypes, P>["message"]
@@ -105,23 +106,21 @@ export class VaultSignatures extends Context.Tag("VaultSignatures")<VaultSignatu
    * Domain from the settings, or with the chain's id read on first use when `CHAIN_ID` is unset
    * (so the relayer starts with its RPC down); code lookups on the chain.
    */
-  static readonly layer: Layer.Layer<VaultSignatures, never, RelayerSettings | ChainClient> = Layer.effect(
-    VaultSignatures,
-    Effect.gen(function* () {
-      const settings = yield* RelayerSettings
-      const chain = yield* ChainClient
-      const chainId = yield* lazyChainId(settings.chainId)
-      return VaultSignatures.make({
-        chainId: chainId.pipe(
-          Effect.mapError(() => new Unavailable({ message: "cannot read the chain id from the RPC" }))
-        ),
-        vault: settings.vault,
-        hasCode: (address) =>
-          chain.getCode(address).pipe(
-            Effect.map((code) => code !== "0x"),
-            Effect.mapError(() => new Unavailable({ message: "the chain RPC is not answering" }))
-          )
+  static readonly layer: Layer.Layer<VaultSignatures, never, RelayerSettings | ChainClient | ChainId> =
+    Layer.effect(
+      VaultSignatures,
+      Effect.gen(function* () {
+        const settings = yield* RelayerSettings
+        const chain = yield* ChainClient
+        return VaultSignatures.make({
+          chainId: (yield* ChainId).get,
+          vault: settings.vault,
+          hasCode: (address) =>
+            chain.getCode(address).pipe(
+              Effect.map((code) => code !== "0x"),
+              Effect.mapError(chainUnavailable)
+            )
+        })
       })
-    })
-  )
+    )
 }

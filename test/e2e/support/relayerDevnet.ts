@@ -42,6 +42,7 @@ import { Unavailable } from "../../../schema/errors.js"
 import { computeId, ownerCommitment } from "../../../schema/ids.js"
 import { Account, QuoteQuery, TxStatusRequest } from "../../../schema/relayer.js"
 import { ChainClient, type ChainClientShape, makeChainClient } from "../../../src/chain/ChainClient.js"
+import { ChainId } from "../../../src/chain/chainId.js"
 import { type RelayerClient, relayerFetchClient } from "../../../src/client.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { AccountReader } from "../../../src/relayer/AccountReader.js"
@@ -455,5 +456,10 @@ export const liveChainLayers = (
     // Nothing is sent, so nothing needs holding.
     NonceReservations.unguarded,
     oracle
-  ).pipe(Layer.provideMerge(sender.layer), Layer.provideMerge(chainLayer), Layer.provideMerge(settings))
+  ).pipe(
+    Layer.provideMerge(sender.layer),
+    Layer.provideMerge(Layer.unwrapEffect(Effect.map(RelayerSettings, (s) => ChainId.layer(s.chainId)))),
+    Layer.provideMerge(chainLayer),
+    Layer.provideMerge(settings)
+  )
 }
