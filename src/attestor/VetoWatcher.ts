@@ -44,7 +44,7 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Data, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
+import { Clock, Context, Data, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { pollForChanges } from "../background/poll.js"
@@ -270,7 +270,7 @@ export interface VetoWatcherConfig {
 /** Gas sent with a veto: the estimate plus 20 %. */
 const withGasMargin = (estimate: bigint) => (estimate * 12n) / 10n
 
-const nowSeconds = Effect.sync(() => Math.floor(Date.now() / 1000))
+const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
 /**
  * The watcher over `store`, sending through `sender` (required with `autoVeto`). Needs the

@@ -169,6 +169,7 @@ export class HintFollower {
       const rejected: Array<HintRejection> = []
       for (let i = 0; i < plan.malformed; i++) rejected.push("event")
       const opened: Array<EscrowHint | undefined> = []
+      // Wall time on purpose: this measures work done, to yield the CPU, not the protocol clock.
       let slice = Date.now()
       for (const launch of plan.launches) {
         const opening = opener(launch.beneficiaryId, launch.beneficiaryHint)
