@@ -29,7 +29,8 @@ import type { Address, Hex } from "viem"
 import { pollForChanges } from "../background/poll.js"
 import { supervised } from "../background/supervised.js"
 import { Indexer } from "../indexer/Indexer.js"
-import { type Coverage, RangeBook } from "../indexer/ranges.js"
+import type { Coverage } from "../indexer/ranges.js"
+import { StoreCursor } from "../indexer/storeCursor.js"
 import type { EventStoreError, EventStoreShape, VaultRef } from "../store/EventStore.js"
 import { EventStore } from "../store/EventStore.js"
 import {
@@ -84,20 +85,15 @@ const letIoIn = Effect.async<void>((resume) => {
  */
 export class HintFollower {
   readonly projection = new HintProjection()
-  private readonly ranges: RangeBook
-  private readonly orphaned = new Map<Hex, boolean>()
-  private rangeSeq = 0
-  private markerSeq = 0
+  private readonly cursor: StoreCursor
   private covered: Coverage | undefined
   /** False from the first bookkeeping change of a sync until its projection change. */
   private consistent = true
   private changes = 0
 
   constructor(readonly options: HintFollowerOptions) {
-    this.ranges = new RangeBook(options.startBlock)
+    this.cursor = new StoreCursor(options.ref, options.startBlock)
   }
-
-  private readonly isCanonical = (hash: Hex): boolean => this.orphaned.get(hash) !== true
 
   /** Every block from the start block to this one is folded in. */
   get coverage(): Coverage | undefined {
@@ -117,20 +113,7 @@ export class HintFollower {
         const reset = !this.consistent
         const before = reset ? undefined : this.covered
         this.consistent = false
-        const progress = yield* store.progress(ref, {
-          rangeSeq: this.rangeSeq,
-          markerSeq: this.markerSeq,
-          startBlock
-        })
-        let rewindTo = Number.POSITIVE_INFINITY
-        for (const m of progress.markers) {
-          this.orphaned.set(m.hash, m.orphaned)
-          this.markerSeq = Math.max(this.markerSeq, m.seq)
-          if (before !== undefined && m.number <= before.block) rewindTo = Math.min(rewindTo, m.number - 1)
-        }
-        this.ranges.add(progress.ranges)
-        for (const r of progress.ranges) this.rangeSeq = Math.max(this.rangeSeq, r.seq)
-        const target = this.ranges.coverage(this.isCanonical)
+        const { target, keepAtMost: rewindTo } = yield* this.cursor.advance(store, before?.block)
         if (target === undefined)
           return { reset: true, rewindTo: undefined, target, launches: [], malformed: 0, rewound: 0 }
         let from = startBlock

@@ -21,7 +21,8 @@ import type {
 import { AccountsProjection } from "../store/projections/AccountsProjection.js"
 import type { NonceReconciled } from "../store/projections/accounts.js"
 import { decodeVaultEvent, type MalformedEvent } from "../store/projections/vaultEvents.js"
-import { type Coverage, RangeBook } from "./ranges.js"
+import type { Coverage, RangeBook } from "./ranges.js"
+import { StoreCursor } from "./storeCursor.js"
 
 export interface FollowerOptions {
   readonly ref: VaultRef
@@ -64,21 +65,23 @@ const toReconciled = (r: NonceReconciliation): NonceReconciled => ({
 
 export class ProjectionFollower {
   readonly projection: AccountsProjection
-  readonly ranges: RangeBook
-  private readonly orphaned = new Map<Hex, boolean>()
-  private rangeSeq = 0
-  private markerSeq = 0
+  private readonly cursor: StoreCursor
   private covered: Coverage | undefined
   private consistent = true
   private changes = 0
 
   constructor(readonly options: FollowerOptions) {
     this.projection = new AccountsProjection({ settlementAsset: options.settlementAsset })
-    this.ranges = new RangeBook(options.startBlock)
+    this.cursor = new StoreCursor(options.ref, options.startBlock)
+  }
+
+  /** The ranges the store holds, as far as this follower has read. */
+  get ranges(): RangeBook {
+    return this.cursor.ranges
   }
 
   /** Whether a hash is on the canonical chain as far as the store knows. */
-  readonly isCanonical = (hash: Hex): boolean => this.orphaned.get(hash) !== true
+  readonly isCanonical = (hash: Hex): boolean => this.cursor.isCanonical(hash)
 
   /** What the projection covers: every block from the start block to this one. */
   get coverage(): Coverage | undefined {
@@ -87,7 +90,7 @@ export class ProjectionFollower {
 
   /** The latest range sequence number seen: a writer's commit must extend exactly this. */
   get expectedRangeSeq(): number {
-    return this.rangeSeq
+    return this.cursor.expectedRangeSeq
   }
 
   /** Changes whenever the projection's content (accounts or coverage) changes. */
@@ -113,26 +116,15 @@ export class ProjectionFollower {
   ): Effect.Effect<SyncOutcome, EventStoreError | MalformedEvent> {
     return store.consistentRead(
       Effect.suspend(() => {
-        const { ref, startBlock, confirmationDepth } = this.options
+        const { startBlock, confirmationDepth } = this.options
         let rebuilt = false
         if (!this.consistent) {
           this.startOver()
           rebuilt = true
         }
-        return store.progress(ref, { rangeSeq: this.rangeSeq, markerSeq: this.markerSeq, startBlock }).pipe(
-          Effect.flatMap((progress) => {
-            let rewindTo = Number.POSITIVE_INFINITY
-            const before = this.covered
-            for (const m of progress.markers) {
-              this.orphaned.set(m.hash, m.orphaned)
-              this.markerSeq = Math.max(this.markerSeq, m.seq)
-              if (before !== undefined && m.number <= before.block)
-                rewindTo = Math.min(rewindTo, m.number - 1)
-            }
-            this.ranges.add(progress.ranges)
-            for (const r of progress.ranges) this.rangeSeq = Math.max(this.rangeSeq, r.seq)
-            const target = this.ranges.coverage(this.isCanonical)
-
+        const before = this.covered
+        return this.cursor.advance(store, before?.block).pipe(
+          Effect.flatMap(({ progress, target, keepAtMost: rewindTo }) => {
             let rewound = 0
             if (before !== undefined) {
               const keep =
