@@ -24,9 +24,10 @@
 import { createHash, randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Data, Effect, Layer, Option, Ref, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { Session, SessionToken } from "../../schema/attestor.js"
 import { InvalidSession, Unavailable } from "../../schema/errors.js"
+import { atMostEvery } from "../background/throttle.js"
 
 /** A session as read back: what it stands for and when it stops being valid (unix seconds). */
 export interface StoredSession extends Session {
@@ -121,8 +122,7 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient
     const ttlSeconds = config.ttlSeconds
-    const pruneInterval = config.pruneIntervalSeconds ?? 60
-    const lastPrune = yield* Ref.make<number | undefined>(undefined)
+    const whenDue = yield* atMostEvery(config.pruneIntervalSeconds ?? 60)
     const failed = (operation: string) => (cause: SqlError) => new SessionStoreError({ operation, cause })
 
     /** Deletes expired rows; best effort, a failure is logged without data and tried again later. */
@@ -138,13 +138,7 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
         Effect.catchTag("SqlError", () => Effect.logWarning("pruning expired sessions failed; will retry"))
       )
 
-    const pruneIfDue = (now: number) =>
-      Effect.flatMap(
-        Ref.modify(lastPrune, (last) =>
-          last === undefined || now - last >= pruneInterval ? [true, now] : [false, last]
-        ),
-        (due) => (due ? pruneExpired(now) : Effect.void)
-      )
+    const pruneIfDue = (now: number) => whenDue(now, pruneExpired(now))
 
     const create: SessionStoreShape["create"] = (session, options) =>
       Effect.gen(function* () {

@@ -17,9 +17,10 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Data, Effect, Layer, Option, Ref, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { OAuthCallbackPlatform } from "../../../schema/attestor.js"
 import { Address, Bytes32 } from "../../../schema/primitives.js"
+import { atMostEvery } from "../../background/throttle.js"
 import { storageDigest } from "../SessionStore.js"
 
 /** What a login was started for: fixed before the user meets the provider. */
@@ -91,26 +92,20 @@ const decodeStored = Schema.decodeUnknown(
 export const makeOAuthStates = (config: OAuthStatesConfig) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient
-    const pruneInterval = config.pruneIntervalSeconds ?? 60
-    const lastPrune = yield* Ref.make<number | undefined>(undefined)
+    const whenDue = yield* atMostEvery(config.pruneIntervalSeconds ?? 60)
     const failed = (operation: string) => (cause: SqlError) => new OAuthStateStoreError({ operation, cause })
 
     const pruneIfDue = (now: number) =>
-      Effect.flatMap(
-        Ref.modify(lastPrune, (last) =>
-          last === undefined || now - last >= pruneInterval ? [true, now] : [false, last]
-        ),
-        (due) =>
-          due
-            ? sql`
-                DELETE FROM attestor_oauth_states WHERE state_hash IN (
-                  SELECT state_hash FROM attestor_oauth_states WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`.pipe(
-                Effect.asVoid,
-                Effect.catchTag("SqlError", () =>
-                  Effect.logWarning("pruning expired OAuth states failed; will retry")
-                )
-              )
-            : Effect.void
+      whenDue(
+        now,
+        sql`
+          DELETE FROM attestor_oauth_states WHERE state_hash IN (
+            SELECT state_hash FROM attestor_oauth_states WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`.pipe(
+          Effect.asVoid,
+          Effect.catchTag("SqlError", () =>
+            Effect.logWarning("pruning expired OAuth states failed; will retry")
+          )
+        )
       )
 
     const put: OAuthStatesShape["put"] = (intent) =>
