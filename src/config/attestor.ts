@@ -8,20 +8,16 @@ import type { Deployment } from "../../schema/deployment.js"
 import { type OAuthApp, oauthProviders } from "../attestor/oauth/providers.js"
 import {
   addressOr,
-  type HttpTimeoutSettings,
-  httpTimeoutSettings,
   type IndexerTuningSettings,
   indexerTuningSettings,
-  nonNegativeInt,
   optionalDeployment,
-  optionalPositiveInt,
   optionalSecret,
-  port,
   positiveInt,
   privateKey,
+  type ServiceSettings,
+  serviceSettings,
   type TxSenderSettings,
-  txSenderSettings,
-  url
+  txSenderSettings
 } from "./settings.js"
 
 /** The modes spec/attestor.md §2 names for `HANDLE_LOOKUP_MODE`. */
@@ -48,15 +44,8 @@ export const handleLookupModeRefusal = (
     ? "free handle lookups are for local development and refused on chain id 56"
     : `handle lookups are not available in this version (no handle resolver), so ${mode} cannot be served: leave it unset or set it to off (creators send the numeric userId)`
 
-export interface AttestorSettingsShape extends IndexerTuningSettings, TxSenderSettings, HttpTimeoutSettings {
-  readonly host: string
-  readonly port: number
-  readonly rpcUrl: URL
-  readonly rpcTimeoutMs: number
-  readonly databaseUrl: Option.Option<Redacted.Redacted>
-  readonly dataDir: string
+export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSettings, TxSenderSettings {
   readonly deployment: Option.Option<Deployment>
-  readonly chainId: Option.Option<number>
   readonly vault: Address
   readonly indexerStartBlock: number
   /** The vault's settlement asset (the account projection's balances need it). */
@@ -67,11 +56,8 @@ export interface AttestorSettingsShape extends IndexerTuningSettings, TxSenderSe
   readonly hintKey: Redacted.Redacted<`0x${string}`>
   /** HMAC key of `attestorSalt`; never leaves the process. */
   readonly pepper: Redacted.Redacted<Uint8Array>
-  readonly metricsToken: Option.Option<Redacted.Redacted>
-  readonly maxBodyBytes: number
   readonly rateLimitBurst: number
   readonly rateLimitPerMinute: number
-  readonly trustProxyHops: number
   readonly oauthStateTtlSeconds: number
   readonly sessionTtlSeconds: number
   readonly bindDeadlineSeconds: number
@@ -235,23 +221,13 @@ export const loadAttestorSettings = Effect.gen(function* () {
   )
   const startBlockSetting = yield* Config.option(Config.integer("INDEXER_START_BLOCK"))
   const rest = yield* Config.all({
-    host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-    port: port(8081),
+    ...serviceSettings({ port: 8081, dataDir: ".data/attestor", maxBodyBytes: 16 * 1024 }),
     ...indexerTuningSettings,
-    rpcUrl: url("RPC_URL"),
-    rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
-    databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
-    dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(".data/attestor")),
-    chainId: optionalPositiveInt("CHAIN_ID"),
     signingKey: privateKey("ATTESTOR_PRIVATE_KEY"),
     hintKey: privateKey("HINT_PRIVATE_KEY"),
     pepper,
-    metricsToken: optionalSecret("METRICS_TOKEN"),
-    maxBodyBytes: positiveInt("MAX_BODY_BYTES", 16 * 1024),
-    ...httpTimeoutSettings,
     rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 20),
     rateLimitPerMinute: positiveInt("RATE_LIMIT_PER_MINUTE", 20),
-    trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16),
     oauthStateTtlSeconds: positiveInt("OAUTH_STATE_TTL_SECONDS", 600),
     sessionTtlSeconds: positiveInt("SESSION_TTL_SECONDS", 900),
     bindDeadlineSeconds: positiveInt("BIND_DEADLINE_SECONDS", 3600, 30 * 24 * 3600),

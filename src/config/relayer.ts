@@ -8,33 +8,23 @@ import {
   address,
   addressOr,
   bps,
-  type HttpTimeoutSettings,
-  httpTimeoutSettings,
   type IndexerTuningSettings,
   indexerTuningSettings,
   nonNegativeInt,
   optionalDeployment,
-  optionalPositiveInt,
-  optionalSecret,
-  port,
   positiveInt,
   privateKey,
+  type ServiceSettings,
+  serviceSettings,
   type TxSenderSettings,
   txSenderSettings,
   url
 } from "./settings.js"
 
-export interface RelayerSettingsShape extends IndexerTuningSettings, TxSenderSettings, HttpTimeoutSettings {
-  readonly host: string
-  readonly port: number
-  readonly rpcUrl: URL
+export interface RelayerSettingsShape extends ServiceSettings, IndexerTuningSettings, TxSenderSettings {
   /** Private RPC for broadcasts; reads always go to `rpcUrl`. */
   readonly sendRpcUrl: Option.Option<URL>
-  readonly rpcTimeoutMs: number
-  readonly databaseUrl: Option.Option<Redacted.Redacted>
-  readonly dataDir: string
   readonly deployment: Option.Option<Deployment>
-  readonly chainId: Option.Option<number>
   readonly vault: Address
   readonly settlementAsset: Address
   readonly shieldAdapter: Address
@@ -43,8 +33,6 @@ export interface RelayerSettingsShape extends IndexerTuningSettings, TxSenderSet
   readonly quotedFullBalance: boolean
   /** The key every transaction is sent from (RELAYER_PRIVATE_KEY). */
   readonly hotKey: Redacted.Redacted<`0x${string}`>
-  readonly metricsToken: Option.Option<Redacted.Redacted>
-  readonly maxBodyBytes: number
   readonly rateLimitIpBurst: number
   readonly rateLimitIpPerMinute: number
   readonly rateLimitIdBurst: number
@@ -57,8 +45,6 @@ export interface RelayerSettingsShape extends IndexerTuningSettings, TxSenderSet
   readonly quoteTtlSeconds: number
   readonly requireActionFee: boolean
   readonly denyListFile: Option.Option<string>
-  /** How many reverse proxies in front of the relayer append to `X-Forwarded-For`; 0 trusts none. */
-  readonly trustProxyHops: number
   /** `STATIC_PRICES`: fixed prices, tried before any feed or DEX. */
   readonly staticPrices: ReadonlyMap<Address, NativePrice>
   /** `PRICE_SOURCES`: which price sources are used; always tried static, then feed, then DEX. */
@@ -93,20 +79,11 @@ export const loadRelayerSettings = Effect.gen(function* () {
   )
   const startBlockSetting = yield* Config.option(Config.integer("INDEXER_START_BLOCK"))
   const rest = yield* Config.all({
-    host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-    port: port(8080),
-    rpcUrl: url("RPC_URL"),
+    ...serviceSettings({ port: 8080, dataDir: ".data/relayer", maxBodyBytes: 64 * 1024 }),
     sendRpcUrl: Config.option(url("SEND_RPC_URL")),
-    rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
-    databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
-    dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(".data/relayer")),
-    chainId: optionalPositiveInt("CHAIN_ID"),
     indexerEnabled: Config.boolean("INDEXER_ENABLED").pipe(Config.withDefault(true)),
     ...indexerTuningSettings,
     hotKey: privateKey("RELAYER_PRIVATE_KEY"),
-    metricsToken: optionalSecret("METRICS_TOKEN"),
-    maxBodyBytes: positiveInt("MAX_BODY_BYTES", 64 * 1024),
-    ...httpTimeoutSettings,
     rateLimitIpBurst: positiveInt("RATE_LIMIT_IP_BURST", 30),
     rateLimitIpPerMinute: positiveInt("RATE_LIMIT_IP_PER_MINUTE", 30),
     rateLimitIdBurst: positiveInt("RATE_LIMIT_ID_BURST", 6),
@@ -119,7 +96,6 @@ export const loadRelayerSettings = Effect.gen(function* () {
     quoteTtlSeconds: positiveInt("QUOTE_TTL_SECONDS", 60),
     requireActionFee: Config.boolean("REQUIRE_ACTION_FEE").pipe(Config.withDefault(true)),
     denyListFile: Config.option(Config.nonEmptyString("DENY_LIST")),
-    trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16),
     ...txSenderSettings
   })
   const indexerStartBlock = Option.getOrElse(

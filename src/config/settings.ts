@@ -227,3 +227,42 @@ export const httpTimeoutSettings = {
   httpRequestTimeoutMs: positiveInt("HTTP_REQUEST_TIMEOUT_MS", 30_000, 600_000),
   httpKeepAliveTimeoutMs: positiveInt("HTTP_KEEP_ALIVE_TIMEOUT_MS", 5_000, 600_000)
 }
+
+/** What every service is told the same way: where it listens, its chain, database and limits. */
+export interface ServiceSettings extends HttpTimeoutSettings {
+  readonly host: string
+  readonly port: number
+  readonly rpcUrl: URL
+  readonly rpcTimeoutMs: number
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly dataDir: string
+  /** `CHAIN_ID` (else the deployment file's, else the RPC's, read lazily: src/chain/chainId.ts). */
+  readonly chainId: Option.Option<number>
+  readonly metricsToken: Option.Option<Redacted.Redacted>
+  readonly maxBodyBytes: number
+  /** How many reverse proxies in front append to `X-Forwarded-For`; 0 trusts none. */
+  readonly trustProxyHops: number
+}
+
+/**
+ * `HOST`, `PORT`, `RPC_URL`, `RPC_TIMEOUT_MS`, `DATABASE_URL`, `DATA_DIR`, `CHAIN_ID`,
+ * `METRICS_TOKEN`, `MAX_BODY_BYTES`, `TRUST_PROXY` and `HTTP_*_TIMEOUT_MS`, with the service's own
+ * defaults; to spread into its `Config.all`.
+ */
+export const serviceSettings = (defaults: {
+  readonly port: number
+  readonly dataDir: string
+  readonly maxBodyBytes: number
+}) => ({
+  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: port(defaults.port),
+  rpcUrl: url("RPC_URL"),
+  rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
+  databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(defaults.dataDir)),
+  chainId: optionalPositiveInt("CHAIN_ID"),
+  metricsToken: optionalSecret("METRICS_TOKEN"),
+  maxBodyBytes: positiveInt("MAX_BODY_BYTES", defaults.maxBodyBytes),
+  trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16),
+  ...httpTimeoutSettings
+})

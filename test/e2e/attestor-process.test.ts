@@ -100,6 +100,8 @@ describe("attestor process", () => {
         "/v1/info",
         "/v1/commitment",
         "/v1/oauth/messenger/verify",
+        "/v1/oauth/{platform}/start",
+        "/v1/oauth/{platform}/callback",
         "/v1/escrows",
         "/v1/bind"
       ].sort()
