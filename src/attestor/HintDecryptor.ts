@@ -10,9 +10,11 @@
  * Layers: `HintDecryptor.layer` reads `HINT_PRIVATE_KEY` from `AttestorSettings`;
  * `HintDecryptor.fromKey(key)` takes the key itself; `HintDecryptor.Test` uses `TEST_HINT_PRIVATE_KEY`.
  */
+
 import { Context, Data, Effect, Layer, Metric, Option, Redacted } from "effect"
 import { type Hex, keccak256, stringToHex } from "viem"
 import { AttestorSettings } from "../config/attestor.js"
+import { counter } from "../http/metrics.js"
 import type { EscrowHint } from "../store/projections/hints.js"
 import {
   type HintOpener,
@@ -22,11 +24,10 @@ import {
   hintRejectionReasons
 } from "./hints.js"
 
-export const hintsRejected = Metric.counter("attestor_hints_rejected_total", {
-  description:
-    "Hints or envelopes set aside by reason (event, encoding, too_large, plaintext, mismatch); another attestor's envelope counts nothing",
-  incremental: true
-})
+export const hintsRejected = counter(
+  "attestor_hints_rejected_total",
+  "Hints or envelopes set aside by reason (event, encoding, too_large, plaintext, mismatch); another attestor's envelope counts nothing"
+)
 
 const rejectedBy = new Map(
   hintRejectionReasons.map((reason) => [reason, Metric.tagged(hintsRejected, "reason", reason)] as const)

@@ -42,6 +42,7 @@
  * backoff. Metrics `attestor_bind_proposals_total{verdict}`, `attestor_vetoes_total{outcome}`.
  * No id, owner, address or hash reaches a log line or a label.
  */
+
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Data, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
@@ -51,6 +52,7 @@ import { pollForChanges } from "../background/poll.js"
 import { supervised } from "../background/supervised.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { AttestorSettings } from "../config/attestor.js"
+import { counter } from "../http/metrics.js"
 import { Indexer } from "../indexer/Indexer.js"
 import type { AccountState } from "../store/projections/accounts.js"
 import { makeTxSender, type TxSenderShape, txSenderOptions } from "../txsender/TxSender.js"
@@ -233,22 +235,20 @@ export class VetoWatcher extends Context.Tag("VetoWatcher")<VetoWatcher, VetoWat
   })
 }
 
-export const bindProposals = Metric.counter("attestor_bind_proposals_total", {
-  description:
-    "Pending bind proposals judged by the veto watcher, by verdict (once per proposal and verdict)",
-  incremental: true
-})
+export const bindProposals = counter(
+  "attestor_bind_proposals_total",
+  "Pending bind proposals judged by the veto watcher, by verdict (once per proposal and verdict)"
+)
 
-export const vetoes = Metric.counter("attestor_vetoes_total", {
-  description:
-    "vetoBind attempts: sent, skipped (simulation reverted), unavailable (chain not answering), failed (not handed to the sender)",
-  incremental: true
-})
+export const vetoes = counter(
+  "attestor_vetoes_total",
+  "vetoBind attempts: sent, skipped (simulation reverted), unavailable (chain not answering), failed (not handed to the sender)"
+)
 
-const watcherRestarts = Metric.counter("attestor_veto_watcher_restarts_total", {
-  description: "Times the veto watcher's pass failed and was restarted",
-  incremental: true
-})
+const watcherRestarts = counter(
+  "attestor_veto_watcher_restarts_total",
+  "Times the veto watcher's pass failed and was restarted"
+)
 
 export type VetoOutcome = "sent" | "skipped" | "unavailable" | "failed" | "underfunded"
 

@@ -24,10 +24,12 @@
  *   applied);
  * - `HintDecryptor`: `HintDecryptor.layer` (from `AttestorSettings.hintKey`).
  */
+
 import { Cause, Context, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex } from "viem"
 import { pollForChanges } from "../background/poll.js"
 import { supervised } from "../background/supervised.js"
+import { counter } from "../http/metrics.js"
 import { Indexer } from "../indexer/Indexer.js"
 import type { Coverage } from "../indexer/ranges.js"
 import { StoreCursor } from "../indexer/storeCursor.js"
@@ -259,10 +261,10 @@ export interface HintIndexConfig {
 const indexBlock = Metric.gauge("attestor_hint_index_block", {
   description: "Highest block the hint index covers"
 })
-const indexRestarts = Metric.counter("attestor_hint_index_restarts_total", {
-  description: "Times the hint index's sync failed and was restarted",
-  incremental: true
-})
+const indexRestarts = counter(
+  "attestor_hint_index_restarts_total",
+  "Times the hint index's sync failed and was restarted"
+)
 
 export const makeHintIndex = (config: HintIndexConfig) =>
   Effect.gen(function* () {

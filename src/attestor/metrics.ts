@@ -5,34 +5,33 @@
  */
 import { Metric } from "effect"
 import { Platform } from "../../schema/attestor.js"
-import { taggedOnce } from "../http/metrics.js"
+import { counter, taggedOnce } from "../http/metrics.js"
 import type { RouteOutcomes } from "../http/outcomes.js"
 
-export const commitmentOutcomes = Metric.counter("attestor_commitments_total", {
-  description: "POST /v1/commitment requests by outcome: ok or the refusal's code",
-  incremental: true
-})
+export const commitmentOutcomes = counter(
+  "attestor_commitments_total",
+  "POST /v1/commitment requests by outcome: ok or the refusal's code"
+)
 
-export const loginOutcomes = Metric.counter("attestor_logins_total", {
-  description: "Login verifications by platform and outcome: ok or the refusal's code",
-  incremental: true
-})
+export const loginOutcomes = counter(
+  "attestor_logins_total",
+  "Login verifications by platform and outcome: ok or the refusal's code"
+)
 
-export const bindOutcomes = Metric.counter("attestor_binds_total", {
-  description: "POST /v1/bind requests by outcome: ok or the refusal's code",
-  incremental: true
-})
+export const bindOutcomes = counter(
+  "attestor_binds_total",
+  "POST /v1/bind requests by outcome: ok or the refusal's code"
+)
 
-export const oauthStarts = Metric.counter("attestor_oauth_starts_total", {
-  description:
-    "OAuth login starts (POST, and the deprecated GET) by platform and outcome: ok or the refusal's code",
-  incremental: true
-})
+export const oauthStarts = counter(
+  "attestor_oauth_starts_total",
+  "OAuth login starts (POST, and the deprecated GET) by platform and outcome: ok or the refusal's code"
+)
 
-export const bindSignatures = Metric.counter("attestor_bind_signatures_total", {
-  description: "BindOwner signatures issued by POST /v1/bind",
-  incremental: true
-})
+export const bindSignatures = counter(
+  "attestor_bind_signatures_total",
+  "BindOwner signatures issued by POST /v1/bind"
+)
 
 const commitmentOutcome = taggedOnce(commitmentOutcomes)
 const loginOutcome = taggedOnce(loginOutcomes)

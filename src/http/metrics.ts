@@ -5,10 +5,14 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Effect, Metric, MetricBoundaries, type MetricPair, MetricState, Option, Redacted } from "effect"
 
-export const httpRequests = Metric.counter("http_requests_total", {
-  description: "HTTP requests by route template, method and status",
-  incremental: true
-})
+/** A counter as every service declares them: named, described, and exposed as a counter. */
+export const counter = (name: string, description: string) =>
+  Metric.counter(name, { description, incremental: true })
+
+export const httpRequests = counter(
+  "http_requests_total",
+  "HTTP requests by route template, method and status"
+)
 
 export const httpRequestDuration = Metric.histogram(
   "http_request_duration_seconds",

@@ -7,11 +7,13 @@
  * each count on their own, and a restart refills every bucket. Keys are never logged or used as
  * metric labels.
  */
+
 import { isIP } from "node:net"
 import { RateLimiter } from "@effect/experimental"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, FiberRef, Layer, Metric, Option } from "effect"
 import { RateLimited } from "../../schema/errors.js"
+import { counter } from "./metrics.js"
 import { currentRoute, routeLabel } from "./routes.js"
 
 /** A bucket that holds `burst` tokens and refills `perMinute` tokens a minute. */
@@ -26,10 +28,10 @@ export interface TokenBucket {
  */
 const SCALE = 1000
 
-export const rateLimitedTotal = Metric.counter("rate_limited_total", {
-  description: "Requests refused by a rate limit, by limit scope",
-  incremental: true
-})
+export const rateLimitedTotal = counter(
+  "rate_limited_total",
+  "Requests refused by a rate limit, by limit scope"
+)
 
 export type Limit = (key: string, cost: number) => Effect.Effect<void, RateLimited>
 

@@ -17,7 +17,7 @@ import {
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Effect, Layer, Metric } from "effect"
 import { jsonBodyGuard } from "./body.js"
-import { recordRequest, taggedOnce } from "./metrics.js"
+import { counter, recordRequest, taggedOnce } from "./metrics.js"
 import { type RouteOutcomes, recordOutcomes } from "./outcomes.js"
 import { type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
 import { renderCause } from "./render.js"
@@ -85,11 +85,10 @@ export const defaultServerTimeouts: ServerTimeouts = {
   keepAliveMs: 5_000
 }
 
-export const httpClientErrors = Metric.counter("http_client_errors_total", {
-  description:
-    "Connections answered by the server itself before a request reached a route, by reason (timeout, malformed, header_overflow, reset)",
-  incremental: true
-})
+export const httpClientErrors = counter(
+  "http_client_errors_total",
+  "Connections answered by the server itself before a request reached a route, by reason (timeout, malformed, header_overflow, reset)"
+)
 const clientErrorCounter = taggedOnce(httpClientErrors)
 
 type ClientErrorReason = "timeout" | "malformed" | "header_overflow" | "reset"

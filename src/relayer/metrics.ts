@@ -5,25 +5,23 @@
  */
 import { Effect, Metric } from "effect"
 import { feeVaultAbi } from "../../contracts/abi.js"
-import { taggedOnce } from "../http/metrics.js"
+import { counter, taggedOnce } from "../http/metrics.js"
 import type { RouteOutcomes } from "../http/outcomes.js"
 
-export const claimOutcomes = Metric.counter("relayer_claims_total", {
-  description: "POST /v1/claim requests by outcome: ok or the refusal's code",
-  incremental: true
-})
+export const claimOutcomes = counter(
+  "relayer_claims_total",
+  "POST /v1/claim requests by outcome: ok or the refusal's code"
+)
 
-export const actionOutcomes = Metric.counter("relayer_actions_total", {
-  description:
-    "Owner-action and bind requests (consolidate, shield-templates, rotate-owner, ping, cancel-bind, propose-bind, finalize-bind) by action and outcome: ok or the refusal's code",
-  incremental: true
-})
+export const actionOutcomes = counter(
+  "relayer_actions_total",
+  "Owner-action and bind requests (consolidate, shield-templates, rotate-owner, ping, cancel-bind, propose-bind, finalize-bind) by action and outcome: ok or the refusal's code"
+)
 
-export const simulationFailures = Metric.counter("relayer_simulation_failures_total", {
-  description:
-    "Relayed transactions whose simulation (eth_call or eth_estimateGas) reverted, by action and vault error",
-  incremental: true
-})
+export const simulationFailures = counter(
+  "relayer_simulation_failures_total",
+  "Relayed transactions whose simulation (eth_call or eth_estimateGas) reverted, by action and vault error"
+)
 
 const claimOutcome = taggedOnce(claimOutcomes)
 const actionOutcome = taggedOnce(actionOutcomes)

@@ -4,7 +4,9 @@
  * `relayer_` names staying as they were. Other labels are classes and kinds only: never a hash,
  * nonce or address.
  */
+
 import { Effect, Metric } from "effect"
+import { counter } from "../http/metrics.js"
 
 /** How a node answered a signed transaction, by class. */
 export type SendOutcome =
@@ -21,45 +23,36 @@ export type ReplacementKind = "bump" | "cancel"
 /** How a transaction ended. `dropped` ones never reached the chain. */
 export type SettledOutcome = "success" | "reverted" | "cancelled" | "dropped"
 
-const sends = Metric.counter("relayer_tx_sends_total", {
-  description: "Signed transactions offered to the node, by outcome class",
-  incremental: true
-})
+const sends = counter("relayer_tx_sends_total", "Signed transactions offered to the node, by outcome class")
 
-const replacements = Metric.counter("relayer_tx_replacements_total", {
-  description: "Stuck transactions replaced at the same nonce: fee bumps and no-op cancellations",
-  incremental: true
-})
+const replacements = counter(
+  "relayer_tx_replacements_total",
+  "Stuck transactions replaced at the same nonce: fee bumps and no-op cancellations"
+)
 
-const replacementsSkipped = Metric.counter("relayer_tx_replacements_skipped_total", {
-  description: "Replacements not sent because the fee cap or the attempt limit was reached",
-  incremental: true
-})
+const replacementsSkipped = counter(
+  "relayer_tx_replacements_skipped_total",
+  "Replacements not sent because the fee cap or the attempt limit was reached"
+)
 
-const settled = Metric.counter("relayer_tx_settled_total", {
-  description: "Transactions that left the pending state, by outcome",
-  incremental: true
-})
+const settled = counter("relayer_tx_settled_total", "Transactions that left the pending state, by outcome")
 
-const gapFills = Metric.counter("relayer_tx_gap_fills_total", {
-  description: "No-op self-transfers sent to fill a nonce gap",
-  incremental: true
-})
+const gapFills = counter("relayer_tx_gap_fills_total", "No-op self-transfers sent to fill a nonce gap")
 
-const renonced = Metric.counter("relayer_tx_renonced_total", {
-  description: "Transactions re-signed at a new nonce because another sender used theirs",
-  incremental: true
-})
+const renonced = counter(
+  "relayer_tx_renonced_total",
+  "Transactions re-signed at a new nonce because another sender used theirs"
+)
 
-const reorged = Metric.counter("relayer_tx_reorged_total", {
-  description: "Mined transactions a reorg took out before TX_CONFIRMATIONS; each became pending again",
-  incremental: true
-})
+const reorged = counter(
+  "relayer_tx_reorged_total",
+  "Mined transactions a reorg took out before TX_CONFIRMATIONS; each became pending again"
+)
 
-const restarts = Metric.counter("relayer_tx_sender_restarts_total", {
-  description: "Restarts of the sender's fibers after a failure",
-  incremental: true
-})
+const restarts = counter(
+  "relayer_tx_sender_restarts_total",
+  "Restarts of the sender's fibers after a failure"
+)
 
 const pendingTransactions = Metric.gauge("relayer_tx_pending", {
   description: "Transactions sent and not yet mined or dropped"

@@ -3,22 +3,19 @@
  */
 import { Effect, Metric } from "effect"
 import type { QuoteAction } from "../../../schema/relayer.js"
-import { taggedOnce } from "../../http/metrics.js"
+import { counter, taggedOnce } from "../../http/metrics.js"
 
-export const quotesServed = Metric.counter("relayer_quotes_total", {
-  description: "Quotes served by GET /v1/quote, by action",
-  incremental: true
-})
+export const quotesServed = counter("relayer_quotes_total", "Quotes served by GET /v1/quote, by action")
 
-export const priceSourceFailures = Metric.counter("relayer_price_source_failures_total", {
-  description: "Price lookups a source could not answer (fell through to the next source), by source",
-  incremental: true
-})
+export const priceSourceFailures = counter(
+  "relayer_price_source_failures_total",
+  "Price lookups a source could not answer (fell through to the next source), by source"
+)
 
-export const gasPriceRefreshFailures = Metric.counter("relayer_gas_price_refresh_failures_total", {
-  description: "Background gas price reads that failed",
-  incremental: true
-})
+export const gasPriceRefreshFailures = counter(
+  "relayer_gas_price_refresh_failures_total",
+  "Background gas price reads that failed"
+)
 
 export const gasPriceGauge = Metric.gauge("relayer_gas_price_wei", {
   description: "Gas price the relayer currently quotes with, in wei",
