@@ -1334,3 +1334,65 @@ export const smartWalletAbi = [
     type: "function"
   }
 ] as const
+
+export const idRegistryStandInAbi = [
+  { inputs: [], name: "AlreadyRegistered", type: "error" },
+  {
+    inputs: [{ internalType: "uint256", name: "fid", type: "uint256" }],
+    name: "custodyOf",
+    outputs: [{ internalType: "address", name: "custody", type: "address" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [{ internalType: "address", name: "custody", type: "address" }],
+    name: "idOf",
+    outputs: [{ internalType: "uint256", name: "fid", type: "uint256" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [
+      { internalType: "address", name: "custody", type: "address" },
+      { internalType: "uint256", name: "fid", type: "uint256" }
+    ],
+    name: "register",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function"
+  }
+] as const
+
+export const keyRegistryStandInAbi = [
+  {
+    inputs: [
+      { internalType: "uint256", name: "fid", type: "uint256" },
+      { internalType: "bytes", name: "key", type: "bytes" },
+      { internalType: "uint32", name: "keyType", type: "uint32" }
+    ],
+    name: "add",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function"
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "fid", type: "uint256" },
+      { internalType: "bytes", name: "key", type: "bytes" }
+    ],
+    name: "keyDataOf",
+    outputs: [
+      {
+        components: [
+          { internalType: "uint8", name: "state", type: "uint8" },
+          { internalType: "uint32", name: "keyType", type: "uint32" }
+        ],
+        internalType: "struct KeyRegistryStandIn.KeyData",
+        name: "",
+        type: "tuple"
+      }
+    ],
+    stateMutability: "view",
+    type: "function"
+  }
+] as const

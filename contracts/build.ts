@@ -23,7 +23,9 @@ export const contracts = {
   MockSwapRouter: { source: "mocks/MockSwapRouter.sol", abiName: "mockSwapRouterAbi" },
   MockAggregatorV3: { source: "mocks/MockAggregatorV3.sol", abiName: "mockAggregatorV3Abi" },
   TestToken: { source: "mocks/TestToken.sol", abiName: "testTokenAbi" },
-  SmartWallet: { source: "mocks/SmartWallet.sol", abiName: "smartWalletAbi" }
+  SmartWallet: { source: "mocks/SmartWallet.sol", abiName: "smartWalletAbi" },
+  IdRegistryStandIn: { source: "mocks/FarcasterRegistries.sol", abiName: "idRegistryStandInAbi" },
+  KeyRegistryStandIn: { source: "mocks/FarcasterRegistries.sol", abiName: "keyRegistryStandInAbi" }
 } as const
 
 export type ContractName = keyof typeof contracts

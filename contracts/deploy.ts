@@ -19,6 +19,8 @@ import { mnemonicToAccount } from "viem/accounts"
 import { ANVIL_MNEMONIC } from "../src/chain/anvil.js"
 import {
   feeVaultAbi,
+  idRegistryStandInAbi,
+  keyRegistryStandInAbi,
   mockAggregatorV3Abi,
   mockSwapRouterAbi,
   shieldAdapterAbi,
@@ -314,4 +316,39 @@ export async function deploySmartWallet(
   const chain = await resolveTarget(target, options.sender ?? devnetAccount(devnetRoles.admin))
   const artifacts = options.artifacts ?? (await loadArtifacts())
   return (await deploy(chain, smartWalletAbi, artifacts.SmartWallet.bytecode, [owner])).address
+}
+
+/** Where Farcaster's registries live on Optimism, and where the devnet's stand-ins are placed (PROTOCOL §9). */
+export const FARCASTER_ID_REGISTRY: Address = "0x00000000Fc6c5F01Fc30151999387Bb99A9f489b"
+export const FARCASTER_KEY_REGISTRY: Address = "0x00000000fc1237824fb747abde0ff18990e59b7e"
+
+/** The fid whose custody address is mnemonic account #i on the devnet (i = 3..9). */
+export const devnetFid = (index: number): bigint => 1000n + BigInt(index)
+
+/**
+ * Places stand-ins of Farcaster's IdRegistry and KeyRegistry at their canonical addresses (deployed,
+ * then their runtime code copied there with anvil_setCode) and registers mnemonic accounts #3..#9 as
+ * custody addresses of fids 1003..1009.
+ */
+export async function installFarcasterRegistries(
+  target: string | ChainTarget,
+  options: { readonly artifacts?: Artifacts } = {}
+): Promise<void> {
+  const chain = await resolveTarget(target, devnetAccount(devnetRoles.admin))
+  const artifacts = options.artifacts ?? (await loadArtifacts())
+  const place = async (abi: Abi, bytecode: Hex, at: Address) => {
+    const { address } = await deploy(chain, abi, bytecode, [])
+    const code = await chain.publicClient.getCode({ address })
+    if (code === undefined) throw new Error("the registry stand-in has no code")
+    await chain.publicClient.request({ method: "anvil_setCode" as never, params: [at, code] as never })
+  }
+  await place(idRegistryStandInAbi, artifacts.IdRegistryStandIn.bytecode, FARCASTER_ID_REGISTRY)
+  await place(keyRegistryStandInAbi, artifacts.KeyRegistryStandIn.bytecode, FARCASTER_KEY_REGISTRY)
+  for (let index = devnetRoles.firstFree; index <= 9; index++)
+    await send(chain, {
+      address: FARCASTER_ID_REGISTRY,
+      abi: idRegistryStandInAbi,
+      functionName: "register",
+      args: [devnetAccount(index).address, devnetFid(index)]
+    })
 }

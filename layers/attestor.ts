@@ -2,13 +2,14 @@
  * The attestor process: settings, storage, chain client, vault indexer, hint index and HTTP
  * server. Tests and the devnet compose the same layer; only the settings differ.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { AttestationStore } from "../src/attestor/AttestationStore.js"
 import { AttestorApi } from "../src/attestor/api/index.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
 import { AttestorHandlers } from "../src/attestor/handlers/index.js"
 import { hintIndexLayer } from "../src/attestor/hintIndex.js"
 import { attestorOutcomes } from "../src/attestor/metrics.js"
+import { FedsocialLogins } from "../src/attestor/oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
 import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
@@ -60,6 +61,17 @@ export const attestorServer = Layer.unwrapEffect(
       AttestorApi,
       AttestorHandlers.pipe(
         Layer.provide(ChainId.layer(settings.chainId)),
+        Layer.provide(
+          Option.match(settings.fedsocial, {
+            onNone: () => FedsocialLogins.unconfigured,
+            onSome: (fedsocial) =>
+              FedsocialLogins.layer({
+                ...fedsocial,
+                rpcTimeoutMs: settings.rpcTimeoutMs,
+                redirectAllowList: settings.redirectAllowList
+              })
+          })
+        ),
         Layer.provide(
           OAuthLogins.layer({
             apps: settings.oauthApps,

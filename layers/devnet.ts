@@ -15,6 +15,7 @@ import {
   deployDevnet,
   devnetAccount,
   devnetRoles,
+  installFarcasterRegistries,
   launchSampleToken,
   mintSampleBalances
 } from "../contracts/deploy.js"
@@ -77,6 +78,16 @@ export const devnetStandIns = (attestorUrl: string, port = 0) =>
       community: { ...DEVNET_OAUTH_APPS.community, redirectUri: `${attestorUrl}/v1/oauth/community/callback` }
     }
   })
+
+/**
+ * The attestor's Sign In With Farcaster on the devnet (PROTOCOL §9): messages for the front-end's
+ * domain, the registries' stand-ins read over the devnet's own RPC.
+ */
+export const fedsocialEnv = (chain: DevnetChain): Record<string, string> => ({
+  FEDSOCIAL_DOMAIN: new URL(DEVNET_REDIRECT_ALLOWLIST).host,
+  FEDSOCIAL_URI: `${DEVNET_REDIRECT_ALLOWLIST}/login`,
+  FEDSOCIAL_RPC_URL: chain.anvil.rpcUrl
+})
 
 /**
  * The attestor's settings for the stand-ins: the OAuth apps of `platforms` (every one by default),
@@ -163,6 +174,7 @@ export const devnetChain = (
       try: async () => {
         const deployment = await deployDevnet(anvil.rpcUrl)
         await mintSampleBalances(anvil.rpcUrl, deployment)
+        await installFarcasterRegistries(anvil.rpcUrl)
         const hintPublicKey = hintPublicKeyOf(DEVNET_HINT_PRIVATE_KEY)
         const hint = makeHint(
           Buffer.from(DEVNET_PEPPER.slice(2), "hex"),

@@ -14,14 +14,14 @@ import { hintPublicKeyOf } from "./hints.js"
  * The platforms whose login this instance can actually perform: the only list `platforms`
  * advertises, so a client never sends a recipient to a login that cannot succeed. A platform is
  * listed once its login is configured: messenger with `MESSENGER_BOT_TOKEN`, microblog, codehost
- * and community with their OAuth app's client id.
+ * and community with their OAuth app's client id, fedsocial with `FEDSOCIAL_DOMAIN`.
  */
 export const loginPlatforms = (settings: AttestorSettingsShape): ReadonlyArray<Platform> =>
   Platform.literals.filter((platform) =>
     platform === "messenger"
       ? Option.isSome(settings.messengerBotToken)
       : platform === "fedsocial"
-        ? false
+        ? Option.isSome(settings.fedsocial)
         : settings.oauthApps[platform] !== undefined
   )
 

@@ -51,6 +51,8 @@ export const attestorOutcomes: RouteOutcomes = {
   "/v1/commitment": (outcome) => Metric.increment(commitmentOutcome({ outcome })),
   "/v1/oauth/messenger/verify": (outcome) =>
     Metric.increment(loginOutcome({ platform: "messenger", outcome })),
+  "/v1/oauth/fedsocial/verify": (outcome) =>
+    Metric.increment(loginOutcome({ platform: "fedsocial", outcome })),
   "/v1/oauth/:platform/callback": (outcome, path) =>
     Metric.increment(loginOutcome({ platform: platformLabel(path), outcome })),
   "/v1/oauth/:platform/start": (outcome, path) =>

@@ -13,6 +13,7 @@ import {
   type DevnetChain,
   devnetChain,
   devnetStandIns,
+  fedsocialEnv,
   relayerEnv,
   standInEnv,
   writeDevnetFile
@@ -122,7 +123,8 @@ const program = Effect.gen(function* () {
       serviceProcess("relayer", "src/bin/relayer.ts", relayerEnv(chain, relayerPort)),
       serviceProcess("attestor", "src/bin/attestor.ts", {
         ...attestorEnv(chain, attestorPort),
-        ...standInEnv(standIns, attestorUrl)
+        ...standInEnv(standIns, attestorUrl),
+        ...fedsocialEnv(chain)
       })
     ],
     { concurrency: 2 }

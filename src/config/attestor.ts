@@ -2,11 +2,12 @@
  * Every attestor setting (spec/attestor.md §8 and PROTOCOL.md §8), read once at start-up.
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted } from "effect"
-import type { Address } from "viem"
+import { type Address, getAddress } from "viem"
 import type { OAuthCallbackPlatform } from "../../schema/attestor.js"
 import type { Deployment } from "../../schema/deployment.js"
 import { type OAuthApp, oauthProviders } from "../attestor/oauth/providers.js"
 import {
+  address,
   addressOr,
   type IndexerTuningSettings,
   indexerTuningSettings,
@@ -85,6 +86,12 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   /** Longest wait for each call to an OAuth provider. */
   readonly oauthProviderTimeoutMs: number
   /**
+   * Sign In With Farcaster (`FEDSOCIAL_DOMAIN`, `FEDSOCIAL_URI`, `FEDSOCIAL_RPC_URL`,
+   * `FEDSOCIAL_ID_REGISTRY`, `FEDSOCIAL_KEY_REGISTRY`); none without a domain: fedsocial is not
+   * offered.
+   */
+  readonly fedsocial: Option.Option<FedsocialSettings>
+  /**
    * The attestor's origin as browsers and providers reach it (`PUBLIC_URL`; default
    * `http://HOST:PORT`): the OAuth callbacks are `<publicUrl>/v1/oauth/<platform>/callback`.
    */
@@ -105,6 +112,42 @@ const endpointUrl = (name: string, defaultValue: string) =>
       }
     })
   )
+
+export interface FedsocialSettings {
+  /** The domain the client's sign-in message must name (its front-end's host). */
+  readonly domain: string
+  /** The URI the message must name. */
+  readonly uri: string
+  /** RPC of the chain holding the registries (Optimism). */
+  readonly rpcUrl: string
+  readonly idRegistry: Address
+  readonly keyRegistry: Address
+}
+
+/** Farcaster's registries on Optimism. */
+const FARCASTER_ID_REGISTRY = "0x00000000Fc6c5F01Fc30151999387Bb99A9f489b"
+const FARCASTER_KEY_REGISTRY = "0x00000000fc1237824fb747abde0ff18990e59b7e"
+
+const fedsocialSettings: Config.Config<Option.Option<FedsocialSettings>> = Config.all({
+  domain: Config.option(Config.nonEmptyString("FEDSOCIAL_DOMAIN")),
+  uri: Config.option(Config.nonEmptyString("FEDSOCIAL_URI")),
+  rpcUrl: endpointUrl("FEDSOCIAL_RPC_URL", "https://mainnet.optimism.io"),
+  idRegistry: address("FEDSOCIAL_ID_REGISTRY").pipe(Config.withDefault(getAddress(FARCASTER_ID_REGISTRY))),
+  keyRegistry: address("FEDSOCIAL_KEY_REGISTRY").pipe(Config.withDefault(getAddress(FARCASTER_KEY_REGISTRY)))
+}).pipe(
+  Config.mapOrFail(({ domain, uri, ...rest }) => {
+    if (Option.isNone(domain)) return Either.right(Option.none())
+    if (Option.isNone(uri))
+      return Either.left(
+        ConfigError.InvalidData(["FEDSOCIAL_URI"], "fedsocial sign-in needs the URI its messages name")
+      )
+    if (!URL.canParse(uri.value))
+      return Either.left(
+        ConfigError.InvalidData(["FEDSOCIAL_URI"], "expected a URI such as https://app.example/login")
+      )
+    return Either.right(Option.some({ domain: domain.value, uri: uri.value, ...rest }))
+  })
+)
 
 /**
  * One platform's OAuth app: `<PREFIX>_CLIENT_ID`, `<PREFIX>_CLIENT_SECRET` and its endpoints
@@ -240,6 +283,7 @@ export const loadAttestorSettings = Effect.gen(function* () {
     messengerAuthMaxAgeSeconds: positiveInt("MESSENGER_AUTH_MAX_AGE_SECONDS", 86_400, 7 * 86_400),
     oauthApps,
     oauthProviderTimeoutMs: positiveInt("OAUTH_PROVIDER_TIMEOUT_MS", 10_000, 120_000),
+    fedsocial: fedsocialSettings,
     publicUrl,
     handleLookupMode: Config.literal(
       "paid",

@@ -156,6 +156,7 @@ describe("GET /v1/info with the chain id configured", () => {
         "/v1/info",
         "/v1/commitment",
         "/v1/oauth/messenger/verify",
+        "/v1/oauth/fedsocial/verify",
         "/v1/oauth/{platform}/start",
         "/v1/oauth/{platform}/callback",
         "/v1/escrows",

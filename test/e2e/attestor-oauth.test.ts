@@ -69,10 +69,18 @@ const start = (
   extra: { readonly redirect?: string; readonly ids?: ReadonlyArray<Hex> } = {}
 ) =>
   Effect.runPromise(
-    on.client.logins.oauthStart({
-      path: { platform },
-      payload: { stealthOwner, ...extra } as never
-    })
+    on.client.logins
+      .oauthStart({
+        path: { platform },
+        payload: { stealthOwner, ...extra } as never
+      })
+      .pipe(
+        Effect.flatMap((started) =>
+          "url" in started
+            ? Effect.succeed(started)
+            : Effect.dieMessage("an OAuth start answers { url, state }")
+        )
+      )
   )
 
 /** Fetches the provider URL (as the browser does) and returns where it sends the browser back. */
@@ -346,9 +354,9 @@ describe("OAuth refusals: each its status and code, and no session", () => {
       "unsupported"
     )
     const info = await Effect.runPromise(strict.client.info.info())
-    expect(info.platforms).toEqual(["microblog", "messenger", "codehost"])
+    expect(info.platforms).toEqual(["microblog", "messenger", "codehost", "fedsocial"])
     const full = await Effect.runPromise(attestor.client.info.info())
-    expect(full.platforms).toEqual(["microblog", "messenger", "codehost", "community"])
+    expect(full.platforms).toEqual(["microblog", "messenger", "codehost", "fedsocial", "community"])
   })
 })
 

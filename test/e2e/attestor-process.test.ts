@@ -100,6 +100,7 @@ describe("attestor process", () => {
         "/v1/info",
         "/v1/commitment",
         "/v1/oauth/messenger/verify",
+        "/v1/oauth/fedsocial/verify",
         "/v1/oauth/{platform}/start",
         "/v1/oauth/{platform}/callback",
         "/v1/escrows",

@@ -63,8 +63,18 @@ beforeAll(async () => {
   relayer = relayerRuntime as ManagedRuntime.ManagedRuntime<unknown, unknown>
   bases.relayer = await relayerRuntime.runPromise(serverUrl)
   const attestorRuntime = ManagedRuntime.make(
-    // A microblog app, so its OAuth start is served (starting calls no provider).
-    quiet(withSettings(AttestorLive, { ...attestorEnv(chain, 0), ...unlimited, MICROBLOG_CLIENT_ID: "fuzz" }))
+    // A microblog app and fedsocial, so their routes are served (starting calls no provider).
+    quiet(
+      withSettings(AttestorLive, {
+        ...attestorEnv(chain, 0),
+        ...unlimited,
+        MICROBLOG_CLIENT_ID: "fuzz",
+        FEDSOCIAL_DOMAIN: "fuzz.example",
+        FEDSOCIAL_URI: "https://fuzz.example/login",
+        // Never the public default: nothing beyond loopback.
+        FEDSOCIAL_RPC_URL: chain.anvil.rpcUrl
+      })
+    )
   )
   attestor = attestorRuntime as ManagedRuntime.ManagedRuntime<unknown, unknown>
   bases.attestor = await attestorRuntime.runPromise(serverUrl)
@@ -318,7 +328,8 @@ const postBodies = {
     "/v1/oauth/messenger/verify": attestorSchema.MessengerVerifyRequest,
     "/v1/escrows": attestorSchema.EscrowsRequest,
     "/v1/bind": attestorSchema.BindRequest,
-    "/v1/oauth/:platform/start": attestorSchema.OAuthStartRequest
+    "/v1/oauth/:platform/start": attestorSchema.OAuthStartRequest,
+    "/v1/oauth/fedsocial/verify": attestorSchema.FedsocialVerifyRequest
   }
 } as const
 

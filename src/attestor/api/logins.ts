@@ -7,6 +7,8 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import {
+  FedsocialStartResponse,
+  FedsocialVerifyRequest,
   LegacyOAuthStartQuery,
   MessengerVerifyRequest,
   OAuthCallbackQuery,
@@ -33,11 +35,14 @@ export const messengerVerifyEndpoint = postEndpoint("messengerVerify", "/v1/oaut
 
 export type MessengerVerifyError = ErrorOf<typeof messengerVerifyEndpoint>
 
-/** The provider URL to send the browser to, and the state it carries. */
+/**
+ * The provider URL to send the browser to and the state it carries; for fedsocial, what the client
+ * puts in its sign-in message.
+ */
 export const oauthStartEndpoint = HttpApiEndpoint.post("oauthStart", "/v1/oauth/:platform/start")
   .setPath(PlatformPath)
   .setPayload(OAuthStartRequest)
-  .addSuccess(OAuthStartResponse)
+  .addSuccess(Schema.Union(OAuthStartResponse, FedsocialStartResponse))
   .addError(Wire.BadRequest)
   .addError(Wire.Unsupported)
   .addError(Wire.RateLimited)
@@ -73,9 +78,16 @@ export const oauthCallbackEndpoint = HttpApiEndpoint.get("oauthCallback", "/v1/o
   .addError(Wire.RateLimited)
   .addError(Wire.Unavailable)
 
+export const fedsocialVerifyEndpoint = postEndpoint("fedsocialVerify", "/v1/oauth/fedsocial/verify", {
+  payload: FedsocialVerifyRequest,
+  success: SessionResponse,
+  errors: [Wire.BadRequest, Wire.Unsupported, Wire.InvalidSession, Wire.RateLimited, Wire.Unavailable]
+})
+
 export class AttestorLoginsGroup extends HttpApiGroup.make("logins")
   .add(oauthStartEndpoint)
   .add(legacyOAuthStartEndpoint)
   .add(oauthCallbackEndpoint)
   .add(messengerVerifyEndpoint)
+  .add(fedsocialVerifyEndpoint)
   .middleware(LoginOffered) {}

@@ -12,6 +12,7 @@ import { AttestorApi } from "../api/index.js"
 import { LoginOffered } from "../api/logins.js"
 import { loginPlatforms } from "../info.js"
 import { loginNotConfigured, messengerLoginConfig, verifyMessengerLogin } from "../logins.js"
+import { FedsocialLogins } from "../oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../oauth/OAuthLogins.js"
 import { SessionStore } from "../SessionStore.js"
 
@@ -39,6 +40,7 @@ export const AttestorLoginsLive = HttpApiBuilder.group(AttestorApi, "logins", (h
       verifyMessengerLogin(config, store)
     )
     const oauth = yield* OAuthLogins
+    const fedsocial = yield* FedsocialLogins
     return handlers
       .handle("messengerVerify", ({ payload }) =>
         Option.match(messenger, {
@@ -47,7 +49,10 @@ export const AttestorLoginsLive = HttpApiBuilder.group(AttestorApi, "logins", (h
           onSome: (verify) => verify(payload)
         })
       )
-      .handle("oauthStart", ({ path, payload }) => oauth.start(path.platform, payload))
+      .handle("oauthStart", ({ path, payload }) =>
+        path.platform === "fedsocial" ? fedsocial.start(payload) : oauth.start(path.platform, payload)
+      )
+      .handle("fedsocialVerify", ({ payload }) => fedsocial.verify(payload))
       .handle("legacyOAuthStart", ({ path, urlParams }) =>
         settings.oauthGetStart
           ? Effect.map(

@@ -318,7 +318,8 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         if (Option.isNone(taken)) return yield* refuse(new BadRequest({ message: STATE_UNKNOWN }), undefined)
         const intent = taken.value
         const redirect = intent.redirect
-        if (intent.platform !== platform)
+        const intentPlatform = intent.platform
+        if (intentPlatform !== platform || !isOAuthPlatform(intentPlatform))
           return yield* refuse(new BadRequest({ message: STATE_UNKNOWN }), redirect)
         if (query.error !== undefined)
           return yield* refuse(new InvalidSession({ message: CODE_REFUSED }), redirect)
@@ -327,12 +328,12 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
             new BadRequest({ message: "code: the provider's callback carries no code" }),
             redirect
           )
-        const app = config.apps[intent.platform]
+        const app = config.apps[intentPlatform]
         if (app === undefined) return yield* refuse(new BadRequest({ message: STATE_UNKNOWN }), redirect)
-        const provider = oauthProviders[intent.platform]
+        const provider = oauthProviders[intentPlatform]
         const userId = yield* Effect.gen(function* () {
           const token = yield* exchangeCode(
-            clientOf(intent.platform, app),
+            clientOf(intentPlatform, app),
             app,
             query.code as string,
             intent.codeVerifier,

@@ -18,14 +18,14 @@ import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
-import { OAuthCallbackPlatform } from "../../../schema/attestor.js"
+import { OAuthPlatform } from "../../../schema/attestor.js"
 import { Address, Bytes32 } from "../../../schema/primitives.js"
 import { atMostEvery } from "../../background/throttle.js"
 import { storageDigest } from "../SessionStore.js"
 
 /** What a login was started for: fixed before the user meets the provider. */
 export interface OAuthIntent {
-  readonly platform: OAuthCallbackPlatform
+  readonly platform: OAuthPlatform
   readonly stealthOwner: Address
   /** Escrow ids the login is for; empty: every escrow of the user. */
   readonly ids: ReadonlyArray<Bytes32>
@@ -46,9 +46,13 @@ export class OAuthStateStoreError extends Data.TaggedError("OAuthStateStoreError
 }
 
 export interface OAuthStatesShape {
-  /** Stores `intent` under a fresh state; the state is shown to the provider once. */
+  /**
+   * Stores `intent` under a fresh state (or under `state` when the login makes its own, as the
+   * fedsocial nonce); the state is shown to the provider once.
+   */
   readonly put: (
-    intent: OAuthIntent
+    intent: OAuthIntent,
+    options?: { readonly state?: string }
   ) => Effect.Effect<{ readonly state: string; readonly expiresAt: number }, OAuthStateStoreError>
   /** The intent of `state`, taken once: none for an unknown, used or expired state. */
   readonly take: (state: string) => Effect.Effect<Option.Option<OAuthIntent>, OAuthStateStoreError>
@@ -86,7 +90,7 @@ interface StateRow {
 }
 
 const decodeStored = Schema.decodeUnknown(
-  Schema.Struct({ platform: OAuthCallbackPlatform, stealthOwner: Address, ids: Schema.Array(Bytes32) })
+  Schema.Struct({ platform: OAuthPlatform, stealthOwner: Address, ids: Schema.Array(Bytes32) })
 )
 
 export const makeOAuthStates = (config: OAuthStatesConfig) =>
@@ -108,10 +112,10 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
         )
       )
 
-    const put: OAuthStatesShape["put"] = (intent) =>
+    const put: OAuthStatesShape["put"] = (intent, options) =>
       Effect.gen(function* () {
         const now = yield* nowSeconds
-        const state = randomBytes(STATE_BYTES).toString("base64url")
+        const state = options?.state ?? randomBytes(STATE_BYTES).toString("base64url")
         const expiresAt = now + config.ttlSeconds
         yield* sql`
           INSERT INTO attestor_oauth_states

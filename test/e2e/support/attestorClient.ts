@@ -12,6 +12,7 @@ import {
   attestorEnv,
   DEVNET_MESSENGER_BOT_TOKEN,
   devnetStandIns,
+  fedsocialEnv,
   freeLoopbackPort,
   standInEnv,
   withSettings,
@@ -81,7 +82,9 @@ export class AttestorClient {
         })
         const settings = {
           ...attestorEnv(net.chain, port),
-          ...(standIns === undefined ? {} : standInEnv(standIns, url, options.oauthPlatforms)),
+          ...(standIns === undefined
+            ? {}
+            : { ...standInEnv(standIns, url, options.oauthPlatforms), ...fedsocialEnv(net.chain) }),
           RATE_LIMIT_BURST: "1000",
           RATE_LIMIT_PER_MINUTE: "1000",
           INDEXER_POLL_INTERVAL_MS: "200",

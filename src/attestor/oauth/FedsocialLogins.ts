@@ -1,0 +1,190 @@
+/**
+ * fedsocial sign-in (Sign In With Farcaster; spec/attestor.md §3 "POST /v1/oauth/fedsocial/verify",
+ * §4; PROTOCOL.md §10 "fedsocial").
+ *
+ * Start: a fresh alphanumeric nonce is stored with the intent (stealth owner, ids) for
+ * `OAUTH_STATE_TTL_SECONDS`, single use (`OAuthStates`), and the client is told the `nonce`,
+ * `domain`, `uri` and `expirationTime` its FIP-11 message must carry.
+ *
+ * Verify, each refusal 401 `invalid_session` with no session made:
+ * 1. the message parses as an EIP-4361 message and names a nonce this attestor issued, taken once
+ *    (unknown, used or expired: refused); the stealth owner and ids come from that nonce, never
+ *    from the message;
+ * 2. its `uri` and `expirationTime` are the ones start gave; `@farcaster/auth-client`'s
+ *    `verifySignInMessage` checks the statement, chain id 10, the single `farcaster://fid/N`
+ *    resource, domain, nonce, expiry and signature, and that the signer is the fid's custody
+ *    address on the IdRegistry or one of its auth addresses on the KeyRegistry.
+ * The registries are read over `FEDSOCIAL_RPC_URL` (Optimism by default): not answering is 503
+ * `unavailable`.
+ *
+ * Nothing of a message, signature, nonce or fid reaches a log line, a metric or an error message.
+ */
+import { type CreateClientArgs, createAppClient, generateNonce } from "@farcaster/auth-client"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { type Address, createPublicClient, encodeAbiParameters, http, parseAbi } from "viem"
+import { parseSiweMessage } from "viem/siwe"
+import type {
+  FedsocialStartResponse,
+  FedsocialVerifyRequest,
+  OAuthStartRequest,
+  SessionResponse
+} from "../../../schema/attestor.js"
+import { BadRequest, InvalidSession, Unavailable } from "../../../schema/errors.js"
+import { sessionResponse } from "../logins.js"
+import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
+import { OAuthStates } from "./OAuthStates.js"
+
+export interface FedsocialConfig {
+  /** What start tells the client to put in its message, and what verify insists on. */
+  readonly domain: string
+  readonly uri: string
+  /** The chain holding the registries (Optimism), and their addresses there. */
+  readonly rpcUrl: string
+  readonly idRegistry: Address
+  readonly keyRegistry: Address
+  readonly rpcTimeoutMs: number
+  readonly redirectAllowList: ReadonlyArray<string>
+}
+
+export type FedsocialStartError = BadRequest | Unavailable
+export type FedsocialVerifyError = InvalidSession | Unavailable
+
+export interface FedsocialLoginsShape {
+  readonly start: (request: OAuthStartRequest) => Effect.Effect<FedsocialStartResponse, FedsocialStartError>
+  readonly verify: (request: FedsocialVerifyRequest) => Effect.Effect<SessionResponse, FedsocialVerifyError>
+}
+
+export class FedsocialLogins extends Context.Tag("FedsocialLogins")<FedsocialLogins, FedsocialLoginsShape>() {
+  static readonly layer = (
+    config: FedsocialConfig
+  ): Layer.Layer<FedsocialLogins, never, OAuthStates | SessionStore> =>
+    Layer.effect(FedsocialLogins, makeFedsocialLogins(config))
+
+  /** No fedsocial on this instance: `LoginOffered` refuses its routes before they get here. */
+  static readonly unconfigured: Layer.Layer<FedsocialLogins> = Layer.succeed(FedsocialLogins, {
+    start: () => Effect.dieMessage("fedsocial is not configured on this attestor"),
+    verify: () => Effect.dieMessage("fedsocial is not configured on this attestor")
+  })
+}
+
+const REFUSED = "the sign-in message could not be verified: sign in again"
+const REGISTRY_UNAVAILABLE = "the fedsocial registry is not answering: try again later"
+
+const idRegistryAbi = parseAbi(["function idOf(address owner) view returns (uint256)"])
+const keyRegistryAbi = parseAbi([
+  "struct KeyData { uint8 state; uint32 keyType; }",
+  "function keyDataOf(uint256 fid, bytes key) view returns (KeyData)"
+])
+
+/** The registries at the configured addresses (auth-client's own connector hard-codes them). */
+const registries = (config: FedsocialConfig): CreateClientArgs["ethereum"] => {
+  const publicClient = createPublicClient({
+    transport: http(config.rpcUrl, { timeout: config.rpcTimeoutMs, retryCount: 0 })
+  })
+  return {
+    publicClient,
+    getFid: (custody) =>
+      publicClient.readContract({
+        address: config.idRegistry,
+        abi: idRegistryAbi,
+        functionName: "idOf",
+        args: [custody]
+      }),
+    isValidAuthAddress: async (authAddress, fid) => {
+      const key = encodeAbiParameters([{ type: "address" }], [authAddress])
+      const data = await publicClient.readContract({
+        address: config.keyRegistry,
+        abi: keyRegistryAbi,
+        functionName: "keyDataOf",
+        args: [fid, key]
+      })
+      // Key type 2 (auth address), state 1 (added), as auth-client's own connector decides.
+      return data.keyType === 2 && data.state === 1
+    }
+  }
+}
+
+export const makeFedsocialLogins = (config: FedsocialConfig) =>
+  Effect.gen(function* () {
+    const states = yield* OAuthStates
+    const sessions = yield* SessionStore
+    const client = createAppClient({ ethereum: registries(config) })
+    const allowed = new Set(config.redirectAllowList)
+
+    const start: FedsocialLoginsShape["start"] = (request) =>
+      Effect.gen(function* () {
+        if (request.redirect !== undefined && !allowed.has(new URL(request.redirect).origin))
+          return yield* Effect.fail(
+            new BadRequest({ message: "redirect: not on this attestor's allow-list" })
+          )
+        const nonce = generateNonce()
+        const { expiresAt } = yield* states
+          .put(
+            {
+              platform: "fedsocial",
+              stealthOwner: request.stealthOwner,
+              ids: request.ids ?? [],
+              redirect: request.redirect,
+              codeVerifier: undefined
+            },
+            { state: nonce }
+          )
+          .pipe(Effect.mapError(() => new Unavailable({ message: "the login state store is not answering" })))
+        return {
+          nonce,
+          domain: config.domain,
+          uri: config.uri,
+          expirationTime: new Date(expiresAt * 1000).toISOString()
+        } as FedsocialStartResponse
+      })
+
+    const verify: FedsocialLoginsShape["verify"] = ({ message, signature }) =>
+      Effect.gen(function* () {
+        const refused = new InvalidSession({ message: REFUSED })
+        const parsed = yield* Effect.try({ try: () => parseSiweMessage(message), catch: () => refused })
+        if (parsed.nonce === undefined) return yield* Effect.fail(refused)
+        const taken = yield* states
+          .take(parsed.nonce)
+          .pipe(Effect.mapError(() => new Unavailable({ message: "the login state store is not answering" })))
+        if (Option.isNone(taken) || taken.value.platform !== "fedsocial") return yield* Effect.fail(refused)
+        const intent = taken.value
+        // The expiry must be the one start gave (the nonce's own end) and still ahead.
+        const now = yield* Clock.currentTimeMillis
+        if (
+          parsed.uri !== config.uri ||
+          parsed.expirationTime === undefined ||
+          parsed.expirationTime.getTime() <= now
+        )
+          return yield* Effect.fail(refused)
+        const verified = yield* Effect.promise(() =>
+          client.verifySignInMessage({
+            nonce: parsed.nonce as string,
+            domain: config.domain,
+            message,
+            signature
+          })
+        )
+        if (verified.isError) {
+          // The library reports a registry it could not read as `unavailable` (or `unknown` when the
+          // signature check itself could not reach the chain).
+          const code = verified.error?.errCode
+          return yield* Effect.fail(
+            code === "unavailable" || code === "unknown"
+              ? new Unavailable({ message: REGISTRY_UNAVAILABLE })
+              : refused
+          )
+        }
+        if (!verified.success) return yield* Effect.fail(refused)
+        const created = yield* sessions
+          .create({
+            platform: "fedsocial",
+            userId: String(verified.fid),
+            stealthOwner: intent.stealthOwner,
+            ids: intent.ids
+          })
+          .pipe(Effect.mapError(() => new Unavailable({ message: SESSION_STORE_UNAVAILABLE })))
+        return sessionResponse(created)
+      })
+
+    return { start, verify } satisfies FedsocialLoginsShape
+  })

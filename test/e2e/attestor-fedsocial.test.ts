@@ -1,0 +1,255 @@
+/**
+ * fedsocial sign-in end to end on the devnet (spec/attestor.md §3, §4; PROTOCOL §9 registry
+ * stand-ins, §10 "fedsocial"): account #5, custody of fid 1005 on the devnet's IdRegistry, signs a
+ * Sign In With Farcaster message with the values of start and gets a session for fid 1005 bound to
+ * the stealth owner of start, lists the escrow launched to fedsocial user 1005 and gets a bind signed.
+ * Every other message is refused with 401 `invalid_session` and no session: another domain, a
+ * nonce never issued, a reused nonce, an expired message or nonce, a signer that is not the fid's
+ * custody, another fid, a malformed message. The registry RPC down is 503 `unavailable`.
+ */
+import { Effect } from "effect"
+import type { Address, Hex, LocalAccount } from "viem"
+import { encodeAbiParameters } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { createSiweMessage } from "viem/siwe"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { keyRegistryStandInAbi } from "../../contracts/abi.js"
+import { devnetAccount, devnetClients, FARCASTER_KEY_REGISTRY } from "../../contracts/deploy.js"
+import { DEVNET_METRICS_TOKEN } from "../../layers/devnet.js"
+import { AttestorClient } from "./support/attestorClient.js"
+import { VaultDevnet } from "./support/relayerDevnet.js"
+
+let net: VaultDevnet
+let attestor: AttestorClient
+/** One with 1-second nonces. */
+let shortLived: AttestorClient
+/** One whose registry RPC does not answer. */
+let registryDown: AttestorClient
+
+const common = { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_MINUTE: "1000", INDEXER_POLL_INTERVAL_MS: "200" }
+
+beforeAll(async () => {
+  net = await VaultDevnet.start("attestor-fedsocial")
+  attestor = await AttestorClient.start(net, common, { standIns: true })
+  shortLived = await AttestorClient.start(
+    net,
+    { ...common, OAUTH_STATE_TTL_SECONDS: "1", DATA_DIR: `${net.chain.dir}/data/attestor-short` },
+    { standIns: true }
+  )
+  registryDown = await AttestorClient.start(
+    net,
+    { ...common, FEDSOCIAL_RPC_URL: "http://127.0.0.1:9", DATA_DIR: `${net.chain.dir}/data/attestor-down` },
+    { standIns: true }
+  )
+}, 300_000)
+
+afterAll(async () => {
+  await attestor?.stop()
+  await shortLived?.stop()
+  await registryDown?.stop()
+  await net?.dispose()
+})
+
+const newOwner = (): Address => privateKeyToAccount(generatePrivateKey()).address
+
+interface Started {
+  readonly nonce: string
+  readonly domain: string
+  readonly uri: string
+  readonly expirationTime: string
+}
+
+const start = async (on: AttestorClient, stealthOwner: Address): Promise<Started> => {
+  const res = await on.post("/v1/oauth/fedsocial/start", { stealthOwner })
+  expect(res.status).toBe(200)
+  return (await res.json()) as Started
+}
+
+/** A FIP-11 message for `fid` with the values of start (each overridable), signed by `signer`. */
+const signIn = async (
+  signer: LocalAccount,
+  fid: number,
+  started: Started,
+  overrides: Partial<{ domain: string; nonce: string; uri: string; expirationTime: Date }> = {}
+) => {
+  const message = createSiweMessage({
+    domain: overrides.domain ?? started.domain,
+    address: signer.address,
+    statement: "Farcaster Auth",
+    uri: overrides.uri ?? started.uri,
+    version: "1",
+    chainId: 10,
+    nonce: overrides.nonce ?? started.nonce,
+    issuedAt: new Date(),
+    expirationTime: overrides.expirationTime ?? new Date(started.expirationTime),
+    resources: [`farcaster://fid/${fid}`]
+  })
+  return { message, signature: (await signer.signMessage({ message })) as Hex }
+}
+
+const verify = (on: AttestorClient, body: unknown) => on.post("/v1/oauth/fedsocial/verify", body)
+
+const expectRefusal = async (res: Response, status: number, code: string) => {
+  expect(res.status).toBe(status)
+  expect(await res.json()).toMatchObject({ code })
+}
+
+const okLogins = async (on: AttestorClient) => {
+  const text = await Effect.runPromise(
+    on.client.operator.metrics({ headers: { authorization: `Bearer ${DEVNET_METRICS_TOKEN}` } })
+  )
+  const line = text
+    .split("\n")
+    .find(
+      (l) =>
+        l.startsWith("attestor_logins_total{") &&
+        l.includes('platform="fedsocial"') &&
+        l.includes('outcome="ok"')
+    )
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
+}
+
+const custody = (index: number) => devnetAccount(index)
+
+describe("fedsocial sign-in on the devnet", () => {
+  it("start gives the message's values; /v1/info lists fedsocial", async () => {
+    const started = await start(attestor, newOwner())
+    expect(started.nonce).toMatch(/^[A-Za-z0-9]{8,}$/)
+    expect(started.domain).toBe("localhost:5173")
+    expect(started.uri).toBe("http://localhost:5173/login")
+    expect(Date.parse(started.expirationTime) - Date.now()).toBeGreaterThan(500_000)
+    const info = await Effect.runPromise(attestor.client.info.info())
+    expect(info.platforms).toContain("fedsocial")
+  })
+
+  it("account #5 signs for fid 1005: a session for 1005 bound to the stealth owner of start, its escrow listed, a bind signed", {
+    timeout: 120_000
+  }, async () => {
+    const commitment = await attestor.commit("1005", "fedsocial")
+    const { id } = await attestor.launchTo(commitment, "FID5")
+    await attestor.indexed(await attestor.head())
+
+    const stealthOwner = newOwner()
+    const started = await start(attestor, stealthOwner)
+    const res = await verify(attestor, await signIn(custody(5), 1005, started))
+    expect(res.status).toBe(200)
+    const session = (await res.json()) as {
+      session: string
+      platform: string
+      userId: string
+      stealthOwner: string
+    }
+    expect(session).toMatchObject({ platform: "fedsocial", userId: "1005", stealthOwner, ids: [] })
+
+    const escrows = (await (await attestor.post("/v1/escrows", { session: session.session })).json()) as {
+      escrows: Array<{ id: string }>
+    }
+    expect(escrows.escrows.map((e) => e.id)).toEqual([id])
+    const binds = (await (await attestor.post("/v1/bind", { session: session.session })).json()) as {
+      binds: Array<{ beneficiaryId: string; newOwner: string }>
+    }
+    expect(binds.binds).toEqual([expect.objectContaining({ beneficiaryId: id, newOwner: stealthOwner })])
+  })
+
+  it("an auth address the KeyRegistry lists for the fid signs in too", { timeout: 60_000 }, async () => {
+    const authKey = privateKeyToAccount(generatePrivateKey())
+    const admin = await devnetClients(net.rpcUrl, devnetAccount(0))
+    const hash = await admin.walletClient.writeContract({
+      address: FARCASTER_KEY_REGISTRY,
+      abi: keyRegistryStandInAbi,
+      functionName: "add",
+      args: [1007n, encodeAbiParameters([{ type: "address" }], [authKey.address]), 2]
+    })
+    await admin.publicClient.waitForTransactionReceipt({ hash })
+    const res = await verify(attestor, await signIn(authKey, 1007, await start(attestor, newOwner())))
+    expect(res.status).toBe(200)
+    expect(((await res.json()) as { userId: string }).userId).toBe("1007")
+  })
+})
+
+describe("fedsocial refusals: 401 invalid_session and no session", () => {
+  it("another domain", async () => {
+    const before = await okLogins(attestor)
+    const started = await start(attestor, newOwner())
+    await expectRefusal(
+      await verify(attestor, await signIn(custody(5), 1005, started, { domain: "elsewhere.example" })),
+      401,
+      "invalid_session"
+    )
+    expect(await okLogins(attestor)).toBe(before)
+  })
+
+  it("a nonce this attestor never issued", async () => {
+    const started = await start(attestor, newOwner())
+    await expectRefusal(
+      await verify(attestor, await signIn(custody(5), 1005, started, { nonce: "neverIssued12345" })),
+      401,
+      "invalid_session"
+    )
+  })
+
+  it("a reused nonce", async () => {
+    const signed = await signIn(custody(5), 1005, await start(attestor, newOwner()))
+    expect((await verify(attestor, signed)).status).toBe(200)
+    await expectRefusal(await verify(attestor, signed), 401, "invalid_session")
+  })
+
+  it("an expired message, and a nonce past its lifetime", { timeout: 20_000 }, async () => {
+    const started = await start(attestor, newOwner())
+    await expectRefusal(
+      await verify(
+        attestor,
+        await signIn(custody(5), 1005, started, { expirationTime: new Date(Date.now() - 1_000) })
+      ),
+      401,
+      "invalid_session"
+    )
+    const short = await start(shortLived, newOwner())
+    const signed = await signIn(custody(5), 1005, short, { expirationTime: new Date(Date.now() + 600_000) })
+    await new Promise((resolve) => setTimeout(resolve, 2_100))
+    await expectRefusal(await verify(shortLived, signed), 401, "invalid_session")
+  })
+
+  it("a signer that is not the fid's custody, and a message naming another fid", async () => {
+    await expectRefusal(
+      await verify(attestor, await signIn(custody(6), 1005, await start(attestor, newOwner()))),
+      401,
+      "invalid_session"
+    )
+    await expectRefusal(
+      await verify(attestor, await signIn(custody(5), 1006, await start(attestor, newOwner()))),
+      401,
+      "invalid_session"
+    )
+  })
+
+  it("another uri than start gave", async () => {
+    const started = await start(attestor, newOwner())
+    await expectRefusal(
+      await verify(attestor, await signIn(custody(5), 1005, started, { uri: "http://localhost:5173/other" })),
+      401,
+      "invalid_session"
+    )
+  })
+
+  it("a malformed message", async () => {
+    const signer = custody(5)
+    const message = "Sign in to something, please"
+    await expectRefusal(
+      await verify(attestor, { message, signature: await signer.signMessage({ message }) }),
+      401,
+      "invalid_session"
+    )
+  })
+})
+
+describe("the registry RPC down", () => {
+  it("is 503 unavailable", async () => {
+    const started = await start(registryDown, newOwner())
+    await expectRefusal(
+      await verify(registryDown, await signIn(custody(5), 1005, started)),
+      503,
+      "unavailable"
+    )
+  })
+})
