@@ -243,6 +243,18 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
   })
 })
 
+describe("the OAuth callback", () => {
+  it("refuses a fedsocial nonce presented as an OAuth state, without spending it", async () => {
+    const started = await start(attestor, newOwner())
+    await expectRefusal(
+      await fetch(`${attestor.url}/v1/oauth/fedsocial/callback?code=x&state=${started.nonce}`),
+      400,
+      "bad_request"
+    )
+    expect((await verify(attestor, await signIn(custody(5), 1005, started))).status).toBe(200)
+  })
+})
+
 describe("the registry RPC down", () => {
   it("is 503 unavailable", async () => {
     const started = await start(registryDown, newOwner())

@@ -105,7 +105,7 @@ export const notAnOAuthPlatform = (platform: string) =>
   platform === "messenger"
     ? "messenger logs in with its widget: POST /v1/oauth/messenger/verify"
     : platform === "fedsocial"
-      ? "fedsocial logins are not available on this attestor"
+      ? "fedsocial signs in with a signed message: POST /v1/oauth/fedsocial/start, then /v1/oauth/fedsocial/verify"
       : `${platform} login is not configured on this attestor`
 
 const PROVIDER_UNAVAILABLE = "the login provider is not answering: try again later"
@@ -308,6 +308,9 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
       Effect.gen(function* () {
         const refuse = (error: OAuthCallbackError, redirect: string | undefined) =>
           Effect.fail<OAuthCallbackRefusal>({ error, redirect })
+        // No provider redirects here for a platform without OAuth: its states are not touched.
+        if (!isOAuthPlatform(platform) || config.apps[platform] === undefined)
+          return yield* refuse(new BadRequest({ message: STATE_UNKNOWN }), undefined)
         const taken = yield* states
           .take(query.state)
           .pipe(
