@@ -53,6 +53,11 @@ export interface OAuthStandIns {
     /** The handle lookup's path prefix: append `/<handle>`. */
     handles: string
   }
+  /**
+   * fedsocial's name registry, like fnames.farcaster.xyz: `GET <fnames>/transfers/current?name=dev<n>`
+   * answers the current transfer of that name to fid n; any other name is 404.
+   */
+  readonly fnames: string
   /** Access tokens revoked so far. */
   readonly revoked: (platform: StandInPlatform) => ReadonlyArray<string>
   /** Access tokens issued so far. */
@@ -678,6 +683,25 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
     res.end(body)
   }
 
+  /** The fname registry's answer for `name`: its current transfer (to fid n for `dev<n>`), or 404. */
+  const fnameTransfer = (name: string): Answer => {
+    const fid = HANDLE.exec(name)?.[1]
+    if (fid === undefined)
+      return json(404, { code: "NOT_FOUND", error: "Could not resolve current transfer" })
+    return json(200, {
+      transfer: {
+        id: Number(fid),
+        timestamp: 1_700_000_000,
+        username: name,
+        owner: "0x0000000000000000000000000000000000000000",
+        from: 0,
+        to: Number(fid),
+        user_signature: "0x",
+        server_signature: "0x"
+      }
+    })
+  }
+
   const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     let url: URL
     try {
@@ -687,6 +711,10 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
       return send(res, json(400, { message: "Bad Request" }))
     }
     const pathname = url.pathname
+    if (pathname === "/fedsocial/transfers/current" && req.method === "GET") {
+      req.resume()
+      return send(res, fnameTransfer(url.searchParams.get("name") ?? ""))
+    }
     const found = ROUTES.map((route) => ({ route, match: route.pattern.exec(pathname) })).find(
       ({ match }) => match !== null
     )
@@ -824,6 +852,7 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
   return {
     url,
     endpoints,
+    fnames: `${url}/fedsocial`,
     revoked: (platform) => [...revokedList[platform]],
     issued: (platform) => [...issuedList[platform]],
     setFault: (platform, endpoint, fault) => {
