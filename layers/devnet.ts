@@ -100,7 +100,12 @@ export const standInEnv = (
 ): Record<string, string> => {
   const env: Record<string, string> = {
     PUBLIC_URL: attestorUrl,
-    REDIRECT_ALLOWLIST: DEVNET_REDIRECT_ALLOWLIST
+    REDIRECT_ALLOWLIST: DEVNET_REDIRECT_ALLOWLIST,
+    // The handle directories (used by handle lookups when HANDLE_LOOKUP_MODE allows them).
+    MICROBLOG_API_URL: `${standIns.url}/microblog`,
+    MICROBLOG_BEARER_TOKEN: "devnet-microblog-app-token",
+    CODEHOST_API_URL: `${standIns.url}/codehost`,
+    FEDSOCIAL_FNAMES_URL: standIns.fnames
   }
   for (const platform of platforms) {
     const prefix = platform.toUpperCase()

@@ -3,11 +3,13 @@
  * platform account, the attestor derives its salt from its pepper, draws a fresh nonce and returns
  * the handle commitment the creator launches with (PROTOCOL.md §2).
  *
- * A numeric `userId` is free and needs nothing outside this process. A `handle` alone would be a
- * paid lookup (rule 1); this version has no handle resolver, so after the refusals of rules 3-4
- * (which come first, before any payment step) a handle that needs a lookup gets 400 `unsupported`
- * (rule 5). Numeric community and fedsocial ids sent as `handle` are taken as the `userId`.
- * When both `userId` and `handle` are given, `userId` wins: no lookup, and the handle is ignored.
+ * A numeric `userId` is free and needs nothing outside this process. A `handle` alone is a lookup
+ * (rule 1), after the refusals of rules 3-4 (which come first, before any payment step): with
+ * `HANDLE_LOOKUP_MODE=off` it is 400 `unsupported` (rule 5); with `free` (local development) the
+ * handle is resolved (src/attestor/handles/resolvers.ts): not found is 404 `not_found`, a directory
+ * that cannot say 503 `unavailable`. Numeric community and fedsocial ids sent as `handle` are taken
+ * as the `userId`. When both `userId` and `handle` are given, `userId` wins: no lookup, and the
+ * handle is ignored.
  *
  * Privacy: the user id, handle, salt, nonce and commitment appear only in the response; logs and
  * metrics see the route and the outcome code.
@@ -23,8 +25,9 @@ import {
   type Platform,
   platformIdOf
 } from "../../schema/attestor.js"
-import { BadRequest, Unsupported } from "../../schema/errors.js"
+import { BadRequest, type NotFound, type Unavailable, Unsupported } from "../../schema/errors.js"
 import { attestorSalt, handleCommitment, userIdHash } from "../../schema/ids.js"
+import type { CommitmentError } from "./api/commitments.js"
 
 // ---------------------------------------------------------------------------------------------
 // Handles (rules 3-4)
@@ -106,24 +109,25 @@ export const classifyHandle = (
 }
 
 /**
- * The user id a request commits to, or its refusal. `userId` wins over `handle`; a handle that
- * needs a lookup is `unsupported` (rule 5: no payment support and no resolver in this version).
+ * What a request commits to: its user id, or a handle to look up; or its refusal. `userId` wins over
+ * `handle`.
  */
-export const requestedUserId = (
-  request: CommitmentRequest
-): Either.Either<string, BadRequest | Unsupported> => {
-  if (request.userId !== undefined) return Either.right(request.userId)
+export const requestedUser = (request: CommitmentRequest): Either.Either<HandleRequest, BadRequest> => {
+  if (request.userId !== undefined) return Either.right({ _tag: "UserId", userId: request.userId })
   if (request.handle === undefined)
     // The schema already requires one of them; kept so this function stands on its own.
     return Either.left(new BadRequest({ message: "userId or handle is required" }))
-  return Either.flatMap(
-    classifyHandle(request.platform, request.handle),
-    (handle): Either.Either<string, BadRequest | Unsupported> =>
-      handle._tag === "UserId"
-        ? Either.right(handle.userId)
-        : Either.left(new Unsupported({ message: LOOKUP_UNSUPPORTED }))
-  )
+  return classifyHandle(request.platform, request.handle)
 }
+
+/** Resolves a handle to its user id, as the lookup mode allows. */
+export type HandleLookup = (
+  platform: LookupPlatform,
+  handle: string
+) => Effect.Effect<string, Unsupported | NotFound | Unavailable>
+
+/** `HANDLE_LOOKUP_MODE=off`: no handle is looked up (rule 5: send the numeric userId). */
+export const noLookups: HandleLookup = () => Effect.fail(new Unsupported({ message: LOOKUP_UNSUPPORTED }))
 
 // ---------------------------------------------------------------------------------------------
 // The commitment (rule 2, PROTOCOL.md §2)
@@ -173,10 +177,13 @@ export const commitmentFor = (
 /** 32 fresh random bytes: the only secret that hides the user id in the commitment. */
 export const freshNonce: Effect.Effect<Hex> = Effect.sync(() => bytesToHex(randomBytes(32)))
 
-/** Refuses or commits a decoded request (a fresh nonce per call). */
+/** Refuses or commits a decoded request (a fresh nonce per call), looking handles up with `lookup`. */
 export const commitRequest =
-  (keys: CommitmentKeys) =>
-  (body: CommitmentRequest): Effect.Effect<CommitmentResponse, BadRequest | Unsupported> =>
-    Effect.flatMap(requestedUserId(body), (userId) =>
-      Effect.map(freshNonce, (nonce) => commitmentFor(keys, body.platform, userId, nonce))
+  (keys: CommitmentKeys, lookup: HandleLookup = noLookups) =>
+  (body: CommitmentRequest): Effect.Effect<CommitmentResponse, CommitmentError> =>
+    Effect.flatMap(requestedUser(body), (user) =>
+      Effect.flatMap(
+        user._tag === "UserId" ? Effect.succeed(user.userId) : lookup(user.platform, user.handle),
+        (userId) => Effect.map(freshNonce, (nonce) => commitmentFor(keys, body.platform, userId, nonce))
+      )
     )

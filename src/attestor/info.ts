@@ -6,8 +6,9 @@
  */
 import { Option, Redacted, Schema } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
-import { AttestorInfo, HandleLookup, Platform } from "../../schema/attestor.js"
+import { AttestorInfo, HandleLookup, LookupPlatform, Platform } from "../../schema/attestor.js"
 import type { AttestorSettingsShape } from "../config/attestor.js"
+import { handleResolvers } from "./handles/resolvers.js"
 import { hintPublicKeyOf } from "./hints.js"
 
 /**
@@ -26,13 +27,16 @@ export const loginPlatforms = (settings: AttestorSettingsShape): ReadonlyArray<P
   )
 
 /**
- * What `handleLookup` says: the configured mode, the platforms a lookup can resolve in it and
- * the price. Settings only admit `off` in this version (src/config/attestor.ts), so nothing can
- * be looked up or bought.
+ * What `handleLookup` says: the configured mode, the platforms a lookup can resolve in it (none with
+ * `off`; with `free`, those with a directory: microblog needs its bearer token) and the price (none
+ * unless paid, which this version does not serve).
  */
 export const handleLookupInfo = (settings: AttestorSettingsShape): HandleLookup => ({
   mode: settings.handleLookupMode,
-  platforms: [],
+  platforms:
+    settings.handleLookupMode === "off"
+      ? []
+      : LookupPlatform.literals.filter((p) => handleResolvers(settings.handleResolvers)[p] !== undefined),
   price: null
 })
 

@@ -5,6 +5,7 @@ import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted }
 import { type Address, getAddress } from "viem"
 import type { OAuthCallbackPlatform } from "../../schema/attestor.js"
 import type { Deployment } from "../../schema/deployment.js"
+import type { ResolverSettings } from "../attestor/handles/resolvers.js"
 import { type OAuthApp, oauthProviders } from "../attestor/oauth/providers.js"
 import {
   address,
@@ -25,25 +26,29 @@ import {
 export type HandleLookupMode = "paid" | "off" | "free"
 
 /**
- * The modes this version serves. There is no handle resolver (and no x402 facilitator client)
- * yet, so `paid` and `free` could only fail at request time: start-up refuses them instead
- * (`handleLookupModeRefusal`), and a handle alone gets 400 `unsupported`.
+ * The modes this version serves: `off`, and `free` (lookups without payment, for local
+ * development). Paid lookups need the x402 facilitator client, not in this version: start-up
+ * refuses `paid` (`handleLookupModeRefusal`) rather than failing every request.
  */
-export type ServedHandleLookupMode = Extract<HandleLookupMode, "off">
+export type ServedHandleLookupMode = Extract<HandleLookupMode, "off" | "free">
 
 /**
- * Why a `HANDLE_LOOKUP_MODE` other than `off` cannot be served. `free` is for local development
- * only and refused on chain id 56 whatever else this version supports (spec §2); when the chain
- * id is not configured it is only known from the RPC, after start-up, and the version refusal
- * covers it.
+ * Why a `HANDLE_LOOKUP_MODE` cannot be served, if it cannot. `free` is for local development only
+ * (spec §2): refused on chain id 56, and refused while the chain id is only known from the RPC
+ * (set `CHAIN_ID` or a deployment file), since start-up could not tell.
  */
 export const handleLookupModeRefusal = (
-  mode: Exclude<HandleLookupMode, ServedHandleLookupMode>,
+  mode: HandleLookupMode,
   chainId: Option.Option<number>
-): string =>
-  mode === "free" && Option.contains(chainId, 56)
-    ? "free handle lookups are for local development and refused on chain id 56"
-    : `handle lookups are not available in this version (no handle resolver), so ${mode} cannot be served: leave it unset or set it to off (creators send the numeric userId)`
+): string | undefined => {
+  if (mode === "paid")
+    return "paid handle lookups are not available in this version (no x402 facilitator client): use off (creators send the numeric userId) or free for local development"
+  if (mode === "free" && Option.contains(chainId, 56))
+    return "free handle lookups are for local development and refused on chain id 56"
+  if (mode === "free" && Option.isNone(chainId))
+    return "free handle lookups need the chain id at start-up (CHAIN_ID or a deployment file), to refuse chain id 56"
+  return undefined
+}
 
 export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSettings, TxSenderSettings {
   readonly deployment: Option.Option<Deployment>
@@ -69,8 +74,10 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly oauthGetStart: boolean
   /** Origins (scheme://host[:port]) a login may redirect back to. */
   readonly redirectAllowList: ReadonlyArray<string>
-  /** Always `off` in this version: other modes are refused at start-up. */
+  /** `off` or `free`; `paid` is refused at start-up in this version. */
   readonly handleLookupMode: ServedHandleLookupMode
+  /** Where handles are resolved (`free` mode). */
+  readonly handleResolvers: ResolverSettings
   /**
    * Bot token of the messenger login widget: the widget's hash is keyed with its SHA-256. None:
    * no messenger login (`/v1/oauth/messenger/verify` answers 400 `unsupported`).
@@ -285,6 +292,20 @@ export const loadAttestorSettings = Effect.gen(function* () {
     oauthProviderTimeoutMs: positiveInt("OAUTH_PROVIDER_TIMEOUT_MS", 10_000, 120_000),
     fedsocial: fedsocialSettings,
     publicUrl,
+    handleResolvers: Config.all({
+      microblog: Config.all({
+        apiUrl: endpointUrl("MICROBLOG_API_URL", "https://api.x.com"),
+        bearerToken: optionalSecret("MICROBLOG_BEARER_TOKEN").pipe(Config.map(Option.getOrUndefined))
+      }),
+      codehost: Config.all({
+        apiUrl: endpointUrl("CODEHOST_API_URL", "https://api.github.com"),
+        token: optionalSecret("CODEHOST_API_TOKEN").pipe(Config.map(Option.getOrUndefined))
+      }),
+      fedsocial: Config.all({
+        fnamesUrl: endpointUrl("FEDSOCIAL_FNAMES_URL", "https://fnames.farcaster.xyz")
+      }),
+      timeoutMs: positiveInt("HANDLE_LOOKUP_TIMEOUT_MS", 5_000, 60_000)
+    }),
     handleLookupMode: Config.literal(
       "paid",
       "off",
@@ -297,9 +318,10 @@ export const loadAttestorSettings = Effect.gen(function* () {
   )
   const chainId = Option.orElse(rest.chainId, () => Option.map(deployment, (d) => d.chainId))
   const { handleLookupMode: requestedMode, ...others } = rest
-  if (requestedMode !== "off")
+  const refusal = handleLookupModeRefusal(requestedMode, chainId)
+  if (refusal !== undefined || requestedMode === "paid")
     return yield* Effect.fail(
-      ConfigError.InvalidData(["HANDLE_LOOKUP_MODE"], handleLookupModeRefusal(requestedMode, chainId))
+      ConfigError.InvalidData(["HANDLE_LOOKUP_MODE"], refusal ?? "paid is not served")
     )
   return {
     ...others,

@@ -364,16 +364,32 @@ describe("HANDLE_LOOKUP_MODE", () => {
       )
     )
 
-  it.each(["paid", "free"])(
-    "refuses %s at start-up with one line: no resolver in this version",
-    async (mode) => {
-      const result = await load({ HANDLE_LOOKUP_MODE: mode })
-      if (Either.isRight(result)) throw new Error("expected the settings to be refused")
-      const line = formatConfigError(result.left)
-      expect(line).toMatch(/^HANDLE_LOOKUP_MODE: handle lookups are not available in this version/)
-      expect(line).not.toContain("\n")
-    }
-  )
+  it("refuses paid at start-up with one line: no x402 facilitator client in this version", async () => {
+    const result = await load({ HANDLE_LOOKUP_MODE: "paid" })
+    if (Either.isRight(result)) throw new Error("expected the settings to be refused")
+    const line = formatConfigError(result.left)
+    expect(line).toMatch(/^HANDLE_LOOKUP_MODE: paid handle lookups are not available in this version/)
+    expect(line).not.toContain("\n")
+  })
+
+  it("accepts free with a chain id known at start-up, and refuses it without one", async () => {
+    const accepted = await load({ HANDLE_LOOKUP_MODE: "free", CHAIN_ID: "31337" })
+    if (Either.isLeft(accepted)) throw new Error(formatConfigError(accepted.left))
+    expect(accepted.right.handleLookupMode).toBe("free")
+    const { CHAIN_ID: _, ...withoutChainId } = env
+    const refused = await Effect.runPromise(
+      Effect.either(
+        Effect.withConfigProvider(
+          loadAttestorSettings,
+          ConfigProvider.fromMap(new Map(Object.entries({ ...withoutChainId, HANDLE_LOOKUP_MODE: "free" })))
+        )
+      )
+    )
+    if (Either.isRight(refused)) throw new Error("expected the settings to be refused")
+    expect(formatConfigError(refused.left)).toMatch(
+      /^HANDLE_LOOKUP_MODE: free handle lookups need the chain id/
+    )
+  })
 
   it("refuses free on chain id 56 for that reason", async () => {
     const result = await load({ HANDLE_LOOKUP_MODE: "free", CHAIN_ID: "56" })

@@ -1,6 +1,6 @@
 /**
- * `npm run attestor` as an operator runs it: a handle-lookup mode this version cannot serve stops
- * start-up with one line naming HANDLE_LOOKUP_MODE; with the default it serves /v1/info, a
+ * `npm run attestor` as an operator runs it: a handle-lookup mode it cannot serve (paid in this
+ * version, free on chain id 56) stops start-up with one line naming HANDLE_LOOKUP_MODE; with the default it serves /v1/info, a
  * commitment and an OpenAPI document listing every endpoint it has.
  */
 import { mkdtempSync, writeFileSync } from "node:fs"
@@ -50,18 +50,31 @@ afterAll(async () => {
 })
 
 describe("attestor process", () => {
-  it.each(["paid", "free"])(
-    "stops with one line naming HANDLE_LOOKUP_MODE=%s",
+  it.each([
+    [
+      "paid",
+      {},
+      /^attestor: invalid settings: HANDLE_LOOKUP_MODE: paid handle lookups are not available in this version/
+    ],
+    [
+      "free",
+      { CHAIN_ID: "56" },
+      /^attestor: invalid settings: HANDLE_LOOKUP_MODE: free handle lookups .* refused on chain id 56/
+    ]
+  ] as const)(
+    "stops with one line naming HANDLE_LOOKUP_MODE=%s where it cannot be served",
     { timeout: PROCESS_TIMEOUT },
-    async (mode) => {
-      const service = startService("attestor", { ...settings(`refused-${mode}`), HANDLE_LOOKUP_MODE: mode })
+    async (mode, extra, line) => {
+      const service = startService("attestor", {
+        ...settings(`refused-${mode}`),
+        ...extra,
+        HANDLE_LOOKUP_MODE: mode
+      })
       running.push(service)
       expect(await service.exited).toBe(1)
       const lines = service.stderr().trim().split("\n")
       expect(lines).toHaveLength(1)
-      expect(lines[0]).toMatch(
-        /^attestor: invalid settings: HANDLE_LOOKUP_MODE: handle lookups are not available in this version/
-      )
+      expect(lines[0]).toMatch(line)
     }
   )
 

@@ -7,7 +7,7 @@ import { type ErrorOf, postEndpoint } from "../../http/declare.js"
 export const commitmentEndpoint = postEndpoint("commitment", "/v1/commitment", {
   payload: CommitmentRequest,
   success: CommitmentResponse,
-  errors: [Wire.BadRequest, Wire.Unsupported, Wire.RateLimited]
+  errors: [Wire.BadRequest, Wire.Unsupported, Wire.NotFound, Wire.RateLimited, Wire.Unavailable]
 })
 
 export type CommitmentError = ErrorOf<typeof commitmentEndpoint>
