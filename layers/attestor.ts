@@ -12,6 +12,7 @@ import { attestorOutcomes } from "../src/attestor/metrics.js"
 import { FedsocialLogins } from "../src/attestor/oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
 import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
+import { PublicCommitments } from "../src/attestor/PublicCommitments.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
 import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
@@ -45,6 +46,7 @@ export const attestorServices = Layer.unwrapEffect(
           hintIndexLayer({ startBlock: settings.indexerStartBlock }),
           SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
           OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
+          PublicCommitments.layer,
           AttestationStore.layer
         )
       ),

@@ -340,6 +340,10 @@ export const PublicHandleRequest = Schema.Struct({
 }).annotations({ identifier: "PublicHandleRequest", ...requestBody })
 export type PublicHandleRequest = typeof PublicHandleRequest.Type
 
+/**
+ * The attestation and, so the creator can seal the hint, the commitment's other fields (PROTOCOL
+ * §10 "Public handle").
+ */
 const PublicHandleResponseFields = Schema.Struct({
   platform: PublicHandlePlatform,
   platformId: PlatformId,
@@ -349,7 +353,12 @@ const PublicHandleResponseFields = Schema.Struct({
   issuedAt: Uint64,
   attestation: EcdsaSignature,
   attestor: Address,
-  handleCommitment: Bytes32
+  handleCommitment: Bytes32,
+  userIdHash: Bytes32,
+  nonce: Bytes32,
+  attestorSalt: Bytes32,
+  kind: Schema.Literal(2),
+  attestorPubKey: PublicKey
 })
 
 export const PublicHandleResponse = PublicHandleResponseFields.pipe(

@@ -48,12 +48,12 @@ import type { ChainClient } from "../chain/ChainClient.js"
 import { ChainId } from "../chain/chainId.js"
 import { AttestorSettings } from "../config/attestor.js"
 import type { Indexer } from "../indexer/Indexer.js"
-import type { Escrow as HintEscrow } from "../store/projections/hints.js"
 import { type Attestation, AttestationStore, attestationStoreUnavailable } from "./AttestationStore.js"
 import type { BindError } from "./api/binds.js"
 import { escrowOf, escrowVisibility, type IndexedEscrow, indexedEscrows } from "./escrows.js"
 import type { HintIndex } from "./hintIndex.js"
 import { bindSignatures } from "./metrics.js"
+import type { PublicCommitments } from "./PublicCommitments.js"
 import { authenticate, type SessionStore, type StoredSession } from "./SessionStore.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -108,14 +108,14 @@ export const planBinds = (
   escrows: ReadonlyArray<IndexedEscrow>,
   stealthOwner: Address,
   filter: Visibility | undefined,
-  visibilityOf: (escrow: HintEscrow) => Visibility = escrowVisibility
+  visibilityOf: (indexed: IndexedEscrow) => Visibility = escrowVisibility
 ): Either.Either<ReadonlyArray<BindCandidate>, string> => {
   const candidates: Array<BindCandidate> = []
   for (const indexed of escrows) {
     const account = indexed.account
     if (account?.pendingOwner !== undefined) continue
     if (account?.registration !== undefined && sameAddress(account.owner, stealthOwner)) continue
-    const visibility = visibilityOf(indexed.escrow)
+    const visibility = visibilityOf(indexed)
     if (filter !== undefined && visibility !== filter) continue
     candidates.push({ indexed, bindNonce: account?.bindNonce ?? 0n, visibility })
   }
@@ -160,7 +160,13 @@ export const bindSigner = (key: Hex, vault: Address): BindSigner => {
   }
 }
 
-export type BindServices = SessionStore | Indexer | HintIndex | ChainClient | AttestationStore
+export type BindServices =
+  | SessionStore
+  | Indexer
+  | HintIndex
+  | ChainClient
+  | AttestationStore
+  | PublicCommitments
 
 const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 

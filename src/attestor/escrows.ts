@@ -39,6 +39,7 @@ import { Indexer, type IndexerStatus } from "../indexer/Indexer.js"
 import type { AccountState } from "../store/projections/accounts.js"
 import type { Escrow as HintEscrow } from "../store/projections/hints.js"
 import { HintIndex, type HintIndexStatus } from "./hintIndex.js"
+import { PublicCommitments } from "./PublicCommitments.js"
 import type { StoredSession } from "./SessionStore.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -49,11 +50,10 @@ import type { StoredSession } from "./SessionStore.js"
  * Visibility (spec §4): the spec names `public` and `private` escrows without saying how one is
  * told from the other. The rule here: an escrow is `public` when its recipient was named in the
  * open, through a PublicHandle attestation this attestor issued for its handle commitment
- * (`POST /v1/public-handle`, spec §2), and `private` otherwise. This version issues no public-handle
- * attestation (that endpoint is not built), so every escrow is `private`. Nothing in the hint
- * (PROTOCOL §6) or on chain marks an escrow public, so a rule reading either would be invented.
+ * (`POST /v1/public-handle`, spec §2; `PublicCommitments`), and `private` otherwise. Nothing in the
+ * hint (PROTOCOL §6) or on chain marks an escrow public, so a rule reading either would be invented.
  */
-export const escrowVisibility = (_escrow: HintEscrow): Visibility => "private"
+export const escrowVisibility = (indexed: IndexedEscrow): Visibility => indexed.visibility ?? "private"
 
 // ---------------------------------------------------------------------------------------------
 // Escrows from the indexes
@@ -64,6 +64,8 @@ export interface IndexedEscrow {
   readonly escrow: HintEscrow
   /** None while no vault event names the id (no deposit, no registration yet). */
   readonly account: AccountState | undefined
+  /** `public` when its commitment came from `/v1/public-handle`; absent means `private`. */
+  readonly visibility?: Visibility
 }
 
 export interface IndexedEscrows {
@@ -94,7 +96,7 @@ export const indexedEscrows = (
   platformId: number,
   userId: string,
   ids: ReadonlyArray<Hex>
-): Effect.Effect<IndexedEscrows, Unavailable, Indexer | HintIndex | ChainClient> =>
+): Effect.Effect<IndexedEscrows, Unavailable, Indexer | HintIndex | ChainClient | PublicCommitments> =>
   Effect.gen(function* () {
     const indexer = yield* Indexer
     const hints = yield* HintIndex
@@ -130,13 +132,24 @@ export const indexedEscrows = (
       accounts = yield* readAccounts
     }
     if (accounts === undefined) return yield* Effect.fail(notReady)
-    return { hintBlock, accountBlock: accounts.block, escrows: accounts.states }
+    const publics = yield* (yield* PublicCommitments).publicAmong(escrows.map((e) => e.hint.handleCommitment))
+    return {
+      hintBlock,
+      accountBlock: accounts.block,
+      escrows: accounts.states.map(
+        (state): IndexedEscrow => ({
+          ...state,
+          visibility: publics.has(state.escrow.hint.handleCommitment.toLowerCase()) ? "public" : "private"
+        })
+      )
+    }
   })
 
 const decodeEscrow = Schema.decodeUnknownSync(Escrow)
 
 /** The wire Escrow of an indexed escrow (a defect if the indexes held something out of shape). */
-export const escrowOf = ({ escrow, account }: IndexedEscrow): Escrow => {
+export const escrowOf = (indexed: IndexedEscrow): Escrow => {
+  const { escrow, account } = indexed
   const registered = account?.registration !== undefined
   const fallback = escrow.hint.fallback
   return decodeEscrow({
@@ -153,14 +166,14 @@ export const escrowOf = ({ escrow, account }: IndexedEscrow): Escrow => {
           fallbackRecipient: fallback?.recipient ?? ZERO_ADDRESS,
           fallbackDelay: (fallback?.delay ?? 0n).toString()
         },
-    visibility: escrowVisibility(escrow)
+    visibility: escrowVisibility(indexed)
   })
 }
 
 /** The escrows of a valid session, as `/v1/escrows` lists them. */
 export const sessionEscrows = (
   session: StoredSession
-): Effect.Effect<EscrowsResponse, Unavailable, Indexer | HintIndex | ChainClient> =>
+): Effect.Effect<EscrowsResponse, Unavailable, Indexer | HintIndex | ChainClient | PublicCommitments> =>
   Effect.map(indexedEscrows(platformIdOf(session.platform), session.userId, session.ids), (found) => ({
     escrows: found.escrows.map(escrowOf)
   }))

@@ -18,6 +18,7 @@ import m0021_attestor_attestations from "./migrations/0021_attestor_attestations
 import m0022_attestor_bind_proposals from "./migrations/0022_attestor_bind_proposals.js"
 import m0023_attestor_owner_visibility from "./migrations/0023_attestor_owner_visibility.js"
 import m0024_attestor_oauth_states from "./migrations/0024_attestor_oauth_states.js"
+import m0025_attestor_public_commitments from "./migrations/0025_attestor_public_commitments.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
 export const migrations = {
@@ -30,7 +31,8 @@ export const migrations = {
   "0021_attestor_attestations": m0021_attestor_attestations,
   "0022_attestor_bind_proposals": m0022_attestor_bind_proposals,
   "0023_attestor_owner_visibility": m0023_attestor_owner_visibility,
-  "0024_attestor_oauth_states": m0024_attestor_oauth_states
+  "0024_attestor_oauth_states": m0024_attestor_oauth_states,
+  "0025_attestor_public_commitments": m0025_attestor_public_commitments
 } as const
 
 /** Everything above the highest migration a database has applied. */

@@ -44,6 +44,7 @@ import {
 import type { IndexedEscrow } from "../../src/attestor/escrows.js"
 import { HintIndex, type HintIndexStatus } from "../../src/attestor/hintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
+import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
@@ -153,6 +154,7 @@ const runtime = ManagedRuntime.make(
       Layer.mergeAll(
         SessionStore.layer({ ttlSeconds: 900 }),
         OAuthStates.layer({ ttlSeconds: 600 }),
+        PublicCommitments.layer,
         AttestationStore.layer
       ).pipe(
         Layer.provide(
@@ -352,7 +354,7 @@ describe("planBinds and contestAction", () => {
   it("refuses a request that would sign both kinds; the filter picks one", () => {
     const pub = indexed(undefined)
     const priv = indexed(undefined)
-    const visibilityOf = (e: HintEscrow): Visibility => (e === pub.escrow ? "public" : "private")
+    const visibilityOf = (e: IndexedEscrow): Visibility => (e === pub ? "public" : "private")
     expect(planBinds([pub, priv], key, undefined, visibilityOf)).toEqual(Either.left(BOTH_VISIBILITIES))
     expect(
       Either.getOrThrow(planBinds([pub, priv], key, "public", visibilityOf)).map((c) => c.indexed)

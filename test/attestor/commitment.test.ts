@@ -15,6 +15,7 @@ import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
+import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
@@ -62,6 +63,7 @@ const runtime = ManagedRuntime.make(
         VetoWatcher.disabled,
         SessionStore.unused,
         OAuthStates.unused,
+        PublicCommitments.none,
         AttestationStore.unused
       )
     ),
@@ -350,6 +352,23 @@ describe("privacy", () => {
     const text = `${logLines.join("\n")}\n${await metricsText()}`
     expect(logLines.some((line) => line.includes("/v1/commitment"))).toBe(true)
     for (const secret of secrets) expect(text).not.toContain(secret)
+  })
+})
+
+describe("POST /v1/public-handle with lookups off", () => {
+  it("is 400 unsupported; a malformed handle is 400 bad_request first", async () => {
+    const publicHandle = (body: unknown) =>
+      fetch(`${base}/v1/public-handle`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": `198.51.100.${++clients}` },
+        body: JSON.stringify(body)
+      })
+    const off = await publicHandle({ platform: "codehost", handle: "dev7" })
+    expect(off.status).toBe(400)
+    expect(await off.json()).toMatchObject({ code: "unsupported" })
+    const malformed = await publicHandle({ platform: "microblog", handle: "not a handle!" })
+    expect(malformed.status).toBe(400)
+    expect(await malformed.json()).toMatchObject({ code: "bad_request" })
   })
 })
 

@@ -126,8 +126,11 @@ describe("escrowOf", () => {
     })
   })
 
-  it("every escrow is private in this version", () => {
-    expect(escrowVisibility(hintEscrow())).toBe("private")
+  it("an escrow is private unless its commitment was made public", () => {
+    const escrow = hintEscrow()
+    expect(escrowVisibility({ escrow, account: undefined })).toBe("private")
+    expect(escrowVisibility({ escrow, account: undefined, visibility: "public" })).toBe("public")
+    expect(escrowOf({ escrow, account: undefined, visibility: "public" }).visibility).toBe("public")
   })
 })
 

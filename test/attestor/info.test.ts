@@ -13,6 +13,7 @@ import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { loginPlatforms } from "../../src/attestor/info.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
+import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
@@ -52,6 +53,7 @@ const serve = (env: Record<string, string>, chainId: Effect.Effect<number, Chain
           VetoWatcher.disabled,
           SessionStore.unused,
           OAuthStates.unused,
+          PublicCommitments.none,
           AttestationStore.unused
         )
       ),
@@ -155,6 +157,7 @@ describe("GET /v1/info with the chain id configured", () => {
         "/v1/metrics",
         "/v1/info",
         "/v1/commitment",
+        "/v1/public-handle",
         "/v1/oauth/messenger/verify",
         "/v1/oauth/fedsocial/verify",
         "/v1/oauth/{platform}/start",

@@ -17,6 +17,7 @@ import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
+import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
@@ -65,6 +66,7 @@ const serve = (env: Record<string, string>) =>
             Layer.mergeAll(
               SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
               OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
+              PublicCommitments.layer,
               AttestationStore.layer
             ).pipe(
               Layer.provide(

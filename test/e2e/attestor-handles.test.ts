@@ -3,11 +3,15 @@
  * rules 1 and 3) on the devnet, against the stand-in directories (PROTOCOL §9: `dev<n>` is user n):
  * a handle alone commits to the resolved numeric id, an unknown handle is 404 `not_found`, a
  * directory that does not answer is 503 `unavailable`, and `/v1/info` says which platforms can be
- * looked up.
+ * looked up. `/v1/public-handle` attests a handle publicly: its escrows are `public`, and a bind
+ * for private escrows does not sign them.
  */
 import { Effect } from "effect"
+import { type Address, type Hex, recoverTypedDataAddress } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { AttestorClient } from "./support/attestorClient.js"
+import { publicHandleDomain, publicHandleTypes } from "../../schema/eip712.js"
+import { AttestorClient, type Commitment } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
 
 let net: VaultDevnet
@@ -78,5 +82,71 @@ describe("free handle lookups", () => {
     const res = await commit({ platform: "messenger", handle: "someone" })
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ code: "bad_request" })
+  })
+})
+
+describe("POST /v1/public-handle", () => {
+  it("attests dev7 on codehost: the signature recovers to the attestor, and its escrow is public", {
+    timeout: 120_000
+  }, async () => {
+    const res = await attestor.post("/v1/public-handle", { platform: "codehost", handle: "dev7" })
+    expect(res.status).toBe(200)
+    const attested = (await res.json()) as Commitment & {
+      platform: string
+      handle: string
+      issuedAt: string
+      attestation: Hex
+      attestor: Address
+    }
+    expect(attested).toMatchObject({
+      platform: "codehost",
+      platformId: 3,
+      userId: "7",
+      handle: "dev7",
+      kind: 2
+    })
+    const signer = await recoverTypedDataAddress({
+      domain: publicHandleDomain(31337),
+      types: publicHandleTypes,
+      primaryType: "PublicHandle",
+      message: { platformId: 3, userId: "7", handle: "dev7", issuedAt: BigInt(attested.issuedAt) },
+      signature: attested.attestation
+    })
+    expect(signer).toBe(attested.attestor)
+
+    const { id } = await attestor.launchTo(attested, "PUB7")
+    await attestor.indexed(await attestor.head())
+    // A codehost login as user 7 at the stand-in provider.
+    const stealthOwner = privateKeyToAccount(generatePrivateKey()).address
+    const started = (await (await attestor.post("/v1/oauth/codehost/start", { stealthOwner })).json()) as {
+      url: string
+    }
+    const consent = await fetch(`${started.url}&devnet_user=7`, { redirect: "manual" })
+    const login = await fetch(consent.headers.get("location") ?? "", { redirect: "manual" })
+    const { session } = (await login.json()) as { session: string }
+    const escrows = (await (await attestor.post("/v1/escrows", { session })).json()) as {
+      escrows: Array<{ id: string; visibility: string }>
+    }
+    expect(escrows.escrows).toEqual([expect.objectContaining({ id, visibility: "public" })])
+    const privateOnly = (await (
+      await attestor.post("/v1/bind", { session, visibility: "private" })
+    ).json()) as {
+      binds: Array<unknown>
+    }
+    expect(privateOnly.binds).toEqual([])
+    const publicOnes = (await (
+      await attestor.post("/v1/bind", { session, visibility: "public" })
+    ).json()) as {
+      binds: Array<{ beneficiaryId: string }>
+    }
+    expect(publicOnes.binds.map((b) => b.beneficiaryId)).toEqual([id])
+  })
+
+  it("an unknown handle is 404 not_found; a community handle is 400 bad_request", async () => {
+    const unknown = await attestor.post("/v1/public-handle", { platform: "microblog", handle: "nosuchuser" })
+    expect(unknown.status).toBe(404)
+    const community = await attestor.post("/v1/public-handle", { platform: "community", handle: "dev7" })
+    expect(community.status).toBe(400)
+    expect(await community.json()).toMatchObject({ code: "bad_request" })
   })
 })

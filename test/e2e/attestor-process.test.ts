@@ -112,6 +112,7 @@ describe("attestor process", () => {
         "/v1/metrics",
         "/v1/info",
         "/v1/commitment",
+        "/v1/public-handle",
         "/v1/oauth/messenger/verify",
         "/v1/oauth/fedsocial/verify",
         "/v1/oauth/{platform}/start",

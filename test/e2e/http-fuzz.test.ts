@@ -329,7 +329,8 @@ const postBodies = {
     "/v1/escrows": attestorSchema.EscrowsRequest,
     "/v1/bind": attestorSchema.BindRequest,
     "/v1/oauth/:platform/start": attestorSchema.OAuthStartRequest,
-    "/v1/oauth/fedsocial/verify": attestorSchema.FedsocialVerifyRequest
+    "/v1/oauth/fedsocial/verify": attestorSchema.FedsocialVerifyRequest,
+    "/v1/public-handle": attestorSchema.PublicHandleRequest
   }
 } as const
 

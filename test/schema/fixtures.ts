@@ -236,7 +236,12 @@ export const attestor = {
     issuedAt: "1700000000",
     attestation: sig65,
     attestor: addr.b,
-    handleCommitment: commitment
+    handleCommitment: commitment,
+    userIdHash: hex("01", 32),
+    nonce: hex("02", 32),
+    attestorSalt: hex("03", 32),
+    kind: 2,
+    attestorPubKey: `0x04${"aa".repeat(64)}`
   },
   OAuthStartRequest: { stealthOwner: addr.c, ids: [id], redirect: "https://app.example/after-login" },
   OAuthStartResponse: {

@@ -10,6 +10,7 @@ import { AttestorEscrowsGroup } from "./escrows.js"
 import { AttestorInfoGroup } from "./info.js"
 import { AttestorLoginsGroup } from "./logins.js"
 import { AttestorOperatorGroup } from "./operator.js"
+import { AttestorPublicHandlesGroup } from "./publicHandles.js"
 
 export class AttestorApi extends serviceApi("attestor", {
   title: "Fee vault attestor",
@@ -19,6 +20,7 @@ export class AttestorApi extends serviceApi("attestor", {
   .add(AttestorOperatorGroup)
   .add(AttestorInfoGroup)
   .add(AttestorCommitmentsGroup)
+  .add(AttestorPublicHandlesGroup)
   .add(AttestorLoginsGroup)
   .add(AttestorEscrowsGroup)
   .add(AttestorBindsGroup) {}

@@ -10,11 +10,13 @@ import { AttestorEscrowsLive } from "./escrows.js"
 import { AttestorInfoLive } from "./info.js"
 import { AttestorLoginsLive } from "./logins.js"
 import { AttestorOperatorLive } from "./operator.js"
+import { AttestorPublicHandlesLive } from "./publicHandles.js"
 
 export const AttestorHandlers = Layer.mergeAll(
   AttestorOperatorLive,
   AttestorInfoLive,
   AttestorCommitmentsLive,
+  AttestorPublicHandlesLive,
   AttestorLoginsLive,
   AttestorEscrowsLive,
   AttestorBindsLive

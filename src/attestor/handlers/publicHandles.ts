@@ -1,0 +1,24 @@
+/** The handler of `POST /v1/public-handle` (src/attestor/api/publicHandles.ts). */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Redacted } from "effect"
+import { ChainId } from "../../chain/chainId.js"
+import { AttestorSettings } from "../../config/attestor.js"
+import { AttestorApi } from "../api/index.js"
+import { commitmentKeys } from "../commitment.js"
+import { PublicCommitments } from "../PublicCommitments.js"
+import { issuePublicHandle } from "../publicHandle.js"
+import { handleLookupOf } from "./commitments.js"
+
+export const AttestorPublicHandlesLive = HttpApiBuilder.group(AttestorApi, "publicHandles", (handlers) =>
+  Effect.gen(function* () {
+    const settings = yield* AttestorSettings
+    const issue = issuePublicHandle({
+      keys: commitmentKeys(Redacted.value(settings.signingKey), Redacted.value(settings.pepper)),
+      signingKey: Redacted.value(settings.signingKey),
+      lookup: handleLookupOf(settings),
+      chainId: (yield* ChainId).get,
+      publics: yield* PublicCommitments
+    })
+    return handlers.handle("publicHandle", ({ payload }) => issue(payload))
+  })
+)
