@@ -19,7 +19,7 @@ import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { AttestorSettings } from "../src/config/attestor.js"
-import { serveApi } from "../src/http/server.js"
+import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
@@ -83,18 +83,7 @@ export const attestorServer = Layer.unwrapEffect(
           })
         )
       ),
-      {
-        host: settings.host,
-        port: settings.port,
-        maxBodyBytes: settings.maxBodyBytes,
-        timeouts: {
-          headersMs: settings.httpHeadersTimeoutMs,
-          requestMs: settings.httpRequestTimeoutMs,
-          keepAliveMs: settings.httpKeepAliveTimeoutMs
-        },
-        rateLimit: attestorIpRateLimit(settings),
-        outcomes: attestorOutcomes
-      }
+      { ...listenOptionsOf(settings), rateLimit: attestorIpRateLimit(settings), outcomes: attestorOutcomes }
     )
   )
 )

@@ -6,7 +6,7 @@ import { Effect, Layer, Option } from "effect"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { RelayerSettings } from "../src/config/relayer.js"
-import { serveApi } from "../src/http/server.js"
+import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { Indexer, indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
 import { AccountReader } from "../src/relayer/AccountReader.js"
 import { accountsFeedLayer } from "../src/relayer/accounts.js"
@@ -85,18 +85,7 @@ export const relayerServer = Layer.unwrapEffect(
         // Read once, lazily, for every handler and check that signs or answers with it.
         Layer.provide(ChainId.layer(settings.chainId))
       ),
-      {
-        host: settings.host,
-        port: settings.port,
-        maxBodyBytes: settings.maxBodyBytes,
-        timeouts: {
-          headersMs: settings.httpHeadersTimeoutMs,
-          requestMs: settings.httpRequestTimeoutMs,
-          keepAliveMs: settings.httpKeepAliveTimeoutMs
-        },
-        rateLimit: relayerIpRateLimit(settings),
-        outcomes: relayerOutcomes
-      }
+      { ...listenOptionsOf(settings), rateLimit: relayerIpRateLimit(settings), outcomes: relayerOutcomes }
     )
   )
 )

@@ -166,6 +166,25 @@ export interface ServeOptions {
   readonly outcomes?: RouteOutcomes | undefined
 }
 
+/** Where and how a service listens, from the settings every service shares (src/config/settings.ts). */
+export const listenOptionsOf = (settings: {
+  readonly host: string
+  readonly port: number
+  readonly maxBodyBytes: number
+  readonly httpHeadersTimeoutMs: number
+  readonly httpRequestTimeoutMs: number
+  readonly httpKeepAliveTimeoutMs: number
+}): Pick<ServeOptions, "host" | "port" | "maxBodyBytes" | "timeouts"> => ({
+  host: settings.host,
+  port: settings.port,
+  maxBodyBytes: settings.maxBodyBytes,
+  timeouts: {
+    headersMs: settings.httpHeadersTimeoutMs,
+    requestMs: settings.httpRequestTimeoutMs,
+    keepAliveMs: settings.httpKeepAliveTimeoutMs
+  }
+})
+
 /**
  * Serves an HttpApi whose groups are implemented by `handlers`. The error renderer sits inside
  * HttpApiBuilder's own error encoding, so every response body is the service's `{ error, code }`.

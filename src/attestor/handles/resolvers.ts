@@ -14,7 +14,7 @@
  */
 import { Data, Effect, Option, Redacted } from "effect"
 import type { LookupPlatform } from "../../../schema/attestor.js"
-import { canonicalUserId, MAX_PROVIDER_BODY_BYTES } from "../oauth/providers.js"
+import { canonicalUserId, readBodyLimited } from "../oauth/providers.js"
 
 /** The directory could not say: down, slow, refusing the app, or answering nonsense. */
 export class LookupUnavailable extends Data.TaggedError("LookupUnavailable")<{
@@ -56,23 +56,10 @@ const getJson = (
         signal,
         redirect: "manual"
       })
-      const reader = response.body?.getReader()
-      const chunks: Array<Uint8Array> = []
-      let size = 0
-      if (reader !== undefined)
-        for (;;) {
-          const { done, value } = await reader.read()
-          if (done) break
-          size += value.byteLength
-          if (size > MAX_PROVIDER_BODY_BYTES) {
-            await reader.cancel()
-            throw new Error("too large")
-          }
-          chunks.push(value)
-        }
+      const text = await readBodyLimited(response)
       let body: unknown
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+        body = JSON.parse(text)
       } catch {
         body = undefined
       }

@@ -45,10 +45,10 @@ import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
 import { OAuthStates } from "./OAuthStates.js"
 import {
   canonicalUserId,
-  MAX_PROVIDER_BODY_BYTES,
   type OAuthApp,
   type OAuthProvider,
-  oauthProviders
+  oauthProviders,
+  readBodyLimited
 } from "./providers.js"
 
 export interface OAuthLoginsConfig {
@@ -128,23 +128,7 @@ const providerFetch = (request: RequestInit & { url: string }, timeoutMs: number
 /** The body of a provider answer, refused past `MAX_PROVIDER_BODY_BYTES` without reading on. */
 const readLimited = (response: Response, timeoutMs: number): Effect.Effect<string, Unavailable> =>
   Effect.tryPromise({
-    try: async () => {
-      const reader = response.body?.getReader()
-      if (reader === undefined) return ""
-      const chunks: Array<Uint8Array> = []
-      let size = 0
-      for (;;) {
-        const { done, value } = await reader.read()
-        if (done) break
-        size += value.byteLength
-        if (size > MAX_PROVIDER_BODY_BYTES) {
-          await reader.cancel()
-          throw new Error("too large")
-        }
-        chunks.push(value)
-      }
-      return Buffer.concat(chunks).toString("utf8")
-    },
+    try: () => readBodyLimited(response),
     catch: () => new Unavailable({ message: PROVIDER_UNUSABLE })
   }).pipe(
     Effect.timeoutFail({

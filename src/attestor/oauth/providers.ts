@@ -137,3 +137,22 @@ export const canonicalUserId = (value: unknown): string | undefined => {
   if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return String(value)
   return undefined
 }
+
+/** A provider's answer body, refused (rejected) past `MAX_PROVIDER_BODY_BYTES` without reading on. */
+export const readBodyLimited = async (response: Response): Promise<string> => {
+  const reader = response.body?.getReader()
+  if (reader === undefined) return ""
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > MAX_PROVIDER_BODY_BYTES) {
+      await reader.cancel()
+      throw new Error("the answer is too large")
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks).toString("utf8")
+}
