@@ -47,7 +47,7 @@ export const writeChecks = Layer.mergeAll(
 )
 
 /** The whole write path, live: what the write handlers stand on. */
-export const writePath = writeServices.pipe(Layer.provide(writeChecks))
+export const writePathLive = writeServices.pipe(Layer.provide(writeChecks))
 
 /** Everything below the HTTP server, given the settings. */
 export const relayerServices = Layer.unwrapEffect(
@@ -80,7 +80,7 @@ export const relayerServer = Layer.unwrapEffect(
     serveApi(
       RelayerApi,
       RelayerHandlers.pipe(
-        Layer.provide(writePath),
+        Layer.provide(writePathLive),
         Layer.provide(feeOracleLayer),
         // Read once, lazily, for every handler and check that signs or answers with it.
         Layer.provide(ChainId.layer(settings.chainId))
