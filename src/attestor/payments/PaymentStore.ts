@@ -1,0 +1,92 @@
+/**
+ * The durable record of handle-lookup payments (spec/attestor.md §3 payment states, §4 "Paid
+ * handle lookup flow"; migration 0026). An authorization is held (`unpaid`) before the facilitator
+ * is asked to verify it, so it buys one attempt only: a second presentation, settled or not, finds
+ * the row and is refused. Then it is `authorized` (verified), and `settled` or `failed`; a settle
+ * whose answer never came is `indeterminate` and is never settled again.
+ *
+ * Nothing of the payer or the authorization reaches a log line or a metric.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { Address } from "viem"
+import { Unavailable } from "../../../schema/errors.js"
+
+export type PaymentState = "unpaid" | "authorized" | "settled" | "failed" | "indeterminate"
+
+/** Which authorization: its payer and Permit2 nonce (each nonce is spendable once on chain too). */
+export interface AuthorizationId {
+  readonly payer: Address
+  readonly nonce: bigint
+}
+
+export interface PaymentTerms {
+  readonly network: string
+  readonly asset: Address
+  readonly amount: bigint
+}
+
+export interface StoredPayment {
+  readonly state: PaymentState
+  readonly transaction: string | undefined
+}
+
+export interface PaymentStoreShape {
+  /** Holds an authorization seen for the first time (`unpaid`); false when it was presented before. */
+  readonly hold: (id: AuthorizationId, terms: PaymentTerms) => Effect.Effect<boolean, Unavailable>
+  /** Moves a held authorization on. */
+  readonly mark: (
+    id: AuthorizationId,
+    state: Exclude<PaymentState, "unpaid">,
+    transaction?: string
+  ) => Effect.Effect<void, Unavailable>
+  readonly get: (id: AuthorizationId) => Effect.Effect<Option.Option<StoredPayment>, Unavailable>
+}
+
+const STORE_UNAVAILABLE = "the attestor's database is not answering"
+const unavailable = () => new Unavailable({ message: STORE_UNAVAILABLE })
+
+export const authorizationKey = (id: AuthorizationId): string => `${id.payer.toLowerCase()}:${id.nonce}`
+
+const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+
+export const makePaymentStore = (sql: SqlClient): PaymentStoreShape => ({
+  hold: (id, terms) =>
+    Effect.flatMap(nowSeconds, (now) =>
+      sql<{ readonly authorization_key: string }>`
+        INSERT INTO attestor_payments
+          (authorization_key, state, network, asset, amount, created_at, updated_at)
+        VALUES (${authorizationKey(id)}, 'unpaid', ${terms.network}, ${terms.asset.toLowerCase()},
+          ${terms.amount.toString()}, ${now}, ${now})
+        ON CONFLICT (authorization_key) DO NOTHING
+        RETURNING authorization_key`.pipe(
+        Effect.map((rows) => rows.length === 1),
+        Effect.mapError(unavailable)
+      )
+    ),
+  mark: (id, state, transaction) =>
+    Effect.flatMap(nowSeconds, (now) =>
+      sql`
+        UPDATE attestor_payments
+        SET state = ${state}, transaction = COALESCE(${transaction ?? null}, transaction), updated_at = ${now}
+        WHERE authorization_key = ${authorizationKey(id)}`.pipe(Effect.asVoid, Effect.mapError(unavailable))
+    ),
+  get: (id) =>
+    sql<{ readonly state: PaymentState; readonly transaction: string | null }>`
+      SELECT state, transaction FROM attestor_payments WHERE authorization_key = ${authorizationKey(id)}`.pipe(
+      Effect.map((rows) =>
+        Option.map(Option.fromNullable(rows[0]), (row) => ({
+          state: row.state,
+          transaction: row.transaction ?? undefined
+        }))
+      ),
+      Effect.mapError(unavailable)
+    )
+})
+
+export class PaymentStore extends Context.Tag("PaymentStore")<PaymentStore, PaymentStoreShape>() {
+  static readonly layer: Layer.Layer<PaymentStore, never, SqlClient> = Layer.effect(
+    PaymentStore,
+    Effect.map(SqlClient, makePaymentStore)
+  )
+}

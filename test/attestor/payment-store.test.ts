@@ -1,0 +1,82 @@
+/**
+ * The payment record on a real database (PGlite, and PostgreSQL when DATABASE_URL is set): an
+ * authorization is held once, whoever presents it again (concurrently too) is refused, and its
+ * state moves on durably with the settlement's hash.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
+import { migrate } from "../../src/store/migrations.js"
+import { type TestDatabase, testDatabases } from "../support/database.js"
+
+const payer = "0x90F79bf6EB2c4f870365E785982E1f101E93b906" as const
+const terms = {
+  network: "eip155:31337",
+  asset: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  amount: 10_000n
+} as const
+let nonces = 0n
+const fresh = () => ({ payer, nonce: ++nonces })
+
+const withMigrations = (database: TestDatabase) =>
+  Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer))
+
+for (const database of testDatabases()) {
+  describe(database.name, () => {
+    layer(withMigrations(database), { timeout: 60_000 })((it) => {
+      it.effect("holds an authorization once; a second presentation is refused", () =>
+        Effect.gen(function* () {
+          const store = makePaymentStore(yield* SqlClient)
+          const id = fresh()
+          expect(yield* store.hold(id, terms)).toBe(true)
+          expect(yield* store.get(id)).toEqual(Option.some({ state: "unpaid", transaction: undefined }))
+          expect(yield* store.hold(id, terms)).toBe(false)
+          // The same nonce of another payer is another authorization.
+          expect(
+            yield* store.hold({ payer: "0x0000000000000000000000000000000000000001", nonce: id.nonce }, terms)
+          ).toBe(true)
+        })
+      )
+
+      it.effect("concurrent presentations of one authorization: one holds it", () =>
+        Effect.gen(function* () {
+          const store = makePaymentStore(yield* SqlClient)
+          const id = fresh()
+          const held = yield* Effect.all(
+            Array.from({ length: 8 }, () => store.hold(id, terms)),
+            { concurrency: "unbounded" }
+          )
+          expect(held.filter((h) => h)).toHaveLength(1)
+        })
+      )
+
+      it.effect(
+        "moves on through authorized to settled with its transaction, or to failed or indeterminate",
+        () =>
+          Effect.gen(function* () {
+            const store = makePaymentStore(yield* SqlClient)
+            const paid = fresh()
+            yield* store.hold(paid, terms)
+            yield* store.mark(paid, "authorized")
+            yield* store.mark(paid, "settled", "0xabc")
+            expect(yield* store.get(paid)).toEqual(Option.some({ state: "settled", transaction: "0xabc" }))
+            const refused = fresh()
+            yield* store.hold(refused, terms)
+            yield* store.mark(refused, "failed")
+            expect(yield* store.get(refused)).toEqual(
+              Option.some({ state: "failed", transaction: undefined })
+            )
+            expect(yield* store.hold(refused, terms)).toBe(false)
+            const lost = fresh()
+            yield* store.hold(lost, terms)
+            yield* store.mark(lost, "indeterminate")
+            expect(yield* store.get(lost)).toEqual(
+              Option.some({ state: "indeterminate", transaction: undefined })
+            )
+            expect(yield* store.get(fresh())).toEqual(Option.none())
+          })
+      )
+    })
+  })
+}
