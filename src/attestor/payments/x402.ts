@@ -1,0 +1,125 @@
+/**
+ * The x402 version 2 wire of paid handle lookups (spec/attestor.md §4 "Paid handle lookup flow";
+ * PROTOCOL.md §10 "Paid lookups"): the one requirement this attestor quotes, the `PAYMENT-REQUIRED`
+ * challenge, and the reading of a `PAYMENT-SIGNATURE`. Headers are encoded and decoded with
+ * `@x402/core`'s codecs.
+ *
+ * The requirements are built here rather than by `@x402/evm`'s server scheme: the spec's `extra`
+ * (`assetTransferMethod: "permit2-exact"`, `signerAddress`, `spenderAddress`) is the vocabulary of
+ * the BNB-chain facilitators, which that scheme refuses. The same `resource` and price serve every
+ * platform and handle, so neither the challenge nor any facilitator request names either.
+ */
+import {
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+  encodePaymentResponseHeader
+} from "@x402/core/http"
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types"
+import { Either } from "effect"
+import { type Address, getAddress, isAddress } from "viem"
+import type { AuthorizationId } from "./PaymentStore.js"
+
+export const X402_VERSION = 2
+
+/** What a lookup costs and who is paid; the facilitator's signer and spender from its `/supported`. */
+export interface LookupPrice {
+  readonly chainId: number
+  /** The token paid in and its EIP-712 name and version (for the client's permit). */
+  readonly asset: Address
+  readonly assetName: string
+  readonly assetVersion: string
+  /** Atomic units. */
+  readonly amount: bigint
+  readonly payTo: Address
+  readonly maxTimeoutSeconds: number
+  readonly signerAddress: Address
+  readonly spenderAddress: Address
+}
+
+/** The one payment option this attestor quotes. */
+export const lookupRequirements = (price: LookupPrice): PaymentRequirements => ({
+  scheme: "exact",
+  network: `eip155:${price.chainId}`,
+  asset: price.asset,
+  amount: price.amount.toString(),
+  payTo: price.payTo,
+  maxTimeoutSeconds: price.maxTimeoutSeconds,
+  extra: {
+    assetTransferMethod: "permit2-exact",
+    name: price.assetName,
+    version: price.assetVersion,
+    signerAddress: price.signerAddress,
+    spenderAddress: price.spenderAddress
+  }
+})
+
+/** The constant resource every challenge names: never the handle or the platform. */
+export const lookupResource = (publicUrl: string) => ({
+  url: `${publicUrl}/v1/commitment`,
+  description: "A handle lookup: the immutable numeric user id behind a platform handle",
+  mimeType: "application/json"
+})
+
+/** The `PAYMENT-REQUIRED` header of a 402. */
+export const paymentRequiredHeader = (requirements: PaymentRequirements, publicUrl: string): string => {
+  const challenge: PaymentRequired = {
+    x402Version: X402_VERSION,
+    resource: lookupResource(publicUrl),
+    accepts: [requirements]
+  }
+  return encodePaymentRequiredHeader(challenge)
+}
+
+/** The `PAYMENT-RESPONSE` header of a settled lookup. */
+export const paymentResponseHeader = (settled: SettleResponse): string => encodePaymentResponseHeader(settled)
+
+/** Why a `PAYMENT-SIGNATURE` is refused before anyone is asked about it. */
+export type PaymentRefusal = "malformed" | "version" | "requirements"
+
+export interface PresentedPayment {
+  readonly payload: PaymentPayload
+  readonly authorization: AuthorizationId
+}
+
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_, v) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b))
+        )
+      : typeof v === "string" && isAddress(v)
+        ? v.toLowerCase()
+        : v
+  )
+
+/** Whether the client accepted exactly the quoted requirements (addresses compared case-blind). */
+export const sameRequirements = (presented: PaymentRequirements, quoted: PaymentRequirements): boolean =>
+  canonical(presented) === canonical(quoted)
+
+const field = (value: unknown, key: string): unknown =>
+  typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined
+
+/**
+ * Reads a `PAYMENT-SIGNATURE`: version 2, the quoted requirements exactly, and a Permit2
+ * authorization whose payer and nonce identify it (PROTOCOL §10).
+ */
+export const readPaymentSignature = (
+  header: string,
+  quoted: PaymentRequirements
+): Either.Either<PresentedPayment, PaymentRefusal> => {
+  let payload: PaymentPayload
+  try {
+    payload = decodePaymentSignatureHeader(header)
+  } catch {
+    return Either.left("malformed")
+  }
+  if (payload.x402Version !== X402_VERSION) return Either.left("version")
+  if (typeof payload.accepted !== "object" || payload.accepted === null) return Either.left("malformed")
+  if (!sameRequirements(payload.accepted, quoted)) return Either.left("requirements")
+  const authorization = field(payload.payload, "permit2Authorization")
+  const from = field(authorization, "from")
+  const nonce = field(authorization, "nonce")
+  if (typeof from !== "string" || !isAddress(from)) return Either.left("malformed")
+  if (typeof nonce !== "string" || !/^(?:0|[1-9][0-9]{0,77})$/.test(nonce)) return Either.left("malformed")
+  return Either.right({ payload, authorization: { payer: getAddress(from), nonce: BigInt(nonce) } })
+}
