@@ -76,7 +76,9 @@ describe("the quote and the challenge", () => {
       },
       accepts: [quoted]
     })
-    expect(Buffer.from(header, "base64").toString("utf8")).not.toMatch(/microblog|codehost|fedsocial|"handle"/)
+    expect(Buffer.from(header, "base64").toString("utf8")).not.toMatch(
+      /microblog|codehost|fedsocial|"handle"/
+    )
   })
 })
 
