@@ -25,7 +25,11 @@ export class InsufficientAttestations extends Schema.TaggedError<InsufficientAtt
 export class Unsupported extends Schema.TaggedError<Unsupported>()("Unsupported", fields) {}
 export class InvalidSession extends Schema.TaggedError<InvalidSession>()("InvalidSession", fields) {}
 export class FeeTooLow extends Schema.TaggedError<FeeTooLow>()("FeeTooLow", fields) {}
-export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", fields) {}
+export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", {
+  message: Schema.String,
+  /** Sent as `PAYMENT-REQUIRED` (base64 JSON, PROTOCOL §10); the body does not repeat it. */
+  challenge: Schema.optional(Schema.String)
+}) {}
 export class PaymentFailed extends Schema.TaggedError<PaymentFailed>()("PaymentFailed", fields) {}
 export class RecipientDenied extends Schema.TaggedError<RecipientDenied>()("RecipientDenied", fields) {}
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {}

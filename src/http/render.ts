@@ -13,6 +13,11 @@ export const renderApiError = (error: ApiError): HttpServerResponse.HttpServerRe
   if (error._tag === "RateLimited")
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterSeconds)))
   if (error._tag === "MethodNotAllowed") headers.allow = error.allow.join(", ")
+  // A 402 is about this request's payment: never cached (PROTOCOL §10).
+  if (error._tag === "PaymentRequired" || error._tag === "PaymentFailed")
+    headers["cache-control"] = "no-store"
+  if (error._tag === "PaymentRequired" && error.challenge !== undefined)
+    headers["payment-required"] = error.challenge
   // An oversized body is not read to the end; closing the connection stops the client sending it.
   if (error._tag === "PayloadTooLarge") headers.connection = "close"
   return HttpServerResponse.unsafeJson({ error: error.message, code }, { status, headers })

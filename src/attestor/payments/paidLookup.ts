@@ -1,0 +1,122 @@
+/**
+ * A paid handle lookup (spec/attestor.md §3 payment states, §4 "Paid handle lookup flow";
+ * PROTOCOL.md §10 "Paid lookups"), in order:
+ *
+ * 1. no `PAYMENT-SIGNATURE`: 402 `payment_required` with the `PAYMENT-REQUIRED` challenge;
+ * 2. the signature must accept exactly the quoted requirements (else 402 `payment_failed`);
+ * 3. the authorization (payer, Permit2 nonce) is held in the database before anything else, so it
+ *    buys one attempt: presented before, settled or not, it is 402 `payment_failed`;
+ * 4. the facilitator verifies it (refused: 402 `payment_failed`; not answering: 503 `unavailable`);
+ * 5. the handle is resolved: not found is 404 `not_found` and nothing is settled (the authorization
+ *    is spent); a directory that cannot say is 503;
+ * 6. only then the facilitator settles: success is the user id and the `PAYMENT-RESPONSE`; a
+ *    refusal 402 `payment_failed`; no answer is recorded `indeterminate` and never settled again
+ *    (503 `unavailable`).
+ *
+ * The facilitator is asked about the payment only: never the handle or the platform.
+ */
+import type { FacilitatorClient } from "@x402/core/http"
+import type { PaymentRequirements } from "@x402/core/types"
+import { Effect, Either, Option } from "effect"
+import type { LookupPlatform } from "../../../schema/attestor.js"
+import { NotFound, PaymentFailed, PaymentRequired, Unavailable } from "../../../schema/errors.js"
+import type { Resolve } from "../handles/resolvers.js"
+import type { PaymentStoreShape } from "./PaymentStore.js"
+import { paymentRequiredHeader, paymentResponseHeader, readPaymentSignature } from "./x402.js"
+
+export interface PaidLookupConfig {
+  readonly requirements: PaymentRequirements
+  readonly publicUrl: string
+  readonly facilitator: FacilitatorClient
+  readonly store: PaymentStoreShape
+  readonly resolvers: Partial<Readonly<Record<LookupPlatform, Resolve>>>
+}
+
+export type PaidLookupError = PaymentRequired | PaymentFailed | NotFound | Unavailable
+
+export interface PaidLookupResult {
+  readonly userId: string
+  /** The `PAYMENT-RESPONSE` header of the answer. */
+  readonly paymentResponse: string
+}
+
+const FACILITATOR_UNAVAILABLE = "the payment facilitator is not answering: try again later"
+
+export const paidLookup =
+  (config: PaidLookupConfig) =>
+  (
+    platform: LookupPlatform,
+    handle: string,
+    paymentSignature: string | undefined
+  ): Effect.Effect<PaidLookupResult, PaidLookupError> =>
+    Effect.gen(function* () {
+      const { requirements, facilitator, store } = config
+      if (paymentSignature === undefined)
+        return yield* Effect.fail(
+          new PaymentRequired({
+            message: "this lookup is paid: sign the quoted payment and send it as PAYMENT-SIGNATURE",
+            challenge: paymentRequiredHeader(requirements, config.publicUrl)
+          })
+        )
+      const presented = readPaymentSignature(paymentSignature, requirements)
+      if (Either.isLeft(presented))
+        return yield* Effect.fail(
+          new PaymentFailed({
+            message:
+              presented.left === "requirements"
+                ? "the payment does not accept the quoted requirements"
+                : "PAYMENT-SIGNATURE is not an x402 version 2 payment"
+          })
+        )
+      const { payload, authorization } = presented.right
+      const held = yield* store.hold(authorization, {
+        network: requirements.network,
+        asset: requirements.asset as `0x${string}`,
+        amount: BigInt(requirements.amount)
+      })
+      if (!held)
+        return yield* Effect.fail(
+          new PaymentFailed({ message: "this payment authorization was presented before" })
+        )
+      const spent = (state: "failed" | "indeterminate") => store.mark(authorization, state)
+
+      const verified = yield* Effect.tryPromise({
+        try: () => facilitator.verify(payload, requirements),
+        catch: () => new Unavailable({ message: FACILITATOR_UNAVAILABLE })
+      }).pipe(Effect.tapError(() => spent("failed")))
+      if (!verified.isValid) {
+        yield* spent("failed")
+        return yield* Effect.fail(
+          new PaymentFailed({ message: "the payment facilitator refused the payment" })
+        )
+      }
+      yield* store.mark(authorization, "authorized")
+
+      const resolve = config.resolvers[platform]
+      const found = yield* (
+        resolve === undefined
+          ? Effect.fail(new Unavailable({ message: "this platform's handles cannot be looked up here" }))
+          : resolve(handle).pipe(
+              Effect.mapError(
+                () =>
+                  new Unavailable({ message: "the platform's directory is not answering: try again later" })
+              )
+            )
+      ).pipe(Effect.tapError(() => spent("failed")))
+      if (Option.isNone(found)) {
+        yield* spent("failed")
+        return yield* Effect.fail(new NotFound({ message: "no user has this handle on this platform" }))
+      }
+
+      const settled = yield* Effect.tryPromise({
+        try: () => facilitator.settle(payload, requirements),
+        // Whatever happened, the facilitator may have settled: never again.
+        catch: () => new Unavailable({ message: FACILITATOR_UNAVAILABLE })
+      }).pipe(Effect.tapError(() => spent("indeterminate")))
+      if (!settled.success) {
+        yield* spent("failed")
+        return yield* Effect.fail(new PaymentFailed({ message: "the payment could not be settled" }))
+      }
+      yield* store.mark(authorization, "settled", settled.transaction)
+      return { userId: found.value, paymentResponse: paymentResponseHeader(settled) }
+    })

@@ -1,0 +1,183 @@
+/**
+ * The paid lookup's order and refusals (src/attestor/payments/paidLookup.ts; spec/attestor.md §4
+ * "Paid handle lookup flow"), with the payment record on PGlite and a recording facilitator: a
+ * challenge without payment; an authorization held before verification and refused the second
+ * time; nothing settled for an unknown handle; a settle without answer recorded indeterminate; and
+ * the facilitator never told the handle or the platform.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { describe, expect, layer } from "@effect/vitest"
+import type { FacilitatorClient } from "@x402/core/http"
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  encodePaymentSignatureHeader
+} from "@x402/core/http"
+import { Effect, Either, Layer, Option } from "effect"
+import type { Resolve } from "../../src/attestor/handles/resolvers.js"
+import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
+import { paidLookup } from "../../src/attestor/payments/paidLookup.js"
+import { lookupRequirements } from "../../src/attestor/payments/x402.js"
+import { migrate } from "../../src/store/migrations.js"
+import { testDatabases } from "../support/database.js"
+
+const requirements = lookupRequirements({
+  chainId: 31337,
+  asset: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  assetName: "Tether USD",
+  assetVersion: "1",
+  amount: 10n ** 16n,
+  payTo: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+  maxTimeoutSeconds: 60,
+  signerAddress: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+  spenderAddress: "0x402085c248EeA27D92E8b30b2C58ed07f9E20001"
+})
+
+let nonces = 1000n
+const payment = (accepted = requirements) =>
+  encodePaymentSignatureHeader({
+    x402Version: 2,
+    accepted,
+    payload: {
+      signature: `0x${"11".repeat(65)}`,
+      permit2Authorization: {
+        from: "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
+        permitted: { token: requirements.asset, amount: requirements.amount },
+        spender: "0x402085c248EeA27D92E8b30b2C58ed07f9E20001",
+        nonce: String(++nonces),
+        deadline: "1900000000",
+        witness: { to: requirements.payTo, validAfter: "0" }
+      }
+    }
+  })
+
+type Verdict = "ok" | "refuse" | "throw"
+
+const facilitatorOf = (verify: Verdict, settle: Verdict) => {
+  const calls: Array<string> = []
+  const client = {
+    verify: async (payload: unknown, reqs: unknown) => {
+      calls.push(`verify ${JSON.stringify({ payload, reqs })}`)
+      if (verify === "throw") throw new Error("down")
+      return { isValid: verify === "ok", payer: "0x90f79bf6eb2c4f870365e785982e1f101e93b906" }
+    },
+    settle: async (payload: unknown, reqs: unknown) => {
+      calls.push(`settle ${JSON.stringify({ payload, reqs })}`)
+      if (settle === "throw") throw new Error("timed out")
+      return settle === "ok"
+        ? {
+            success: true,
+            transaction: "0xfeed",
+            network: "eip155:31337",
+            payer: "0x90f79bf6eb2c4f870365e785982e1f101e93b906"
+          }
+        : { success: false, errorReason: "insufficient_funds", transaction: "", network: "eip155:31337" }
+    },
+    getSupported: async () => ({ kinds: [], extensions: [], signers: {} })
+  } as unknown as FacilitatorClient
+  return { client, calls }
+}
+
+const resolvers: Record<"microblog", Resolve> = {
+  microblog: (handle) => Effect.succeed(handle === "dev42" ? Option.some("42") : Option.none())
+}
+
+const database = testDatabases()[0]
+if (database === undefined) throw new Error("no test database")
+
+layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { timeout: 60_000 })((it) => {
+  const setup = (verify: Verdict, settle: Verdict) =>
+    Effect.map(SqlClient, (sql) => {
+      const store = makePaymentStore(sql)
+      const facilitator = facilitatorOf(verify, settle)
+      const lookup = paidLookup({
+        requirements,
+        publicUrl: "http://127.0.0.1:8081",
+        facilitator: facilitator.client,
+        store,
+        resolvers
+      })
+      return { lookup, calls: facilitator.calls, store }
+    })
+
+  describe("paid lookups", () => {
+    it.effect("without a payment: 402 payment_required with the challenge", () =>
+      Effect.gen(function* () {
+        const { lookup, calls } = yield* setup("ok", "ok")
+        const error = yield* Effect.flip(lookup("microblog", "dev42", undefined))
+        expect(error._tag).toBe("PaymentRequired")
+        const challenge = error._tag === "PaymentRequired" ? error.challenge : undefined
+        expect(decodePaymentRequiredHeader(challenge ?? "").accepts).toEqual([requirements])
+        expect(calls).toEqual([])
+      })
+    )
+
+    it.effect(
+      "paid and found: the user id, PAYMENT-RESPONSE, settled once; the same payment again is refused",
+      () =>
+        Effect.gen(function* () {
+          const { lookup, calls } = yield* setup("ok", "ok")
+          const signature = payment()
+          const result = yield* lookup("microblog", "dev42", signature)
+          expect(result.userId).toBe("42")
+          expect(decodePaymentResponseHeader(result.paymentResponse)).toMatchObject({
+            success: true,
+            transaction: "0xfeed"
+          })
+          const again = yield* Effect.flip(lookup("microblog", "dev42", signature))
+          expect(again._tag).toBe("PaymentFailed")
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle"])
+          // Neither the handle nor the platform reached the facilitator.
+          expect(calls.join("\n")).not.toMatch(/dev42|microblog/)
+        })
+    )
+
+    it.effect("an unknown handle: 404, nothing settled, the authorization spent", () =>
+      Effect.gen(function* () {
+        const { lookup, calls } = yield* setup("ok", "ok")
+        const signature = payment()
+        expect((yield* Effect.flip(lookup("microblog", "nosuchuser", signature)))._tag).toBe("NotFound")
+        expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify"])
+        expect((yield* Effect.flip(lookup("microblog", "dev42", signature)))._tag).toBe("PaymentFailed")
+      })
+    )
+
+    it.effect("other requirements, a refused verification, a failed settle: 402 payment_failed", () =>
+      Effect.gen(function* () {
+        const quoted = yield* setup("ok", "ok")
+        const other = { ...requirements, amount: "1" }
+        expect((yield* Effect.flip(quoted.lookup("microblog", "dev42", payment(other))))._tag).toBe(
+          "PaymentFailed"
+        )
+        expect(quoted.calls).toEqual([])
+        const refused = yield* setup("refuse", "ok")
+        expect((yield* Effect.flip(refused.lookup("microblog", "dev42", payment())))._tag).toBe(
+          "PaymentFailed"
+        )
+        const unsettled = yield* setup("ok", "refuse")
+        expect((yield* Effect.flip(unsettled.lookup("microblog", "dev42", payment())))._tag).toBe(
+          "PaymentFailed"
+        )
+      })
+    )
+
+    it.effect(
+      "a facilitator not answering: 503; a settle without answer is indeterminate, never settled again",
+      () =>
+        Effect.gen(function* () {
+          const down = yield* setup("throw", "ok")
+          expect((yield* Effect.flip(down.lookup("microblog", "dev42", payment())))._tag).toBe("Unavailable")
+          const lost = yield* setup("ok", "throw")
+          const signature = payment()
+          expect((yield* Effect.flip(lost.lookup("microblog", "dev42", signature)))._tag).toBe("Unavailable")
+          const stored = yield* lost.store.get({
+            payer: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+            nonce: nonces
+          })
+          expect(Option.map(stored, (s) => s.state)).toEqual(Option.some("indeterminate"))
+          expect(Either.isLeft(yield* Effect.either(lost.lookup("microblog", "dev42", signature)))).toBe(true)
+          expect(lost.calls.filter((c) => c.startsWith("settle"))).toHaveLength(1)
+        })
+    )
+  })
+})
