@@ -1396,3 +1396,120 @@ export const keyRegistryStandInAbi = [
     type: "function"
   }
 ] as const
+
+export const x402ExactPermit2ProxyAbi = [
+  { inputs: [], name: "InvalidAmount", type: "error" },
+  { inputs: [], name: "InvalidDestination", type: "error" },
+  { inputs: [], name: "InvalidOwner", type: "error" },
+  { inputs: [], name: "PaymentTooEarly", type: "error" },
+  { inputs: [], name: "Permit2612AmountMismatch", type: "error" },
+  { anonymous: false, inputs: [], name: "Settled", type: "event" },
+  { anonymous: false, inputs: [], name: "SettledWithPermit", type: "event" },
+  {
+    inputs: [],
+    name: "PERMIT2",
+    outputs: [{ internalType: "contract ISignatureTransfer", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [],
+    name: "WITNESS_TYPEHASH",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [],
+    name: "WITNESS_TYPE_STRING",
+    outputs: [{ internalType: "string", name: "", type: "string" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [
+      {
+        components: [
+          {
+            components: [
+              { internalType: "address", name: "token", type: "address" },
+              { internalType: "uint256", name: "amount", type: "uint256" }
+            ],
+            internalType: "struct ISignatureTransfer.TokenPermissions",
+            name: "permitted",
+            type: "tuple"
+          },
+          { internalType: "uint256", name: "nonce", type: "uint256" },
+          { internalType: "uint256", name: "deadline", type: "uint256" }
+        ],
+        internalType: "struct ISignatureTransfer.PermitTransferFrom",
+        name: "permit",
+        type: "tuple"
+      },
+      { internalType: "address", name: "owner", type: "address" },
+      {
+        components: [
+          { internalType: "address", name: "to", type: "address" },
+          { internalType: "uint256", name: "validAfter", type: "uint256" }
+        ],
+        internalType: "struct X402ExactPermit2Proxy.Witness",
+        name: "witness",
+        type: "tuple"
+      },
+      { internalType: "bytes", name: "signature", type: "bytes" }
+    ],
+    name: "settle",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function"
+  },
+  {
+    inputs: [
+      {
+        components: [
+          { internalType: "uint256", name: "value", type: "uint256" },
+          { internalType: "uint256", name: "deadline", type: "uint256" },
+          { internalType: "bytes32", name: "r", type: "bytes32" },
+          { internalType: "bytes32", name: "s", type: "bytes32" },
+          { internalType: "uint8", name: "v", type: "uint8" }
+        ],
+        internalType: "struct X402ExactPermit2Proxy.EIP2612Permit",
+        name: "permit2612",
+        type: "tuple"
+      },
+      {
+        components: [
+          {
+            components: [
+              { internalType: "address", name: "token", type: "address" },
+              { internalType: "uint256", name: "amount", type: "uint256" }
+            ],
+            internalType: "struct ISignatureTransfer.TokenPermissions",
+            name: "permitted",
+            type: "tuple"
+          },
+          { internalType: "uint256", name: "nonce", type: "uint256" },
+          { internalType: "uint256", name: "deadline", type: "uint256" }
+        ],
+        internalType: "struct ISignatureTransfer.PermitTransferFrom",
+        name: "permit",
+        type: "tuple"
+      },
+      { internalType: "address", name: "owner", type: "address" },
+      {
+        components: [
+          { internalType: "address", name: "to", type: "address" },
+          { internalType: "uint256", name: "validAfter", type: "uint256" }
+        ],
+        internalType: "struct X402ExactPermit2Proxy.Witness",
+        name: "witness",
+        type: "tuple"
+      },
+      { internalType: "bytes", name: "signature", type: "bytes" }
+    ],
+    name: "settleWithPermit",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function"
+  }
+] as const

@@ -25,7 +25,8 @@ export const contracts = {
   TestToken: { source: "mocks/TestToken.sol", abiName: "testTokenAbi" },
   SmartWallet: { source: "mocks/SmartWallet.sol", abiName: "smartWalletAbi" },
   IdRegistryStandIn: { source: "mocks/FarcasterRegistries.sol", abiName: "idRegistryStandInAbi" },
-  KeyRegistryStandIn: { source: "mocks/FarcasterRegistries.sol", abiName: "keyRegistryStandInAbi" }
+  KeyRegistryStandIn: { source: "mocks/FarcasterRegistries.sol", abiName: "keyRegistryStandInAbi" },
+  X402ExactPermit2Proxy: { source: "mocks/X402ExactPermit2Proxy.sol", abiName: "x402ExactPermit2ProxyAbi" }
 } as const
 
 export type ContractName = keyof typeof contracts
