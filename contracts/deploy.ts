@@ -17,6 +17,7 @@ import {
 } from "viem"
 import { mnemonicToAccount } from "viem/accounts"
 import { ANVIL_MNEMONIC } from "../src/chain/anvil.js"
+import { FARCASTER_ID_REGISTRY, FARCASTER_KEY_REGISTRY } from "../src/config/attestor.js"
 import {
   feeVaultAbi,
   idRegistryStandInAbi,
@@ -318,9 +319,7 @@ export async function deploySmartWallet(
   return (await deploy(chain, smartWalletAbi, artifacts.SmartWallet.bytecode, [owner])).address
 }
 
-/** Where Farcaster's registries live on Optimism, and where the devnet's stand-ins are placed (PROTOCOL §9). */
-export const FARCASTER_ID_REGISTRY: Address = "0x00000000Fc6c5F01Fc30151999387Bb99A9f489b"
-export const FARCASTER_KEY_REGISTRY: Address = "0x00000000fc1237824fb747abde0ff18990e59b7e"
+export { FARCASTER_ID_REGISTRY, FARCASTER_KEY_REGISTRY }
 
 /** The fid whose custody address is mnemonic account #i on the devnet (i = 3..9). */
 export const devnetFid = (index: number): bigint => 1000n + BigInt(index)

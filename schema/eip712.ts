@@ -86,3 +86,26 @@ export const typeString = (primaryType: VaultPrimaryType | "PublicHandle"): stri
   const fields = primaryType === "PublicHandle" ? publicHandleTypes.PublicHandle : vaultTypes[primaryType]
   return `${primaryType}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})`
 }
+
+/** Permit2's domain (no version; PROTOCOL §10 "Paid lookups"). */
+export const permit2Domain = (chainId: number, permit2: Address) =>
+  ({ name: "Permit2", chainId, verifyingContract: permit2 }) as const
+
+/** The `PermitWitnessTransferFrom` a payer signs for a paid lookup, witness `Witness(address to,uint256 validAfter)`. */
+export const permit2WitnessTypes = {
+  PermitWitnessTransferFrom: [
+    { name: "permitted", type: "TokenPermissions" },
+    { name: "spender", type: "address" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint256" },
+    { name: "witness", type: "Witness" }
+  ],
+  TokenPermissions: [
+    { name: "token", type: "address" },
+    { name: "amount", type: "uint256" }
+  ],
+  Witness: [
+    { name: "to", type: "address" },
+    { name: "validAfter", type: "uint256" }
+  ]
+} as const

@@ -131,9 +131,9 @@ export interface FedsocialSettings {
   readonly keyRegistry: Address
 }
 
-/** Farcaster's registries on Optimism. */
-const FARCASTER_ID_REGISTRY = "0x00000000Fc6c5F01Fc30151999387Bb99A9f489b"
-const FARCASTER_KEY_REGISTRY = "0x00000000fc1237824fb747abde0ff18990e59b7e"
+/** Farcaster's registries on Optimism (and the devnet's stand-ins at the same addresses, PROTOCOL §9). */
+export const FARCASTER_ID_REGISTRY: Address = "0x00000000Fc6c5F01Fc30151999387Bb99A9f489b"
+export const FARCASTER_KEY_REGISTRY: Address = "0x00000000fc1237824fb747abde0ff18990e59b7e"
 
 const fedsocialSettings: Config.Config<Option.Option<FedsocialSettings>> = Config.all({
   domain: Config.option(Config.nonEmptyString("FEDSOCIAL_DOMAIN")),

@@ -5,6 +5,7 @@
  * `/supported` announces, verification, a settlement that moves exactly the amount on chain, a
  * replay and a wrong amount refused, the faults, and the scoped Effect flavour.
  */
+
 import { randomBytes } from "node:crypto"
 import { HTTPFacilitatorClient } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
@@ -24,6 +25,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { testTokenAbi, x402ExactPermit2ProxyAbi } from "../../contracts/abi.js"
 import { loadArtifacts } from "../../contracts/build.js"
 import { type ChainTarget, devnetAccount, devnetClients } from "../../contracts/deploy.js"
+import { permit2WitnessTypes } from "../../schema/eip712.js"
 import { lookupRequirements } from "../../src/attestor/payments/x402.js"
 import { type AnvilInstance, startAnvil } from "../../src/chain/anvil.js"
 import {
@@ -44,24 +46,7 @@ const adminKey = (): Hex => {
   return `0x${Buffer.from(key).toString("hex")}`
 }
 
-// The witness type PROTOCOL §10 names, written out here rather than taken from @x402/evm.
-const permitWitnessTypes = {
-  PermitWitnessTransferFrom: [
-    { name: "permitted", type: "TokenPermissions" },
-    { name: "spender", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-    { name: "witness", type: "Witness" }
-  ],
-  TokenPermissions: [
-    { name: "token", type: "address" },
-    { name: "amount", type: "uint256" }
-  ],
-  Witness: [
-    { name: "to", type: "address" },
-    { name: "validAfter", type: "uint256" }
-  ]
-} as const
+const permitWitnessTypes = permit2WitnessTypes
 
 const PRICE = parseUnits("0.01", 18)
 
