@@ -7,12 +7,14 @@ import { AttestationStore } from "../src/attestor/AttestationStore.js"
 import { AttestorApi } from "../src/attestor/api/index.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
 import { AttestorHandlers } from "../src/attestor/handlers/index.js"
+import { HandleLookups } from "../src/attestor/handles/HandleLookups.js"
 import { hintIndexLayer } from "../src/attestor/hintIndex.js"
 import { attestorOutcomes } from "../src/attestor/metrics.js"
 import { FedsocialLogins } from "../src/attestor/oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
 import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../src/attestor/PublicCommitments.js"
+import { PaymentStore } from "../src/attestor/payments/PaymentStore.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
 import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
@@ -26,7 +28,7 @@ import { storageLayer } from "../src/store/sql.js"
 
 /**
  * Everything below the HTTP server, given the settings: the chain, the attestor's own database
- * with its sessions, the vault indexer writing its event store, the hint index folding its
+ * with its sessions and handle-lookup payments, the vault indexer writing its event store, the hint index folding its
  * `TokenLaunched` events, and the veto watcher judging the pending bind proposals.
  */
 export const attestorServices = Layer.unwrapEffect(
@@ -47,6 +49,7 @@ export const attestorServices = Layer.unwrapEffect(
           SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
           OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
           PublicCommitments.layer,
+          PaymentStore.layer,
           AttestationStore.layer
         )
       ),
@@ -62,6 +65,7 @@ export const attestorServer = Layer.unwrapEffect(
     serveApi(
       AttestorApi,
       AttestorHandlers.pipe(
+        Layer.provide(HandleLookups.layer),
         Layer.provide(ChainId.layer(settings.chainId)),
         Layer.provide(
           Option.match(settings.fedsocial, {

@@ -5,9 +5,10 @@
  *
  * A numeric `userId` is free and needs nothing outside this process. A `handle` alone is a lookup
  * (rule 1), after the refusals of rules 3-4 (which come first, before any payment step): with
- * `HANDLE_LOOKUP_MODE=off` it is 400 `unsupported` (rule 5); with `free` (local development) the
- * handle is resolved (src/attestor/handles/resolvers.ts): not found is 404 `not_found`, a directory
- * that cannot say 503 `unavailable`. Numeric community and fedsocial ids sent as `handle` are taken
+ * `HANDLE_LOOKUP_MODE=off` it is 400 `unsupported` (rule 5); with `paid` it is bought over x402
+ * (src/attestor/payments/paidLookup.ts), with `free` (local development) resolved without payment
+ * (src/attestor/handles/HandleLookups.ts): not found is 404 `not_found`, a directory that cannot
+ * say 503 `unavailable`. Numeric community and fedsocial ids sent as `handle` are taken
  * as the `userId`. When both `userId` and `handle` are given, `userId` wins: no lookup, and the
  * handle is ignored.
  *
@@ -25,7 +26,14 @@ import {
   type Platform,
   platformIdOf
 } from "../../schema/attestor.js"
-import { BadRequest, type NotFound, type Unavailable, Unsupported } from "../../schema/errors.js"
+import {
+  BadRequest,
+  type NotFound,
+  type PaymentFailed,
+  type PaymentRequired,
+  type Unavailable,
+  Unsupported
+} from "../../schema/errors.js"
 import { attestorSalt, handleCommitment, userIdHash } from "../../schema/ids.js"
 import type { CommitmentError } from "./api/commitments.js"
 
@@ -120,14 +128,32 @@ export const requestedUser = (request: CommitmentRequest): Either.Either<HandleR
   return classifyHandle(request.platform, request.handle)
 }
 
-/** Resolves a handle to its user id, as the lookup mode allows. */
+/** A handle's user id, and the `PAYMENT-RESPONSE` of the payment that bought it (paid mode). */
+export interface LookupResult {
+  readonly userId: string
+  readonly paymentResponse: string | undefined
+}
+
+export type HandleLookupError = Unsupported | NotFound | Unavailable | PaymentRequired | PaymentFailed
+
+/**
+ * Resolves a handle to its user id, as the lookup mode allows; `paymentSignature` is the request's
+ * `PAYMENT-SIGNATURE` header, if any.
+ */
 export type HandleLookup = (
   platform: LookupPlatform,
-  handle: string
-) => Effect.Effect<string, Unsupported | NotFound | Unavailable>
+  handle: string,
+  paymentSignature: string | undefined
+) => Effect.Effect<LookupResult, HandleLookupError>
 
 /** `HANDLE_LOOKUP_MODE=off`: no handle is looked up (rule 5: send the numeric userId). */
 export const noLookups: HandleLookup = () => Effect.fail(new Unsupported({ message: LOOKUP_UNSUPPORTED }))
+
+/** An answer and the `PAYMENT-RESPONSE` header that goes with it when a lookup was paid for. */
+export interface WithPayment<A> {
+  readonly body: A
+  readonly paymentResponse: string | undefined
+}
 
 // ---------------------------------------------------------------------------------------------
 // The commitment (rule 2, PROTOCOL.md §2)
@@ -177,13 +203,25 @@ export const commitmentFor = (
 /** 32 fresh random bytes: the only secret that hides the user id in the commitment. */
 export const freshNonce: Effect.Effect<Hex> = Effect.sync(() => bytesToHex(randomBytes(32)))
 
-/** Refuses or commits a decoded request (a fresh nonce per call), looking handles up with `lookup`. */
+/**
+ * Refuses or commits a decoded request (a fresh nonce per call), looking handles up with `lookup`
+ * (paid with `paymentSignature` in paid mode). A numeric user id never touches the payment.
+ */
 export const commitRequest =
   (keys: CommitmentKeys, lookup: HandleLookup = noLookups) =>
-  (body: CommitmentRequest): Effect.Effect<CommitmentResponse, CommitmentError> =>
+  (
+    body: CommitmentRequest,
+    paymentSignature?: string
+  ): Effect.Effect<WithPayment<CommitmentResponse>, CommitmentError> =>
     Effect.flatMap(requestedUser(body), (user) =>
       Effect.flatMap(
-        user._tag === "UserId" ? Effect.succeed(user.userId) : lookup(user.platform, user.handle),
-        (userId) => Effect.map(freshNonce, (nonce) => commitmentFor(keys, body.platform, userId, nonce))
+        user._tag === "UserId"
+          ? Effect.succeed<LookupResult>({ userId: user.userId, paymentResponse: undefined })
+          : lookup(user.platform, user.handle, paymentSignature),
+        ({ userId, paymentResponse }) =>
+          Effect.map(freshNonce, (nonce) => ({
+            body: commitmentFor(keys, body.platform, userId, nonce),
+            paymentResponse
+          }))
       )
     )

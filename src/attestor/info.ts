@@ -6,7 +6,13 @@
  */
 import { Option, Redacted, Schema } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
-import { AttestorInfo, HandleLookup, LookupPlatform, Platform } from "../../schema/attestor.js"
+import {
+  AttestorInfo,
+  type HandleLookup,
+  LookupPlatform,
+  networkOf,
+  Platform
+} from "../../schema/attestor.js"
 import type { AttestorSettingsShape } from "../config/attestor.js"
 import { handleResolvers } from "./handles/resolvers.js"
 import { hintPublicKeyOf } from "./hints.js"
@@ -28,17 +34,34 @@ export const loginPlatforms = (settings: AttestorSettingsShape): ReadonlyArray<P
 
 /**
  * What `handleLookup` says: the configured mode, the platforms a lookup can resolve in it (none with
- * `off`; with `free`, those with a directory: microblog needs its bearer token) and the price (none
- * unless paid, which this version does not serve).
+ * `off`; else those with a directory: microblog needs its bearer token) and, when paid, the price a
+ * creator sees before paying (spec §2): the same for every platform.
  */
-export const handleLookupInfo = (settings: AttestorSettingsShape): HandleLookup => ({
-  mode: settings.handleLookupMode,
-  platforms:
+export const handleLookupInfo = (
+  settings: AttestorSettingsShape,
+  chainId: number
+): typeof HandleLookup.Encoded => {
+  const platforms =
     settings.handleLookupMode === "off"
       ? []
-      : LookupPlatform.literals.filter((p) => handleResolvers(settings.handleResolvers)[p] !== undefined),
-  price: null
-})
+      : LookupPlatform.literals.filter((p) => handleResolvers(settings.handleResolvers)[p] !== undefined)
+  if (settings.handleLookupMode !== "paid" || Option.isNone(settings.paidLookup))
+    return { mode: settings.handleLookupMode === "free" ? "free" : "off", platforms, price: null }
+  const paid = settings.paidLookup.value
+  return {
+    mode: "paid",
+    platforms,
+    price: {
+      network: networkOf(chainId),
+      asset: settings.settlementAsset,
+      amount: paid.amount.toString(),
+      decimals: paid.decimals,
+      symbol: paid.symbol,
+      payTo: paid.payTo,
+      assetTransferMethod: "permit2-exact"
+    }
+  }
+}
 
 /** The info body for a known chain id; a defect if the settings could not make a valid body. */
 export const attestorInfo = (settings: AttestorSettingsShape, chainId: number): AttestorInfo =>
@@ -49,5 +72,5 @@ export const attestorInfo = (settings: AttestorSettingsShape, chainId: number): 
     hintPublicKey: hintPublicKeyOf(Redacted.value(settings.hintKey)),
     platforms: loginPlatforms(settings),
     bindDeadlineSeconds: settings.bindDeadlineSeconds,
-    handleLookup: Schema.encodeSync(HandleLookup)(handleLookupInfo(settings))
+    handleLookup: handleLookupInfo(settings, chainId)
   })

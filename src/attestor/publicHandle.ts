@@ -1,8 +1,9 @@
 /**
  * `POST /v1/public-handle` `{ platform: "microblog" | "codehost", handle }` (spec/attestor.md §2
  * PublicHandle response, §4; PROTOCOL.md §3 PublicHandle domain, §10 "Public handle"): the handle
- * resolved to its user id (a handle lookup, under the lookup mode's rules: 400 `unsupported` with
- * `off`, 404 `not_found`, 503 `unavailable`), a fresh commitment exactly as `/v1/commitment` makes
+ * resolved to its user id (a handle lookup, paid like one, under the lookup mode's rules: 400
+ * `unsupported` with `off`, 402 in paid mode without a good payment, 404 `not_found`, 503
+ * `unavailable`), a fresh commitment exactly as `/v1/commitment` makes
  * it, and the attestor's EIP-712 `PublicHandle(platformId, userId, handle, issuedAt)` signature over
  * the public-handle domain of this chain. The commitment is recorded as public
  * (`PublicCommitments`), so the escrows launched to it are `public` in `/v1/escrows` and `/v1/bind`.
@@ -14,17 +15,17 @@ import type { Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import type { PublicHandleRequest, PublicHandleResponse } from "../../schema/attestor.js"
 import { publicHandleDomain, publicHandleTypes } from "../../schema/eip712.js"
-import { BadRequest, type NotFound, type Unavailable, type Unsupported } from "../../schema/errors.js"
+import { BadRequest, type Unavailable } from "../../schema/errors.js"
+import type { PublicHandleError } from "./api/publicHandles.js"
 import {
   type CommitmentKeys,
   classifyHandle,
   commitmentFor,
   freshNonce,
-  type HandleLookup
+  type HandleLookup,
+  type WithPayment
 } from "./commitment.js"
 import type { PublicCommitmentsShape } from "./PublicCommitments.js"
-
-export type PublicHandleError = BadRequest | Unsupported | NotFound | Unavailable
 
 export interface PublicHandleConfig {
   readonly keys: CommitmentKeys
@@ -36,7 +37,10 @@ export interface PublicHandleConfig {
 
 export const issuePublicHandle =
   (config: PublicHandleConfig) =>
-  (body: PublicHandleRequest): Effect.Effect<PublicHandleResponse, PublicHandleError> =>
+  (
+    body: PublicHandleRequest,
+    paymentSignature?: string
+  ): Effect.Effect<WithPayment<PublicHandleResponse>, PublicHandleError> =>
     Effect.gen(function* () {
       const classified = classifyHandle(body.platform, body.handle)
       if (Either.isLeft(classified)) return yield* Effect.fail(classified.left)
@@ -44,7 +48,7 @@ export const issuePublicHandle =
         // microblog and codehost handles are always lookups; kept so this stands on its own.
         return yield* Effect.fail(new BadRequest({ message: "handle: expected a handle, not a numeric id" }))
       const handle = classified.right.handle
-      const userId = yield* config.lookup(body.platform, handle)
+      const { userId, paymentResponse } = yield* config.lookup(body.platform, handle, paymentSignature)
       const commitment = commitmentFor(config.keys, body.platform, userId, yield* freshNonce)
       const issuedAt = BigInt(Math.floor((yield* Clock.currentTimeMillis) / 1000))
       const chainId = yield* config.chainId
@@ -58,11 +62,12 @@ export const issuePublicHandle =
       )
       // Recorded before the answer: an escrow launched to it must never read as private.
       yield* config.publics.record(commitment.handleCommitment, commitment.platformId, Number(issuedAt))
-      return {
+      const response: PublicHandleResponse = {
         ...commitment,
         platform: body.platform,
         handle: handle as PublicHandleResponse["handle"],
         issuedAt,
         attestation: attestation as PublicHandleResponse["attestation"]
-      } satisfies PublicHandleResponse
+      }
+      return { body: response, paymentResponse }
     })

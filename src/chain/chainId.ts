@@ -1,11 +1,11 @@
 /**
  * The chain id a service answers and signs for: the configured one (`CHAIN_ID`, or the deployment
- * file's), else the RPC's, read the first time it is needed and kept once it answered. Never read
- * while a layer is built, so a service starts, and answers 503 where it needs the id, while its
- * RPC is down.
+ * file's), else the RPC's, read the first time it is needed and kept once it answered
+ * (`keptOnceRead`).
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { Unavailable } from "../../schema/errors.js"
+import { keptOnceRead } from "../background/once.js"
 import { ChainClient, type ChainRequestError } from "./ChainClient.js"
 import { chainUnavailable } from "./errors.js"
 
@@ -14,25 +14,7 @@ export const lazyChainId = (
 ): Effect.Effect<Effect.Effect<number, ChainRequestError>, never, ChainClient> =>
   Option.match(configured, {
     onSome: (chainId) => Effect.succeed(Effect.succeed(chainId)),
-    onNone: () =>
-      Effect.gen(function* () {
-        const chain = yield* ChainClient
-        // One read at a time: callers arriving meanwhile take its answer, or try again after it failed.
-        const reading = yield* Effect.makeSemaphore(1)
-        let known: number | undefined
-        const cached = Effect.suspend(() =>
-          known === undefined
-            ? Effect.tap(chain.chainId, (chainId) =>
-                Effect.sync(() => {
-                  known = chainId
-                })
-              )
-            : Effect.succeed(known)
-        )
-        return Effect.suspend(() =>
-          known === undefined ? reading.withPermits(1)(cached) : Effect.succeed(known)
-        )
-      })
+    onNone: () => Effect.flatMap(ChainClient, (chain) => keptOnceRead(chain.chainId))
   })
 
 export interface ChainIdShape {

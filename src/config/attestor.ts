@@ -26,13 +26,6 @@ import {
 export type HandleLookupMode = "paid" | "off" | "free"
 
 /**
- * The modes this version serves: `off`, and `free` (lookups without payment, for local
- * development). Paid lookups need the x402 facilitator client, not in this version: start-up
- * refuses `paid` (`handleLookupModeRefusal`) rather than failing every request.
- */
-export type ServedHandleLookupMode = Extract<HandleLookupMode, "off" | "free">
-
-/**
  * Why a `HANDLE_LOOKUP_MODE` cannot be served, if it cannot. `free` is for local development only
  * (spec §2): refused on chain id 56, and refused while the chain id is only known from the RPC
  * (set `CHAIN_ID` or a deployment file), since start-up could not tell.
@@ -41,8 +34,6 @@ export const handleLookupModeRefusal = (
   mode: HandleLookupMode,
   chainId: Option.Option<number>
 ): string | undefined => {
-  if (mode === "paid")
-    return "paid handle lookups are not available in this version (no x402 facilitator client): use off (creators send the numeric userId) or free for local development"
   if (mode === "free" && Option.contains(chainId, 56))
     return "free handle lookups are for local development and refused on chain id 56"
   if (mode === "free" && Option.isNone(chainId))
@@ -74,10 +65,12 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly oauthGetStart: boolean
   /** Origins (scheme://host[:port]) a login may redirect back to. */
   readonly redirectAllowList: ReadonlyArray<string>
-  /** `off` or `free`; `paid` is refused at start-up in this version. */
-  readonly handleLookupMode: ServedHandleLookupMode
-  /** Where handles are resolved (`free` mode). */
+  /** `off` (the default), `free` (local development) or `paid` (x402, `paidLookup`). */
+  readonly handleLookupMode: HandleLookupMode
+  /** Where handles are resolved (`free` and `paid` modes). */
   readonly handleResolvers: ResolverSettings
+  /** What a lookup costs and who settles it: present exactly when the mode is `paid`. */
+  readonly paidLookup: Option.Option<PaidLookupSettings>
   /**
    * Bot token of the messenger login widget: the widget's hash is keyed with its SHA-256. None:
    * no messenger login (`/v1/oauth/messenger/verify` answers 400 `unsupported`).
@@ -119,6 +112,111 @@ const endpointUrl = (name: string, defaultValue: string) =>
       }
     })
   )
+
+/**
+ * Paid handle lookups (spec/attestor.md §4 "Paid handle lookup flow", PROTOCOL.md §10): the price
+ * in the settlement asset, who is paid, and the x402 facilitator that verifies and settles.
+ */
+export interface PaidLookupSettings {
+  /** `FACILITATOR_URL`: the facilitator's base URL (`/supported`, `/verify`, `/settle`). */
+  readonly facilitatorUrl: string
+  /** `FACILITATOR_TOKEN`: sent as `Authorization: Bearer` to a facilitator that wants one. */
+  readonly facilitatorToken: Option.Option<Redacted.Redacted>
+  /** `FACILITATOR_TIMEOUT_MS`: longest wait for each facilitator request (a settle waits for its block). */
+  readonly facilitatorTimeoutMs: number
+  /** `HANDLE_LOOKUP_PRICE`: atomic units of the settlement asset. */
+  readonly amount: bigint
+  /** `HANDLE_LOOKUP_PAY_TO`: who receives the payments. */
+  readonly payTo: Address
+  /** `HANDLE_LOOKUP_MAX_TIMEOUT_SECONDS`: the x402 `maxTimeoutSeconds` a payment stays good for. */
+  readonly maxTimeoutSeconds: number
+  /** The settlement asset's decimals and symbol, as `/v1/info` shows the price. */
+  readonly decimals: number
+  readonly symbol: string
+  /** The token's EIP-712 name and version for the quote's `extra`; read from the token when unset. */
+  readonly assetName: Option.Option<string>
+  readonly assetVersion: Option.Option<string>
+}
+
+/** A positive amount in atomic units, as a decimal string. */
+const atomicAmount = (name: string) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((s) =>
+      /^[1-9][0-9]{0,77}$/.test(s) && BigInt(s) < 2n ** 256n
+        ? Either.right(BigInt(s))
+        : Either.left(ConfigError.InvalidData([], "expected a positive whole number of atomic units"))
+    )
+  )
+
+/**
+ * The paid-lookup settings, read only when `HANDLE_LOOKUP_MODE=paid`: the facilitator, price and
+ * payee are required; the asset's decimals and symbol come from the deployment file's `assets`
+ * entry for the settlement asset unless set.
+ */
+const paidLookupSettings = (
+  settlementAsset: Address,
+  deployment: Option.Option<Deployment>
+): Effect.Effect<PaidLookupSettings, ConfigError.ConfigError> =>
+  Effect.gen(function* () {
+    const listed = Option.flatMap(deployment, (d) =>
+      Option.fromNullable(
+        Object.entries(d.assets).find(([asset]) => asset.toLowerCase() === settlementAsset.toLowerCase())?.[1]
+      )
+    )
+    const fromDeployment = <A>(name: string, config: Config.Config<A>, value: Option.Option<A>) =>
+      Effect.flatMap(Config.option(config), (set) =>
+        Option.isSome(set)
+          ? Effect.succeed(set.value)
+          : Option.match(value, {
+              onSome: Effect.succeed,
+              onNone: () =>
+                Effect.fail(
+                  ConfigError.MissingData(
+                    [name],
+                    `set ${name} or give a DEPLOYMENT_FILE whose assets list the settlement asset`
+                  )
+                )
+            })
+      )
+    const decimals = yield* fromDeployment(
+      "HANDLE_LOOKUP_ASSET_DECIMALS",
+      Config.integer("HANDLE_LOOKUP_ASSET_DECIMALS").pipe(
+        Config.validate({ message: "expected 0 to 255", validation: (n) => n >= 0 && n <= 255 })
+      ),
+      Option.map(listed, (asset) => asset.decimals)
+    )
+    const symbol = yield* fromDeployment(
+      "HANDLE_LOOKUP_ASSET_SYMBOL",
+      Config.string("HANDLE_LOOKUP_ASSET_SYMBOL").pipe(
+        Config.validate({
+          message: "expected 1 to 32 characters",
+          validation: (s) => s.length >= 1 && s.length <= 32
+        })
+      ),
+      Option.map(listed, (asset) => asset.symbol)
+    )
+    const rest = yield* Config.all({
+      facilitatorUrl: Config.string("FACILITATOR_URL").pipe(
+        Config.mapOrFail((s) => {
+          try {
+            const parsed = new URL(s)
+            if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error()
+            return Either.right(s.replace(/\/+$/, ""))
+          } catch {
+            return Either.left(ConfigError.InvalidData([], "expected an http(s) URL"))
+          }
+        })
+      ),
+      facilitatorToken: optionalSecret("FACILITATOR_TOKEN"),
+      facilitatorTimeoutMs: positiveInt("FACILITATOR_TIMEOUT_MS", 30_000, 300_000),
+      amount: atomicAmount("HANDLE_LOOKUP_PRICE"),
+      payTo: address("HANDLE_LOOKUP_PAY_TO"),
+      maxTimeoutSeconds: positiveInt("HANDLE_LOOKUP_MAX_TIMEOUT_SECONDS", 300, 3_600),
+      assetName: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_NAME")),
+      assetVersion: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_VERSION"))
+    })
+    return { ...rest, decimals, symbol }
+  })
 
 export interface FedsocialSettings {
   /** The domain the client's sign-in message must name (its front-end's host). */
@@ -319,10 +417,12 @@ export const loadAttestorSettings = Effect.gen(function* () {
   const chainId = Option.orElse(rest.chainId, () => Option.map(deployment, (d) => d.chainId))
   const { handleLookupMode: requestedMode, ...others } = rest
   const refusal = handleLookupModeRefusal(requestedMode, chainId)
-  if (refusal !== undefined || requestedMode === "paid")
-    return yield* Effect.fail(
-      ConfigError.InvalidData(["HANDLE_LOOKUP_MODE"], refusal ?? "paid is not served")
-    )
+  if (refusal !== undefined)
+    return yield* Effect.fail(ConfigError.InvalidData(["HANDLE_LOOKUP_MODE"], refusal))
+  const paidLookup =
+    requestedMode === "paid"
+      ? Option.some(yield* paidLookupSettings(settlementAsset, deployment))
+      : Option.none()
   return {
     ...others,
     publicUrl: Option.getOrElse(
@@ -330,6 +430,7 @@ export const loadAttestorSettings = Effect.gen(function* () {
       () => `http://${others.host.includes(":") ? `[${others.host}]` : others.host}:${others.port}`
     ),
     handleLookupMode: requestedMode,
+    paidLookup,
     chainId,
     deployment,
     vault,

@@ -45,6 +45,7 @@ import type { IndexedEscrow } from "../../src/attestor/escrows.js"
 import { HintIndex, type HintIndexStatus } from "../../src/attestor/hintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
+import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
@@ -155,6 +156,7 @@ const runtime = ManagedRuntime.make(
         SessionStore.layer({ ttlSeconds: 900 }),
         OAuthStates.layer({ ttlSeconds: 600 }),
         PublicCommitments.layer,
+        PaymentStore.layer,
         AttestationStore.layer
       ).pipe(
         Layer.provide(

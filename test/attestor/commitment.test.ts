@@ -5,7 +5,17 @@
  * Also the start-up refusal of HANDLE_LOOKUP_MODE values this version cannot serve.
  */
 import { createHmac } from "node:crypto"
-import { ConfigProvider, Effect, Either, Layer, Logger, LogLevel, ManagedRuntime, Schema } from "effect"
+import {
+  ConfigProvider,
+  Effect,
+  Either,
+  Layer,
+  Logger,
+  LogLevel,
+  ManagedRuntime,
+  Option,
+  Schema
+} from "effect"
 import { encodeAbiParameters, type Hex, keccak256, stringToHex } from "viem"
 import { privateKeyToAccount, publicKeyToAddress } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -16,6 +26,7 @@ import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
+import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
@@ -64,6 +75,7 @@ const runtime = ManagedRuntime.make(
         SessionStore.unused,
         OAuthStates.unused,
         PublicCommitments.none,
+        PaymentStore.unused,
         AttestationStore.unused
       )
     ),
@@ -383,11 +395,50 @@ describe("HANDLE_LOOKUP_MODE", () => {
       )
     )
 
-  it("refuses paid at start-up with one line: no x402 facilitator client in this version", async () => {
-    const result = await load({ HANDLE_LOOKUP_MODE: "paid" })
+  const paid = {
+    HANDLE_LOOKUP_MODE: "paid",
+    FACILITATOR_URL: "https://facilitator.example/x402/",
+    HANDLE_LOOKUP_PRICE: "10000000000000000",
+    HANDLE_LOOKUP_PAY_TO: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+    HANDLE_LOOKUP_ASSET_DECIMALS: "18",
+    HANDLE_LOOKUP_ASSET_SYMBOL: "USDT"
+  }
+
+  it("accepts paid with a facilitator, a price and a payee, on any chain", async () => {
+    for (const chainId of ["31337", "56"]) {
+      const result = await load({ ...paid, CHAIN_ID: chainId })
+      if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
+      expect(result.right.handleLookupMode).toBe("paid")
+      const settings = Option.getOrThrow(result.right.paidLookup)
+      expect(settings).toMatchObject({
+        facilitatorUrl: "https://facilitator.example/x402",
+        amount: 10n ** 16n,
+        payTo: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+        maxTimeoutSeconds: 300,
+        decimals: 18,
+        symbol: "USDT"
+      })
+    }
+  })
+
+  it.each([
+    ["FACILITATOR_URL", undefined, /^FACILITATOR_URL/],
+    ["FACILITATOR_URL", "ftp://facilitator.example", /^FACILITATOR_URL: expected an http\(s\) URL/],
+    ["HANDLE_LOOKUP_PRICE", undefined, /^HANDLE_LOOKUP_PRICE/],
+    ["HANDLE_LOOKUP_PRICE", "0", /^HANDLE_LOOKUP_PRICE: expected a positive whole number/],
+    ["HANDLE_LOOKUP_PRICE", "0.01", /^HANDLE_LOOKUP_PRICE: expected a positive whole number/],
+    ["HANDLE_LOOKUP_PAY_TO", "nobody", /^HANDLE_LOOKUP_PAY_TO: expected a 0x address/],
+    [
+      "HANDLE_LOOKUP_ASSET_DECIMALS",
+      undefined,
+      /^HANDLE_LOOKUP_ASSET_DECIMALS: set HANDLE_LOOKUP_ASSET_DECIMALS or give a DEPLOYMENT_FILE/
+    ]
+  ])("refuses paid with %s %s in one line naming it", async (name, value, reason) => {
+    const { [name as keyof typeof paid]: _, ...others } = paid
+    const result = await load(value === undefined ? others : { ...others, [name]: value })
     if (Either.isRight(result)) throw new Error("expected the settings to be refused")
     const line = formatConfigError(result.left)
-    expect(line).toMatch(/^HANDLE_LOOKUP_MODE: paid handle lookups are not available in this version/)
+    expect(line).toMatch(reason)
     expect(line).not.toContain("\n")
   })
 

@@ -14,6 +14,7 @@ import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { loginPlatforms } from "../../src/attestor/info.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
+import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
@@ -54,6 +55,7 @@ const serve = (env: Record<string, string>, chainId: Effect.Effect<number, Chain
           SessionStore.unused,
           OAuthStates.unused,
           PublicCommitments.none,
+          PaymentStore.unused,
           AttestationStore.unused
         )
       ),

@@ -18,6 +18,7 @@ import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
+import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
@@ -67,6 +68,7 @@ const serve = (env: Record<string, string>) =>
               SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
               OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
               PublicCommitments.layer,
+              PaymentStore.layer,
               AttestationStore.layer
             ).pipe(
               Layer.provide(

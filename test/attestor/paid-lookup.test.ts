@@ -91,7 +91,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
       const store = makePaymentStore(sql)
       const facilitator = facilitatorOf(verify, settle)
       const lookup = paidLookup({
-        requirements,
+        requirements: Effect.succeed(requirements),
         publicUrl: "http://127.0.0.1:8081",
         facilitator: facilitator.client,
         store,

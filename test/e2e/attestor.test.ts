@@ -78,7 +78,7 @@ afterAll(async () => {
 
 const run = <A, E>(call: Effect.Effect<A, E>) => Effect.runPromise(call)
 
-const commit = (payload: CommitmentRequest) => run(attestor.commitments.commitment({ payload }))
+const commit = (payload: CommitmentRequest) => run(attestor.commitments.commitment({ payload, headers: {} }))
 
 describe("attestor on the devnet", () => {
   it("indexes the vault and its hints: /v1/health reports both up to the head", {
@@ -182,7 +182,9 @@ describe("attestor on the devnet", () => {
 
   it("refuses a handle lookup with 400 unsupported: handle lookups are off", async () => {
     const refused = await run(
-      Effect.flip(attestor.commitments.commitment({ payload: { platform: "codehost", handle: "octocat" } }))
+      Effect.flip(
+        attestor.commitments.commitment({ payload: { platform: "codehost", handle: "octocat" }, headers: {} })
+      )
     )
     expect(refused._tag).toBe("Unsupported")
   })

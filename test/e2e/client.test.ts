@@ -181,7 +181,10 @@ describe("typed attestor client", () => {
     expect(info.platforms).toContain("messenger")
 
     const commitment = await run(
-      attestor.client.commitments.commitment({ payload: { platform: "messenger", userId: "4242" } })
+      attestor.client.commitments.commitment({
+        payload: { platform: "messenger", userId: "4242" },
+        headers: {}
+      })
     )
     expect(commitment).toMatchObject({
       platform: "messenger",
@@ -192,7 +195,10 @@ describe("typed attestor client", () => {
     expect(commitment.attestor).toBe(info.attestor)
 
     const lookup = await refusal(
-      attestor.client.commitments.commitment({ payload: { platform: "microblog", handle: "someone" } })
+      attestor.client.commitments.commitment({
+        payload: { platform: "microblog", handle: "someone" },
+        headers: {}
+      })
     )
     expect(lookup).toBeInstanceOf(Unsupported)
   })

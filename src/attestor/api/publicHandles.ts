@@ -2,13 +2,24 @@
 import { HttpApiGroup } from "@effect/platform"
 import { PublicHandleRequest, PublicHandleResponse } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"
-import { postEndpoint } from "../../http/declare.js"
+import { type ErrorOf, postEndpoint } from "../../http/declare.js"
+import { PaymentHeaders } from "./payment.js"
 
 export const publicHandleEndpoint = postEndpoint("publicHandle", "/v1/public-handle", {
   payload: PublicHandleRequest,
   success: PublicHandleResponse,
-  errors: [Wire.BadRequest, Wire.Unsupported, Wire.NotFound, Wire.RateLimited, Wire.Unavailable]
-})
+  errors: [
+    Wire.BadRequest,
+    Wire.Unsupported,
+    Wire.PaymentRequired,
+    Wire.PaymentFailed,
+    Wire.NotFound,
+    Wire.RateLimited,
+    Wire.Unavailable
+  ]
+}).setHeaders(PaymentHeaders)
+
+export type PublicHandleError = ErrorOf<typeof publicHandleEndpoint>
 
 export class AttestorPublicHandlesGroup extends HttpApiGroup.make("publicHandles").add(
   publicHandleEndpoint

@@ -5,9 +5,10 @@ import { ChainId } from "../../chain/chainId.js"
 import { AttestorSettings } from "../../config/attestor.js"
 import { AttestorApi } from "../api/index.js"
 import { commitmentKeys } from "../commitment.js"
+import { HandleLookups } from "../handles/HandleLookups.js"
 import { PublicCommitments } from "../PublicCommitments.js"
 import { issuePublicHandle } from "../publicHandle.js"
-import { handleLookupOf } from "./commitments.js"
+import { answerWithPayment } from "./payment.js"
 
 export const AttestorPublicHandlesLive = HttpApiBuilder.group(AttestorApi, "publicHandles", (handlers) =>
   Effect.gen(function* () {
@@ -15,10 +16,12 @@ export const AttestorPublicHandlesLive = HttpApiBuilder.group(AttestorApi, "publ
     const issue = issuePublicHandle({
       keys: commitmentKeys(Redacted.value(settings.signingKey), Redacted.value(settings.pepper)),
       signingKey: Redacted.value(settings.signingKey),
-      lookup: handleLookupOf(settings),
+      lookup: (yield* HandleLookups).lookup,
       chainId: (yield* ChainId).get,
       publics: yield* PublicCommitments
     })
-    return handlers.handle("publicHandle", ({ payload }) => issue(payload))
+    return handlers.handle("publicHandle", ({ payload, headers }) =>
+      answerWithPayment(issue(payload, headers["payment-signature"]))
+    )
   })
 )

@@ -11,6 +11,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Address } from "viem"
 import { Unavailable } from "../../../schema/errors.js"
+import { stubLayer } from "../../testing/stub.js"
 
 export type PaymentState = "unpaid" | "authorized" | "settled" | "failed" | "indeterminate"
 
@@ -89,4 +90,11 @@ export class PaymentStore extends Context.Tag("PaymentStore")<PaymentStore, Paym
     PaymentStore,
     Effect.map(SqlClient, makePaymentStore)
   )
+
+  /** For wirings without paid lookups: any use dies. */
+  static readonly unused: Layer.Layer<PaymentStore> = stubLayer(PaymentStore, {
+    hold: "function",
+    mark: "function",
+    get: "function"
+  })({})
 }

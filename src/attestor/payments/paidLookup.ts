@@ -13,19 +13,28 @@
  *    refusal 402 `payment_failed`; no answer is recorded `indeterminate` and never settled again
  *    (503 `unavailable`).
  *
- * The facilitator is asked about the payment only: never the handle or the platform.
+ * The facilitator is asked about the payment only: never the handle or the platform. What it is
+ * sent is rebuilt from the quote and the Permit2 authorization alone, so nothing else a client put
+ * in its `PAYMENT-SIGNATURE` (its `resource`, its extensions) is forwarded.
  */
 import type { FacilitatorClient } from "@x402/core/http"
-import type { PaymentRequirements } from "@x402/core/types"
+import { type PaymentPayload, type PaymentRequirements, SettleError, VerifyError } from "@x402/core/types"
 import { Effect, Either, Option } from "effect"
 import type { LookupPlatform } from "../../../schema/attestor.js"
 import { NotFound, PaymentFailed, PaymentRequired, Unavailable } from "../../../schema/errors.js"
 import type { Resolve } from "../handles/resolvers.js"
 import type { PaymentStoreShape } from "./PaymentStore.js"
-import { paymentRequiredHeader, paymentResponseHeader, readPaymentSignature } from "./x402.js"
+import {
+  lookupResource,
+  paymentRequiredHeader,
+  paymentResponseHeader,
+  readPaymentSignature,
+  X402_VERSION
+} from "./x402.js"
 
 export interface PaidLookupConfig {
-  readonly requirements: PaymentRequirements
+  /** The quote: 503 `unavailable` while the facilitator's terms cannot be read. */
+  readonly requirements: Effect.Effect<PaymentRequirements, Unavailable>
   readonly publicUrl: string
   readonly facilitator: FacilitatorClient
   readonly store: PaymentStoreShape
@@ -50,7 +59,8 @@ export const paidLookup =
     paymentSignature: string | undefined
   ): Effect.Effect<PaidLookupResult, PaidLookupError> =>
     Effect.gen(function* () {
-      const { requirements, facilitator, store } = config
+      const { facilitator, store } = config
+      const requirements = yield* config.requirements
       if (paymentSignature === undefined)
         return yield* Effect.fail(
           new PaymentRequired({
@@ -68,7 +78,13 @@ export const paidLookup =
                 : "PAYMENT-SIGNATURE is not an x402 version 2 payment"
           })
         )
-      const { payload, authorization } = presented.right
+      const { authorization } = presented.right
+      const payload: PaymentPayload = {
+        x402Version: X402_VERSION,
+        resource: lookupResource(config.publicUrl),
+        accepted: requirements,
+        payload: presented.right.signed
+      }
       const held = yield* store.hold(authorization, {
         network: requirements.network,
         asset: requirements.asset as `0x${string}`,
@@ -82,7 +98,11 @@ export const paidLookup =
 
       const verified = yield* Effect.tryPromise({
         try: () => facilitator.verify(payload, requirements),
-        catch: () => new Unavailable({ message: FACILITATOR_UNAVAILABLE })
+        // A facilitator that answers with a verdict has refused the payment; anything else is an outage.
+        catch: (error) =>
+          error instanceof VerifyError
+            ? new PaymentFailed({ message: "the payment facilitator refused the payment" })
+            : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
       }).pipe(Effect.tapError(() => spent("failed")))
       if (!verified.isValid) {
         yield* spent("failed")
@@ -110,9 +130,14 @@ export const paidLookup =
 
       const settled = yield* Effect.tryPromise({
         try: () => facilitator.settle(payload, requirements),
-        // Whatever happened, the facilitator may have settled: never again.
-        catch: () => new Unavailable({ message: FACILITATOR_UNAVAILABLE })
-      }).pipe(Effect.tapError(() => spent("indeterminate")))
+        catch: (error) =>
+          error instanceof SettleError
+            ? new PaymentFailed({ message: "the payment could not be settled" })
+            : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
+      }).pipe(
+        // A refusal is final; without an answer the facilitator may have settled: never again.
+        Effect.tapError((error) => spent(error._tag === "PaymentFailed" ? "failed" : "indeterminate"))
+      )
       if (!settled.success) {
         yield* spent("failed")
         return yield* Effect.fail(new PaymentFailed({ message: "the payment could not be settled" }))

@@ -77,7 +77,8 @@ export const paymentResponseHeader = (settled: SettleResponse): string => encode
 export type PaymentRefusal = "malformed" | "version" | "requirements"
 
 export interface PresentedPayment {
-  readonly payload: PaymentPayload
+  /** What the facilitator is given: the signature and the Permit2 authorization, nothing else. */
+  readonly signed: { readonly signature: string; readonly permit2Authorization: Record<string, unknown> }
   readonly authorization: AuthorizationId
 }
 
@@ -117,9 +118,17 @@ export const readPaymentSignature = (
   if (typeof payload.accepted !== "object" || payload.accepted === null) return Either.left("malformed")
   if (!sameRequirements(payload.accepted, quoted)) return Either.left("requirements")
   const authorization = field(payload.payload, "permit2Authorization")
+  const signature = field(payload.payload, "signature")
+  if (typeof signature !== "string" || !/^0x(?:[0-9a-fA-F]{2})+$/.test(signature))
+    return Either.left("malformed")
+  if (typeof authorization !== "object" || authorization === null || Array.isArray(authorization))
+    return Either.left("malformed")
   const from = field(authorization, "from")
   const nonce = field(authorization, "nonce")
   if (typeof from !== "string" || !isAddress(from)) return Either.left("malformed")
   if (typeof nonce !== "string" || !/^(?:0|[1-9][0-9]{0,77})$/.test(nonce)) return Either.left("malformed")
-  return Either.right({ payload, authorization: { payer: getAddress(from), nonce: BigInt(nonce) } })
+  return Either.right({
+    signed: { signature, permit2Authorization: authorization as Record<string, unknown> },
+    authorization: { payer: getAddress(from), nonce: BigInt(nonce) }
+  })
 }

@@ -134,7 +134,7 @@ export class AttestorClient {
   /** A creator's commitment to a user of `platform` (messenger by default). */
   async commit(userId: string, platform: Platform = "messenger"): Promise<Commitment> {
     const payload = Schema.decodeUnknownSync(CommitmentRequest)({ platform, userId })
-    const commitment = await Effect.runPromise(this.client.commitments.commitment({ payload }))
+    const commitment = await Effect.runPromise(this.client.commitments.commitment({ payload, headers: {} }))
     // Back to the wire form the tests compare with.
     return Schema.encodeSync(CommitmentResponse)(commitment) as Commitment
   }

@@ -1,0 +1,112 @@
+/**
+ * Handle lookups as `HANDLE_LOOKUP_MODE` allows them (spec/attestor.md §2 AttestorInfo.handleLookup,
+ * §4 "POST /v1/commitment" rules 1 and 5, "Paid handle lookup flow"), for `/v1/commitment` and
+ * `/v1/public-handle` alike:
+ *
+ * - `off`: 400 `unsupported` (send the numeric userId);
+ * - `free` (local development): resolved with the platform's directory, no payment;
+ * - `paid`: bought over x402 (src/attestor/payments/paidLookup.ts) from the facilitator at
+ *   `FACILITATOR_URL`, the payment recorded in `PaymentStore`.
+ *
+ * A platform without a directory here (microblog without its bearer token) is 400 `unsupported`
+ * before any payment is asked for, so no one pays for a lookup that cannot happen.
+ */
+import { HTTPFacilitatorClient } from "@x402/core/http"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import type { LookupPlatform } from "../../../schema/attestor.js"
+import { NotFound, Unavailable, Unsupported } from "../../../schema/errors.js"
+import { ChainClient } from "../../chain/ChainClient.js"
+import { ChainId } from "../../chain/chainId.js"
+import { AttestorSettings, type PaidLookupSettings } from "../../config/attestor.js"
+import { type HandleLookup, noLookups } from "../commitment.js"
+import { PaymentStore } from "../payments/PaymentStore.js"
+import { paidLookup } from "../payments/paidLookup.js"
+import { lookupQuote } from "../payments/quote.js"
+import { handleResolvers, type Resolve } from "./resolvers.js"
+
+export const HANDLE_NOT_FOUND = "no user has this handle on this platform"
+export const DIRECTORY_UNAVAILABLE = "the platform's directory is not answering: try again later"
+
+export interface HandleLookupsShape {
+  readonly lookup: HandleLookup
+}
+
+type Resolvers = Partial<Readonly<Record<LookupPlatform, Resolve>>>
+
+const unsupportedPlatform = (platform: LookupPlatform) =>
+  new Unsupported({ message: `${platform} handles cannot be looked up here: send the numeric userId` })
+
+/** `free`: each handle resolved with its platform's directory. */
+export const freeLookups =
+  (resolvers: Resolvers): HandleLookup =>
+  (platform, handle) => {
+    const resolve = resolvers[platform]
+    if (resolve === undefined) return Effect.fail(unsupportedPlatform(platform))
+    return resolve(handle).pipe(
+      Effect.mapError(() => new Unavailable({ message: DIRECTORY_UNAVAILABLE })),
+      Effect.flatMap(
+        Option.match({
+          onNone: () => Effect.fail(new NotFound({ message: HANDLE_NOT_FOUND })),
+          onSome: (userId) => Effect.succeed({ userId, paymentResponse: undefined })
+        })
+      )
+    )
+  }
+
+/** The x402 facilitator of the settings: per-request timeout, and its bearer token when one is set. */
+export const facilitatorClient = (settings: PaidLookupSettings): HTTPFacilitatorClient =>
+  new HTTPFacilitatorClient({
+    url: settings.facilitatorUrl,
+    timeoutMs: settings.facilitatorTimeoutMs,
+    ...Option.match(settings.facilitatorToken, {
+      onNone: () => ({}),
+      onSome: (token) => ({
+        createAuthHeaders: async () => {
+          const headers = { Authorization: `Bearer ${Redacted.value(token)}` }
+          return { verify: headers, settle: headers, supported: headers }
+        }
+      })
+    })
+  })
+
+export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, HandleLookupsShape>() {
+  /** The lookups of the settings' mode. */
+  static readonly layer: Layer.Layer<
+    HandleLookups,
+    never,
+    AttestorSettings | ChainClient | ChainId | PaymentStore
+  > = Layer.effect(
+    HandleLookups,
+    Effect.gen(function* () {
+      const settings = yield* AttestorSettings
+      const resolvers = handleResolvers(settings.handleResolvers)
+      if (settings.handleLookupMode === "off") return { lookup: noLookups }
+      if (settings.handleLookupMode === "free" || Option.isNone(settings.paidLookup))
+        return { lookup: freeLookups(resolvers) }
+      const paid = settings.paidLookup.value
+      const facilitator = facilitatorClient(paid)
+      const buy = paidLookup({
+        requirements: yield* lookupQuote({
+          settings: paid,
+          asset: settings.settlementAsset,
+          chain: yield* ChainClient,
+          chainId: (yield* ChainId).get,
+          facilitator
+        }),
+        publicUrl: settings.publicUrl,
+        facilitator,
+        store: yield* PaymentStore,
+        resolvers
+      })
+      return {
+        lookup: (platform, handle, paymentSignature) =>
+          resolvers[platform] === undefined
+            ? Effect.fail(unsupportedPlatform(platform))
+            : buy(platform, handle, paymentSignature)
+      }
+    })
+  )
+
+  /** No lookups (`off`), for tests that do not need them. */
+  static readonly off: Layer.Layer<HandleLookups> = Layer.succeed(HandleLookups, { lookup: noLookups })
+}
