@@ -9,7 +9,7 @@ import { createServer } from "node:net"
 import { join } from "node:path"
 import { ConfigProvider, Context, Data, Effect, Layer, type Scope } from "effect"
 import type { Hex } from "viem"
-import { keccak256, stringToHex } from "viem"
+import { keccak256, parseUnits, stringToHex } from "viem"
 import {
   type DevnetDeployment,
   deployDevnet,
@@ -29,6 +29,7 @@ import {
 } from "../src/attestor/hints.js"
 import { type AnvilInstance, type AnvilStartError, startAnvil } from "../src/chain/anvil.js"
 import { type OAuthStandIns, oauthStandIns, type StandInPlatform } from "../src/devnet/oauthStandIns.js"
+import { type FacilitatorStandIn, facilitatorStandIn, installX402Contracts } from "../src/devnet/x402.js"
 import { AttestorLive } from "./attestor.js"
 import { RelayerLive } from "./relayer.js"
 
@@ -120,12 +121,47 @@ export const standInEnv = (
   return env
 }
 
+/** What a handle lookup costs on the devnet (PROTOCOL §9): 0.01 of the settlement asset. */
+export const DEVNET_LOOKUP_PRICE = "0.01"
+
+/** The mnemonic account the devnet's facilitator settles from and lookups are paid to (PROTOCOL §9). */
+export const DEVNET_FACILITATOR_ACCOUNT = 0
+
+/** The devnet's x402 facilitator stand-in over the chain's RPC, settling from account #0. */
+export const devnetFacilitator = (chain: DevnetChain, port = 0) =>
+  facilitatorStandIn({
+    rpcUrl: chain.anvil.rpcUrl,
+    privateKey: privateKeyOf(DEVNET_FACILITATOR_ACCOUNT),
+    host: "127.0.0.1",
+    port
+  })
+
+/**
+ * The attestor's paid handle lookups on the devnet (PROTOCOL §9): 0.01 of the settlement asset per
+ * lookup, paid to account #0, through the facilitator stand-in at `facilitatorUrl`. The asset's
+ * decimals and symbol come from the deployment file.
+ */
+export const paidLookupEnv = (chain: DevnetChain, facilitatorUrl: string): Record<string, string> => {
+  const settlement = Object.entries(chain.deployment.assets).find(
+    ([asset]) => asset.toLowerCase() === chain.deployment.settlementAsset.toLowerCase()
+  )?.[1]
+  if (settlement === undefined) throw new Error("the devnet deployment does not list its settlement asset")
+  return {
+    HANDLE_LOOKUP_MODE: "paid",
+    FACILITATOR_URL: facilitatorUrl,
+    HANDLE_LOOKUP_PRICE: parseUnits(DEVNET_LOOKUP_PRICE, settlement.decimals).toString(),
+    HANDLE_LOOKUP_PAY_TO: devnetAccount(DEVNET_FACILITATOR_ACCOUNT).address
+  }
+}
+
 export interface DevnetFile extends DevnetDeployment {
   readonly rpcUrl: string
   readonly relayerUrl: string
   readonly attestorUrl: string
   /** The stand-ins of the outside world (OAuth providers, handle directories), PROTOCOL §9. */
   readonly doublesUrl?: string
+  /** The x402 facilitator stand-in of paid handle lookups, PROTOCOL §9. */
+  readonly facilitatorUrl?: string
   readonly hintPublicKey: Hex
 }
 
@@ -180,6 +216,7 @@ export const devnetChain = (
         const deployment = await deployDevnet(anvil.rpcUrl)
         await mintSampleBalances(anvil.rpcUrl, deployment)
         await installFarcasterRegistries(anvil.rpcUrl)
+        await installX402Contracts(anvil.rpcUrl)
         const hintPublicKey = hintPublicKeyOf(DEVNET_HINT_PRIVATE_KEY)
         const hint = makeHint(
           Buffer.from(DEVNET_PEPPER.slice(2), "hex"),
@@ -212,6 +249,7 @@ export interface ServiceUrls {
   readonly relayerUrl: string
   readonly attestorUrl: string
   readonly doublesUrl?: string | undefined
+  readonly facilitatorUrl?: string | undefined
 }
 
 /** Writes `deployment.json`: the deployment file plus what a client needs to reach the devnet. */
@@ -224,6 +262,7 @@ export const writeDevnetFile = (chain: DevnetChain, urls: ServiceUrls) =>
         relayerUrl: urls.relayerUrl,
         attestorUrl: urls.attestorUrl,
         ...(urls.doublesUrl === undefined ? {} : { doublesUrl: urls.doublesUrl }),
+        ...(urls.facilitatorUrl === undefined ? {} : { facilitatorUrl: urls.facilitatorUrl }),
         hintPublicKey: chain.hintPublicKey
       }
       return writeFile(chain.deploymentFile, `${JSON.stringify(file, null, 2)}\n`)
@@ -277,6 +316,8 @@ export const freeLoopbackPort = Effect.async<number, DevnetError>((resume) => {
 export interface RunningDevnet extends DevnetChain, ServiceUrls {
   /** The stand-in providers, when this devnet runs an attestor. */
   readonly standIns?: OAuthStandIns | undefined
+  /** The facilitator stand-in of its paid lookups. */
+  readonly facilitator?: FacilitatorStandIn | undefined
 }
 
 export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {}
@@ -294,17 +335,24 @@ export const devnetLayer = (options: DevnetChainOptions) =>
       const attestorPort = yield* freeLoopbackPort
       const attestorUrl = `http://127.0.0.1:${attestorPort}`
       const standIns = yield* devnetStandIns(attestorUrl)
-      const urls = { relayerUrl: `http://127.0.0.1:${relayerPort}`, attestorUrl, doublesUrl: standIns.url }
+      const facilitator = yield* devnetFacilitator(chain)
+      const urls = {
+        relayerUrl: `http://127.0.0.1:${relayerPort}`,
+        attestorUrl,
+        doublesUrl: standIns.url,
+        facilitatorUrl: facilitator.url
+      }
       yield* writeDevnetFile(chain, urls)
       const scope = yield* Effect.scope
       yield* Layer.buildWithScope(withSettings(RelayerLive, relayerEnv(chain, relayerPort)), scope)
       yield* Layer.buildWithScope(
         withSettings(AttestorLive, {
           ...attestorEnv(chain, attestorPort),
-          ...standInEnv(standIns, attestorUrl)
+          ...standInEnv(standIns, attestorUrl),
+          ...paidLookupEnv(chain, facilitator.url)
         }),
         scope
       )
-      return { ...chain, ...urls, standIns }
+      return { ...chain, ...urls, standIns, facilitator }
     })
   )

@@ -33,7 +33,20 @@ export const bindSignatures = counter(
   "BindOwner signatures issued by POST /v1/bind"
 )
 
+export const publicHandleOutcomes = counter(
+  "attestor_public_handles_total",
+  "POST /v1/public-handle requests by outcome: ok or the refusal's code"
+)
+
+export const lookupPayments = counter(
+  "attestor_lookup_payments_total",
+  "Paid handle lookups' payments by what became of them: settled; failed (refused, or the handle not found: nothing settled); reused (presented before); indeterminate (a settle without answer, never retried)"
+)
+
 const commitmentOutcome = taggedOnce(commitmentOutcomes)
+const publicHandleOutcome = taggedOnce(publicHandleOutcomes)
+/** One payment's fate, for `lookupPayments`. */
+export const lookupPayment = taggedOnce(lookupPayments)
 const loginOutcome = taggedOnce(loginOutcomes)
 const bindOutcome = taggedOnce(bindOutcomes)
 const oauthStart = taggedOnce(oauthStarts)
@@ -49,6 +62,7 @@ const platformLabel = (path: string): string => {
 /** The attestor routes' outcome counters, by route template. */
 export const attestorOutcomes: RouteOutcomes = {
   "/v1/commitment": (outcome) => Metric.increment(commitmentOutcome({ outcome })),
+  "/v1/public-handle": (outcome) => Metric.increment(publicHandleOutcome({ outcome })),
   "/v1/oauth/messenger/verify": (outcome) =>
     Metric.increment(loginOutcome({ platform: "messenger", outcome })),
   "/v1/oauth/fedsocial/verify": (outcome) =>

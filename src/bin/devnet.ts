@@ -12,8 +12,10 @@ import {
   attestorEnv,
   type DevnetChain,
   devnetChain,
+  devnetFacilitator,
   devnetStandIns,
   fedsocialEnv,
+  paidLookupEnv,
   relayerEnv,
   standInEnv,
   writeDevnetFile
@@ -104,11 +106,13 @@ const program = Effect.gen(function* () {
   const relayerPort = yield* portSetting("DEVNET_RELAYER_PORT", 8080)
   const attestorPort = yield* portSetting("DEVNET_ATTESTOR_PORT", 8081)
   const doublesPort = yield* portSetting("DEVNET_DOUBLES_PORT", 8082)
+  const facilitatorPort = yield* portSetting("DEVNET_FACILITATOR_PORT", 8083)
   // Check every port first, so a busy one stops the devnet before anything has started.
   yield* ensurePortFree(rpcPort, "chain RPC (DEVNET_RPC_PORT)")
   yield* ensurePortFree(relayerPort, "relayer (DEVNET_RELAYER_PORT)")
   yield* ensurePortFree(attestorPort, "attestor (DEVNET_ATTESTOR_PORT)")
   yield* ensurePortFree(doublesPort, "OAuth provider stand-ins (DEVNET_DOUBLES_PORT)")
+  yield* ensurePortFree(facilitatorPort, "x402 facilitator stand-in (DEVNET_FACILITATOR_PORT)")
 
   yield* Effect.logInfo("starting anvil and deploying the reference contracts")
   const chain: DevnetChain = yield* devnetChain({ dir, rpcPort })
@@ -116,7 +120,14 @@ const program = Effect.gen(function* () {
   const attestorUrl = `http://127.0.0.1:${attestorPort}`
   // The stand-ins run in this process: the attestor's OAuth apps log in at them (PROTOCOL §9).
   const standIns = yield* devnetStandIns(attestorUrl, doublesPort)
-  yield* writeDevnetFile(chain, { relayerUrl, attestorUrl, doublesUrl: standIns.url })
+  // The facilitator of paid handle lookups settles from account #0 (PROTOCOL §9).
+  const facilitator = yield* devnetFacilitator(chain, facilitatorPort)
+  yield* writeDevnetFile(chain, {
+    relayerUrl,
+    attestorUrl,
+    doublesUrl: standIns.url,
+    facilitatorUrl: facilitator.url
+  })
 
   const [relayer, attestor] = yield* Effect.all(
     [
@@ -124,7 +135,8 @@ const program = Effect.gen(function* () {
       serviceProcess("attestor", "src/bin/attestor.ts", {
         ...attestorEnv(chain, attestorPort),
         ...standInEnv(standIns, attestorUrl),
-        ...fedsocialEnv(chain)
+        ...fedsocialEnv(chain),
+        ...paidLookupEnv(chain, facilitator.url)
       })
     ],
     { concurrency: 2 }
@@ -138,6 +150,7 @@ const program = Effect.gen(function* () {
       `  relayer   ${relayer.url}`,
       `  attestor  ${attestor.url}`,
       `  doubles   ${standIns.url}  (OAuth providers; add devnet_user=<id> to a login URL)`,
+      `  x402      ${facilitator.url}  (facilitator of paid handle lookups, 0.01 a lookup)`,
       `  file      ${chain.deploymentFile}`,
       "  metrics   Authorization: Bearer devnet",
       "Ctrl-C stops everything.",

@@ -178,23 +178,6 @@ const paidLookupSettings = (
                 )
             })
       )
-    const decimals = yield* fromDeployment(
-      "HANDLE_LOOKUP_ASSET_DECIMALS",
-      Config.integer("HANDLE_LOOKUP_ASSET_DECIMALS").pipe(
-        Config.validate({ message: "expected 0 to 255", validation: (n) => n >= 0 && n <= 255 })
-      ),
-      Option.map(listed, (asset) => asset.decimals)
-    )
-    const symbol = yield* fromDeployment(
-      "HANDLE_LOOKUP_ASSET_SYMBOL",
-      Config.string("HANDLE_LOOKUP_ASSET_SYMBOL").pipe(
-        Config.validate({
-          message: "expected 1 to 32 characters",
-          validation: (s) => s.length >= 1 && s.length <= 32
-        })
-      ),
-      Option.map(listed, (asset) => asset.symbol)
-    )
     const rest = yield* Config.all({
       facilitatorUrl: Config.string("FACILITATOR_URL").pipe(
         Config.mapOrFail((s) => {
@@ -215,6 +198,23 @@ const paidLookupSettings = (
       assetName: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_NAME")),
       assetVersion: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_VERSION"))
     })
+    const decimals = yield* fromDeployment(
+      "HANDLE_LOOKUP_ASSET_DECIMALS",
+      Config.integer("HANDLE_LOOKUP_ASSET_DECIMALS").pipe(
+        Config.validate({ message: "expected 0 to 255", validation: (n) => n >= 0 && n <= 255 })
+      ),
+      Option.map(listed, (asset) => asset.decimals)
+    )
+    const symbol = yield* fromDeployment(
+      "HANDLE_LOOKUP_ASSET_SYMBOL",
+      Config.string("HANDLE_LOOKUP_ASSET_SYMBOL").pipe(
+        Config.validate({
+          message: "expected 1 to 32 characters",
+          validation: (s) => s.length >= 1 && s.length <= 32
+        })
+      ),
+      Option.map(listed, (asset) => asset.symbol)
+    )
     return { ...rest, decimals, symbol }
   })
 

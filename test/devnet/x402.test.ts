@@ -6,7 +6,6 @@
  * replay and a wrong amount refused, the faults, and the scoped Effect flavour.
  */
 
-import { randomBytes } from "node:crypto"
 import { HTTPFacilitatorClient } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
 import { Effect, Exit, Scope } from "effect"
@@ -25,7 +24,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { testTokenAbi, x402ExactPermit2ProxyAbi } from "../../contracts/abi.js"
 import { loadArtifacts } from "../../contracts/build.js"
 import { type ChainTarget, devnetAccount, devnetClients } from "../../contracts/deploy.js"
-import { permit2WitnessTypes } from "../../schema/eip712.js"
 import { lookupRequirements } from "../../src/attestor/payments/x402.js"
 import { type AnvilInstance, startAnvil } from "../../src/chain/anvil.js"
 import {
@@ -37,6 +35,7 @@ import {
   startFacilitatorStandIn,
   X402_EXACT_PERMIT2_PROXY_ADDRESS
 } from "../../src/devnet/x402.js"
+import { signPermit2Payment } from "../support/x402Payer.js"
 
 const admin = devnetAccount(0)
 const payer = devnetAccount(4)
@@ -45,8 +44,6 @@ const adminKey = (): Hex => {
   if (key === null) throw new Error("no key for account #0")
   return `0x${Buffer.from(key).toString("hex")}`
 }
-
-const permitWitnessTypes = permit2WitnessTypes
 
 const PRICE = parseUnits("0.01", 18)
 
@@ -67,43 +64,10 @@ const balanceOf = (owner: Address) =>
 /** A `PAYMENT-SIGNATURE` payload as a client makes it, for `amount` to `to` (default: the quote). */
 const signPayment = async (
   overrides: { amount?: bigint; to?: Address; signedTo?: Address } = {}
-): Promise<PaymentPayload> => {
-  const amount = overrides.amount ?? PRICE
-  const now = Math.floor(Date.now() / 1000)
-  const authorization = {
-    from: payer.address,
-    permitted: { token, amount: amount.toString() },
-    spender: X402_EXACT_PERMIT2_PROXY_ADDRESS,
-    nonce: BigInt(`0x${randomBytes(31).toString("hex")}`).toString(),
-    deadline: String(now + 600),
-    witness: { to: overrides.to ?? requirements.payTo, validAfter: String(now - 60) }
-  }
-  const signature = await payer.signTypedData({
-    domain: { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: permitWitnessTypes,
-    primaryType: "PermitWitnessTransferFrom",
-    message: {
-      permitted: { token, amount },
-      spender: X402_EXACT_PERMIT2_PROXY_ADDRESS,
-      nonce: BigInt(authorization.nonce),
-      deadline: BigInt(authorization.deadline),
-      witness: {
-        to: (overrides.signedTo ?? authorization.witness.to) as Address,
-        validAfter: BigInt(authorization.witness.validAfter)
-      }
-    }
-  })
-  return {
-    x402Version: 2,
-    resource: {
-      url: "http://127.0.0.1:9/v1/commitment",
-      description: "a lookup",
-      mimeType: "application/json"
-    },
-    accepted: requirements,
-    payload: { signature, permit2Authorization: authorization }
-  }
-}
+): Promise<PaymentPayload> => ({
+  ...(await signPermit2Payment(payer, requirements, overrides)),
+  resource: { url: "http://127.0.0.1:9/v1/commitment", description: "a lookup", mimeType: "application/json" }
+})
 
 beforeAll(async () => {
   anvil = await Effect.runPromise(Scope.extend(startAnvil(), scope))

@@ -1,7 +1,7 @@
 /**
- * `npm run attestor` as an operator runs it: a handle-lookup mode it cannot serve (paid in this
- * version, free on chain id 56) stops start-up with one line naming HANDLE_LOOKUP_MODE; with the default it serves /v1/info, a
- * commitment and an OpenAPI document listing every endpoint it has.
+ * `npm run attestor` as an operator runs it: a handle-lookup mode it cannot serve (paid without a
+ * facilitator, free on chain id 56) stops start-up with one line naming the setting; with the
+ * default it serves /v1/info, a commitment and an OpenAPI document listing every endpoint it has.
  */
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -51,18 +51,14 @@ afterAll(async () => {
 
 describe("attestor process", () => {
   it.each([
-    [
-      "paid",
-      {},
-      /^attestor: invalid settings: HANDLE_LOOKUP_MODE: paid handle lookups are not available in this version/
-    ],
+    ["paid", {}, /^attestor: invalid settings: FACILITATOR_URL: /],
     [
       "free",
       { CHAIN_ID: "56" },
       /^attestor: invalid settings: HANDLE_LOOKUP_MODE: free handle lookups .* refused on chain id 56/
     ]
   ] as const)(
-    "stops with one line naming HANDLE_LOOKUP_MODE=%s where it cannot be served",
+    "stops with one line naming what HANDLE_LOOKUP_MODE=%s is missing or why it cannot be served",
     { timeout: PROCESS_TIMEOUT },
     async (mode, extra, line) => {
       const service = startService("attestor", {

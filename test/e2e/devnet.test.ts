@@ -70,14 +70,16 @@ const startDevnet = async (dir: string) => {
     rpc: await freePort(),
     relayer: await freePort(),
     attestor: await freePort(),
-    doubles: await freePort()
+    doubles: await freePort(),
+    facilitator: await freePort()
   }
   const devnet = startService("devnet", {
     DEVNET_DIR: dir,
     DEVNET_RPC_PORT: String(ports.rpc),
     DEVNET_RELAYER_PORT: String(ports.relayer),
     DEVNET_ATTESTOR_PORT: String(ports.attestor),
-    DEVNET_DOUBLES_PORT: String(ports.doubles)
+    DEVNET_DOUBLES_PORT: String(ports.doubles),
+    DEVNET_FACILITATOR_PORT: String(ports.facilitator)
   })
   running.push(devnet)
   const deadline = Date.now() + 280_000
@@ -111,6 +113,7 @@ describe("npm run devnet", () => {
       "relayerUrl",
       "attestorUrl",
       "doublesUrl",
+      "facilitatorUrl",
       "bindDelay",
       "hintPublicKey",
       "tokens"
@@ -367,6 +370,113 @@ describe("npm run devnet", () => {
     ).json()) as { escrows: Array<{ registered: boolean }> }
     expect(escrows.escrows.length).toBeGreaterThanOrEqual(1)
 
+    // A creator buys the lookup of the handle dev42 on microblog (PROTOCOL §9, §10): 402 with the
+    // quote, a one-time Permit2 approval, a Permit2 witness transfer for exactly the price, 200.
+    const lookup = (paymentSignature?: string) =>
+      fetch(`${file.attestorUrl}/v1/commitment`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(paymentSignature === undefined ? {} : { "payment-signature": paymentSignature })
+        },
+        body: JSON.stringify({ platform: "microblog", handle: "dev42" })
+      })
+    const challenged = await lookup()
+    expect(challenged.status).toBe(402)
+    expect(await challenged.json()).toMatchObject({ code: "payment_required" })
+    const quoted = JSON.parse(
+      Buffer.from(challenged.headers.get("payment-required") ?? "", "base64").toString("utf8")
+    ) as {
+      accepts: Array<{
+        network: string
+        asset: Address
+        amount: string
+        payTo: Address
+        maxTimeoutSeconds: number
+        extra: { spenderAddress: Address }
+      }>
+    }
+    const [terms] = quoted.accepts
+    if (terms === undefined) throw new Error("no payment option quoted")
+    expect(terms).toMatchObject({
+      network: "eip155:31337",
+      asset: file.settlementAsset,
+      amount: "10000000000000000",
+      payTo: mnemonicToAccount(MNEMONIC, { addressIndex: 0 }).address
+    })
+    const permit2: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3"
+    const creator = mnemonicToAccount(MNEMONIC, { addressIndex: 9 })
+    const creatorWallet = createWalletClient({ account: creator, chain, transport: http(file.rpcUrl) })
+    await mined(
+      await creatorWallet.writeContract({
+        address: terms.asset,
+        abi: erc20Abi,
+        functionName: "mint",
+        args: [creator.address, 10n ** 18n]
+      })
+    )
+    await mined(
+      await creatorWallet.writeContract({
+        address: terms.asset,
+        abi: erc20Abi,
+        functionName: "approve",
+        args: [permit2, 2n ** 256n - 1n]
+      })
+    )
+    const now = BigInt(Math.floor(Date.now() / 1000))
+    const authorization = {
+      from: creator.address,
+      permitted: { token: terms.asset, amount: terms.amount },
+      spender: terms.extra.spenderAddress,
+      nonce: String(BigInt(keccak256(creator.address)) >> 8n),
+      deadline: String(now + 300n),
+      witness: { to: terms.payTo, validAfter: String(now - 60n) }
+    }
+    const permitSignature = await creator.signTypedData({
+      domain: { name: "Permit2", chainId: 31337, verifyingContract: permit2 },
+      primaryType: "PermitWitnessTransferFrom",
+      types: {
+        PermitWitnessTransferFrom: [
+          { name: "permitted", type: "TokenPermissions" },
+          { name: "spender", type: "address" },
+          { name: "nonce", type: "uint256" },
+          { name: "deadline", type: "uint256" },
+          { name: "witness", type: "Witness" }
+        ],
+        TokenPermissions: [
+          { name: "token", type: "address" },
+          { name: "amount", type: "uint256" }
+        ],
+        Witness: [
+          { name: "to", type: "address" },
+          { name: "validAfter", type: "uint256" }
+        ]
+      },
+      message: {
+        permitted: { token: terms.asset, amount: BigInt(terms.amount) },
+        spender: terms.extra.spenderAddress,
+        nonce: BigInt(authorization.nonce),
+        deadline: BigInt(authorization.deadline),
+        witness: { to: terms.payTo, validAfter: BigInt(authorization.witness.validAfter) }
+      }
+    })
+    const paid = await lookup(
+      Buffer.from(
+        JSON.stringify({
+          x402Version: 2,
+          accepted: terms,
+          payload: { signature: permitSignature, permit2Authorization: authorization }
+        })
+      ).toString("base64")
+    )
+    expect(paid.status).toBe(200)
+    expect(await paid.json()).toMatchObject({ platform: "microblog", userId: "42" })
+    const settlement = JSON.parse(
+      Buffer.from(paid.headers.get("payment-response") ?? "", "base64").toString("utf8")
+    ) as { success: boolean; transaction: Hex }
+    expect(settlement.success).toBe(true)
+    expect((await mined(settlement.transaction)).status).toBe("success")
+
     // Ctrl-C / SIGTERM stops everything: no chain, no services left listening.
     expect(await devnet.stop()).toBe(0)
     for (const port of Object.values(ports)) expect(await portAnswers(port)).toBe(false)
@@ -391,7 +501,8 @@ describe("npm run devnet", () => {
         DEVNET_RPC_PORT: String(await freePort()),
         DEVNET_RELAYER_PORT: String(port),
         DEVNET_ATTESTOR_PORT: String(await freePort()),
-        DEVNET_DOUBLES_PORT: String(await freePort())
+        DEVNET_DOUBLES_PORT: String(await freePort()),
+        DEVNET_FACILITATOR_PORT: String(await freePort())
       })
       running.push(devnet)
       expect(await devnet.exited).toBe(1)

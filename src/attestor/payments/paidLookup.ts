@@ -19,10 +19,11 @@
  */
 import type { FacilitatorClient } from "@x402/core/http"
 import { type PaymentPayload, type PaymentRequirements, SettleError, VerifyError } from "@x402/core/types"
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Metric, Option } from "effect"
 import type { LookupPlatform } from "../../../schema/attestor.js"
 import { NotFound, PaymentFailed, PaymentRequired, Unavailable } from "../../../schema/errors.js"
 import type { Resolve } from "../handles/resolvers.js"
+import { lookupPayment } from "../metrics.js"
 import type { PaymentStoreShape } from "./PaymentStore.js"
 import {
   lookupResource,
@@ -93,8 +94,21 @@ export const paidLookup =
       if (!held)
         return yield* Effect.fail(
           new PaymentFailed({ message: "this payment authorization was presented before" })
-        )
-      const spent = (state: "failed" | "indeterminate") => store.mark(authorization, state)
+        ).pipe(Effect.tapError(() => Metric.increment(lookupPayment({ outcome: "reused" }))))
+      const recorded = (state: "settled" | "failed" | "indeterminate", transaction?: string) =>
+        store
+          .mark(authorization, state, transaction)
+          .pipe(Effect.zipRight(Metric.increment(lookupPayment({ outcome: state }))))
+      const spent = (state: "failed" | "indeterminate") =>
+        state === "failed"
+          ? recorded(state)
+          : Effect.zipRight(
+              // Nothing of the payer: an operator checks the payments table for indeterminate rows.
+              Effect.logWarning(
+                "a lookup payment's settlement got no answer from the facilitator: recorded indeterminate, never settled again"
+              ),
+              recorded(state)
+            )
 
       const verified = yield* Effect.tryPromise({
         try: () => facilitator.verify(payload, requirements),
@@ -142,6 +156,6 @@ export const paidLookup =
         yield* spent("failed")
         return yield* Effect.fail(new PaymentFailed({ message: "the payment could not be settled" }))
       }
-      yield* store.mark(authorization, "settled", settled.transaction)
+      yield* recorded("settled", settled.transaction)
       return { userId: found.value, paymentResponse: paymentResponseHeader(settled) }
     })

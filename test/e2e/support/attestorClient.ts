@@ -11,9 +11,11 @@ import { AttestorLive } from "../../../layers/attestor.js"
 import {
   attestorEnv,
   DEVNET_MESSENGER_BOT_TOKEN,
+  devnetFacilitator,
   devnetStandIns,
   fedsocialEnv,
   freeLoopbackPort,
+  paidLookupEnv,
   standInEnv,
   withSettings,
   writeDevnetFile
@@ -34,6 +36,7 @@ import {
 import { signWidgetPayload, widgetKey } from "../../../src/attestor/messenger.js"
 import { attestorFetchClient, type AttestorClient as TypedAttestorClient } from "../../../src/client.js"
 import type { OAuthStandIns, StandInPlatform } from "../../../src/devnet/oauthStandIns.js"
+import type { FacilitatorStandIn } from "../../../src/devnet/x402.js"
 import type { VaultDevnet } from "./relayerDevnet.js"
 
 export interface Commitment {
@@ -55,7 +58,9 @@ export class AttestorClient {
     readonly url: string,
     private readonly scope?: Scope.CloseableScope,
     /** The stand-in OAuth providers this attestor logs in at, when it was started with them. */
-    readonly standIns?: OAuthStandIns
+    readonly standIns?: OAuthStandIns,
+    /** The facilitator stand-in of its paid lookups, when it was started with one. */
+    readonly facilitator?: FacilitatorStandIn
   ) {
     this.client = Effect.runSync(attestorFetchClient(url))
   }
@@ -67,24 +72,32 @@ export class AttestorClient {
   static async start(
     net: VaultDevnet,
     env: Record<string, string> = {},
-    options: { readonly standIns?: boolean; readonly oauthPlatforms?: ReadonlyArray<StandInPlatform> } = {}
+    options: {
+      readonly standIns?: boolean
+      readonly oauthPlatforms?: ReadonlyArray<StandInPlatform>
+      /** Paid handle lookups through the devnet's facilitator stand-in (PROTOCOL §9). */
+      readonly facilitator?: boolean
+    } = {}
   ): Promise<AttestorClient> {
     const scope = await Effect.runPromise(Scope.make())
-    const { url, standIns } = await Effect.runPromise(
+    const { url, standIns, facilitator } = await Effect.runPromise(
       Effect.gen(function* () {
         const port = yield* freeLoopbackPort
         const url = `http://127.0.0.1:${port}`
         // Providers that know this attestor's callbacks, as the devnet's do.
         const standIns = options.standIns === true ? yield* devnetStandIns(url) : undefined
+        const facilitator = options.facilitator === true ? yield* devnetFacilitator(net.chain) : undefined
         yield* writeDevnetFile(net.chain, {
           relayerUrl: "http://127.0.0.1:1",
-          attestorUrl: `http://127.0.0.1:${port}`
+          attestorUrl: `http://127.0.0.1:${port}`,
+          facilitatorUrl: facilitator?.url
         })
         const settings = {
           ...attestorEnv(net.chain, port),
           ...(standIns === undefined
             ? {}
             : { ...standInEnv(standIns, url, options.oauthPlatforms), ...fedsocialEnv(net.chain) }),
+          ...(facilitator === undefined ? {} : paidLookupEnv(net.chain, facilitator.url)),
           RATE_LIMIT_BURST: "1000",
           RATE_LIMIT_PER_MINUTE: "1000",
           INDEXER_POLL_INTERVAL_MS: "200",
@@ -94,13 +107,13 @@ export class AttestorClient {
           withSettings(AttestorLive, settings).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Error))),
           scope
         )
-        return { url, standIns }
+        return { url, standIns, facilitator }
       }).pipe(
         Scope.extend(scope),
         Effect.tapErrorCause(() => Scope.close(scope, Exit.void))
       )
     )
-    return new AttestorClient(net, url, scope, standIns)
+    return new AttestorClient(net, url, scope, standIns, facilitator)
   }
 
   /** Stops an attestor this client started. */

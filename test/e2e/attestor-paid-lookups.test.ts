@@ -1,0 +1,355 @@
+/**
+ * Paid handle lookups on the devnet, through HTTP (spec/attestor.md §4 "Paid handle lookup flow";
+ * PROTOCOL §9 "x402", §10 "Paid lookups"): the attestor in `paid` mode at 0.01 of the settlement
+ * asset paid to account #0, the facilitator stand-in settling real Permit2 witness transfers on
+ * anvil, and a payer (account #5) that approved Permit2 once. Every refusal of the flow, the bytes
+ * of the challenge, the money on chain, and what the facilitator was told.
+ */
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  encodePaymentSignatureHeader
+} from "@x402/core/http"
+import type { PaymentRequirements } from "@x402/core/types"
+import {
+  type Address,
+  erc20Abi,
+  type Hex,
+  maxUint256,
+  parseEventLogs,
+  parseUnits,
+  recoverTypedDataAddress
+} from "viem"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { testTokenAbi } from "../../contracts/abi.js"
+import { devnetAccount } from "../../contracts/deploy.js"
+import { publicHandleDomain, publicHandleTypes } from "../../schema/eip712.js"
+import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY_ADDRESS } from "../../src/devnet/x402.js"
+import { type PaymentOverrides, signPermit2Payment } from "../support/x402Payer.js"
+import { AttestorClient } from "./support/attestorClient.js"
+import { VaultDevnet } from "./support/relayerDevnet.js"
+
+const PAYER_INDEX = 5
+const payer = devnetAccount(PAYER_INDEX)
+const payTo = devnetAccount(0).address
+const PRICE = parseUnits("0.01", 18)
+
+let net: VaultDevnet
+let attestor: AttestorClient
+
+beforeAll(async () => {
+  net = await VaultDevnet.start("attestor-paid-lookups")
+  attestor = await AttestorClient.start(net, {}, { standIns: true, facilitator: true })
+  // The payer holds the settlement asset and gives Permit2 its one-time approval (spec §4 step 2).
+  await net.send(PAYER_INDEX, {
+    address: net.settlementAsset,
+    abi: testTokenAbi,
+    functionName: "mint",
+    args: [payer.address, parseUnits("1", 18)]
+  })
+  await net.send(PAYER_INDEX, {
+    address: net.settlementAsset,
+    abi: erc20Abi,
+    functionName: "approve",
+    args: [PERMIT2_ADDRESS, maxUint256]
+  })
+}, 300_000)
+
+afterAll(async () => {
+  await attestor?.stop()
+  await net?.dispose()
+})
+
+const facilitator = () => {
+  if (attestor.facilitator === undefined) throw new Error("started without a facilitator")
+  return attestor.facilitator
+}
+
+const post = (path: string, body: unknown, paymentSignature?: string) =>
+  fetch(`${attestor.url}${path}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(paymentSignature === undefined ? {} : { "payment-signature": paymentSignature })
+    },
+    body: JSON.stringify(body)
+  })
+
+/** The quote of a 402 without payment. */
+const quote = async (path = "/v1/commitment", body: unknown = { platform: "microblog", handle: "dev42" }) => {
+  const res = await post(path, body)
+  expect(res.status).toBe(402)
+  const header = res.headers.get("payment-required")
+  if (header === null) throw new Error("no PAYMENT-REQUIRED header")
+  const [requirements] = decodePaymentRequiredHeader(header).accepts
+  if (requirements === undefined) throw new Error("no accepts entry")
+  return requirements
+}
+
+const pay = async (requirements: PaymentRequirements, overrides: PaymentOverrides = {}) =>
+  encodePaymentSignatureHeader(await signPermit2Payment(payer, requirements, overrides))
+
+const balances = async () => ({
+  payer: await net.tokenBalance(net.settlementAsset, payer.address),
+  payTo: await net.tokenBalance(net.settlementAsset, payTo)
+})
+
+const settlements = () =>
+  facilitator()
+    .received()
+    .filter((r) => r.path === "/settle").length
+
+describe("paid handle lookups", () => {
+  it("/v1/info shows the mode, the platforms and the price", async () => {
+    const info = (await (await fetch(`${attestor.url}/v1/info`)).json()) as { handleLookup: unknown }
+    expect(info.handleLookup).toEqual({
+      mode: "paid",
+      platforms: ["microblog", "codehost", "fedsocial"],
+      price: {
+        network: "eip155:31337",
+        asset: net.settlementAsset,
+        amount: PRICE.toString(),
+        decimals: 18,
+        symbol: expect.any(String),
+        payTo,
+        assetTransferMethod: "permit2-exact"
+      }
+    })
+  })
+
+  it("a handle without payment: 402 payment_required, the challenge of PROTOCOL §10, not cached", async () => {
+    const res = await post("/v1/commitment", { platform: "microblog", handle: "dev42" })
+    expect(res.status).toBe(402)
+    expect(res.headers.get("cache-control")).toBe("no-store")
+    const body = (await res.json()) as Record<string, unknown>
+    expect(Object.keys(body).sort()).toEqual(["code", "error"])
+    expect(body.code).toBe("payment_required")
+    const header = res.headers.get("payment-required") ?? ""
+    const challenge = JSON.parse(Buffer.from(header, "base64").toString("utf8"))
+    expect(challenge).toEqual({
+      x402Version: 2,
+      resource: {
+        url: `${attestor.url}/v1/commitment`,
+        description: expect.any(String),
+        mimeType: "application/json"
+      },
+      accepts: [
+        {
+          scheme: "exact",
+          network: "eip155:31337",
+          asset: net.settlementAsset,
+          amount: PRICE.toString(),
+          payTo,
+          maxTimeoutSeconds: 300,
+          extra: {
+            assetTransferMethod: "permit2-exact",
+            name: expect.any(String),
+            version: "1",
+            signerAddress: facilitator().signerAddress,
+            spenderAddress: X402_EXACT_PERMIT2_PROXY_ADDRESS
+          }
+        }
+      ]
+    })
+    // The same bytes whatever the platform and handle: the challenge names neither.
+    for (const other of [
+      { platform: "codehost", handle: "dev7" },
+      { platform: "fedsocial", handle: "somebody" }
+    ]) {
+      const again = await post("/v1/commitment", other)
+      expect(again.headers.get("payment-required")).toBe(header)
+    }
+    const publicHandle = await post("/v1/public-handle", { platform: "codehost", handle: "dev7" })
+    expect(publicHandle.status).toBe(402)
+    expect(publicHandle.headers.get("payment-required")).toBe(header)
+  })
+
+  it("a numeric userId stays free: no challenge, nothing asked of the facilitator", async () => {
+    const before = facilitator().received().length
+    const res = await post("/v1/commitment", { platform: "microblog", userId: "42" })
+    expect(res.status).toBe(200)
+    expect(res.headers.get("payment-response")).toBeNull()
+    expect(facilitator().received().length).toBe(before)
+  })
+
+  it("pays for dev42 on microblog: 200 with the commitment for user 42 and PAYMENT-RESPONSE naming a mined transfer to payTo; the same authorization again is 402 and moves nothing", {
+    timeout: 60_000
+  }, async () => {
+    const requirements = await quote()
+    const before = await balances()
+    const signature = await pay(requirements)
+    const res = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("cache-control")).toBe("no-store")
+    const body = (await res.json()) as { platform: string; userId: string; attestorSalt: Hex }
+    expect(body).toMatchObject({ platform: "microblog", userId: "42" })
+    // The commitment of a numeric request: the hint a creator seals for it opens.
+    const direct = (await (await post("/v1/commitment", { platform: "microblog", userId: "42" })).json()) as {
+      attestorSalt: Hex
+    }
+    expect(body.attestorSalt).toBe(direct.attestorSalt)
+
+    const response = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "")
+    expect(response).toMatchObject({ success: true, network: "eip155:31337" })
+    expect(response.payer?.toLowerCase()).toBe(payer.address.toLowerCase())
+    const receipt = await net.publicClient().getTransactionReceipt({ hash: response.transaction as Hex })
+    expect(receipt.status).toBe("success")
+    const transfers = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs: receipt.logs })
+    expect(transfers).toEqual([
+      expect.objectContaining({
+        address: net.settlementAsset.toLowerCase(),
+        args: { from: payer.address, to: payTo, value: PRICE }
+      })
+    ])
+    const after = await balances()
+    expect(after.payer).toBe(before.payer - PRICE)
+    expect(after.payTo).toBe(before.payTo + PRICE)
+
+    const settled = settlements()
+    const again = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+    expect(again.status).toBe(402)
+    expect(await again.json()).toMatchObject({ code: "payment_failed" })
+    expect(await balances()).toEqual(after)
+    expect(settlements()).toBe(settled)
+  })
+
+  it("an unknown handle with a valid payment: 404, the payer's balance unchanged, the authorization spent", {
+    timeout: 60_000
+  }, async () => {
+    const requirements = await quote()
+    const before = await balances()
+    const signature = await pay(requirements)
+    const res = await post("/v1/commitment", { platform: "microblog", handle: "nosuchuser" }, signature)
+    expect(res.status).toBe(404)
+    expect(await res.json()).toMatchObject({ code: "not_found" })
+    expect(await balances()).toEqual(before)
+    const spent = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+    expect(spent.status).toBe(402)
+    expect(await spent.json()).toMatchObject({ code: "payment_failed" })
+    expect(await balances()).toEqual(before)
+  })
+
+  it("a payment for another amount or network, to someone else, or unreadable: 402 payment_failed, nothing moved", {
+    timeout: 60_000
+  }, async () => {
+    const requirements = await quote()
+    const before = await balances()
+    const wrong = [
+      await pay(requirements, {
+        amount: PRICE / 2n,
+        accepted: { ...requirements, amount: (PRICE / 2n).toString() }
+      }),
+      await pay(requirements, { accepted: { ...requirements, network: "eip155:1" } }),
+      await pay(requirements, { amount: PRICE / 2n }),
+      await pay(requirements, { to: devnetAccount(6).address, signedTo: devnetAccount(6).address }),
+      "not base64 json",
+      Buffer.from(JSON.stringify({ x402Version: 1 })).toString("base64")
+    ]
+    for (const signature of wrong) {
+      const res = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+      expect(res.status).toBe(402)
+      expect(res.headers.get("cache-control")).toBe("no-store")
+      expect(await res.json()).toMatchObject({ code: "payment_failed" })
+    }
+    expect(await balances()).toEqual(before)
+  })
+
+  it("the facilitator stopped: 503 unavailable; a settlement it refuses: 402 payment_failed; nothing moved", {
+    timeout: 60_000
+  }, async () => {
+    const requirements = await quote()
+    const before = await balances()
+    facilitator().setFault("down")
+    try {
+      const res = await post(
+        "/v1/commitment",
+        { platform: "microblog", handle: "dev42" },
+        await pay(requirements)
+      )
+      expect(res.status).toBe(503)
+      expect(await res.json()).toMatchObject({ code: "unavailable" })
+    } finally {
+      facilitator().setFault(undefined)
+    }
+    facilitator().setFault("settle_error")
+    try {
+      const res = await post(
+        "/v1/commitment",
+        { platform: "microblog", handle: "dev42" },
+        await pay(requirements)
+      )
+      expect(res.status).toBe(402)
+      expect(await res.json()).toMatchObject({ code: "payment_failed" })
+    } finally {
+      facilitator().setFault(undefined)
+    }
+    expect(await balances()).toEqual(before)
+  })
+
+  it("/v1/public-handle for dev7 on codehost is paid like a lookup; its attestation recovers to the attestor", {
+    timeout: 60_000
+  }, async () => {
+    const requirements = await quote("/v1/public-handle", { platform: "codehost", handle: "dev7" })
+    const before = await balances()
+    const res = await post(
+      "/v1/public-handle",
+      { platform: "codehost", handle: "dev7" },
+      await pay(requirements)
+    )
+    expect(res.status).toBe(200)
+    const attested = (await res.json()) as {
+      platformId: number
+      userId: string
+      handle: string
+      issuedAt: string
+      attestation: Hex
+      attestor: Address
+    }
+    expect(attested).toMatchObject({ platformId: 3, userId: "7", handle: "dev7" })
+    const signer = await recoverTypedDataAddress({
+      domain: publicHandleDomain(31337),
+      types: publicHandleTypes,
+      primaryType: "PublicHandle",
+      message: { platformId: 3, userId: "7", handle: "dev7", issuedAt: BigInt(attested.issuedAt) },
+      signature: attested.attestation
+    })
+    expect(signer).toBe(attested.attestor)
+    expect(decodePaymentResponseHeader(res.headers.get("payment-response") ?? "").success).toBe(true)
+    expect((await balances()).payer).toBe(before.payer - PRICE)
+  })
+
+  it("the facilitator was never told a handle or a platform, and got only the quote and the authorization", () => {
+    const received = facilitator().received()
+    expect(received.filter((r) => r.path === "/verify").length).toBeGreaterThan(0)
+    const text = JSON.stringify(received)
+    for (const secret of ["dev42", "dev7", "nosuchuser", "microblog", "codehost", "fedsocial"])
+      expect(text).not.toContain(secret)
+    for (const request of received.filter((r) => r.path !== "/supported")) {
+      const body = request.body as {
+        paymentPayload: { resource: { url: string }; payload: Record<string, unknown> }
+        paymentRequirements: unknown
+      }
+      expect(body.paymentPayload.resource.url).toBe(`${attestor.url}/v1/commitment`)
+      expect(Object.keys(body.paymentPayload).sort()).toEqual([
+        "accepted",
+        "payload",
+        "resource",
+        "x402Version"
+      ])
+      expect(Object.keys(body.paymentPayload.payload).sort()).toEqual(["permit2Authorization", "signature"])
+    }
+  })
+
+  it("metrics count outcomes without naming a handle", async () => {
+    const text = await (
+      await fetch(`${attestor.url}/v1/metrics`, { headers: { authorization: "Bearer devnet" } })
+    ).text()
+    expect(text).toMatch(/attestor_commitments_total\{[^}]*outcome="payment_required"[^}]*\} [1-9]/)
+    expect(text).toMatch(/attestor_public_handles_total\{[^}]*outcome="ok"[^}]*\} 1/)
+    for (const outcome of ["settled", "reused", "failed"])
+      expect(text).toMatch(
+        new RegExp(`attestor_lookup_payments_total\\{[^}]*outcome="${outcome}"[^}]*\\} [1-9]`)
+      )
+    for (const secret of ["dev42", "dev7", "nosuchuser"]) expect(text).not.toContain(secret)
+  })
+})

@@ -1,0 +1,69 @@
+/**
+ * A payer of x402 version 2 `permit2-exact` payments as a client makes them (PROTOCOL §10 "Paid
+ * lookups"): a Permit2 `PermitWitnessTransferFrom` for the quoted amount to the quoted spender,
+ * with the witness `to = payTo`, under Permit2's domain of the quote's chain. Overrides make the
+ * wrong payments the refusal tests need.
+ */
+import { randomBytes } from "node:crypto"
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import type { Address, LocalAccount } from "viem"
+import { permit2WitnessTypes } from "../../schema/eip712.js"
+import { PERMIT2_ADDRESS } from "../../src/devnet/x402.js"
+
+export interface PaymentOverrides {
+  /** The amount permitted and signed (default: the quote's). */
+  readonly amount?: bigint
+  /** The witness `to` sent (default: the quote's `payTo`). */
+  readonly to?: Address
+  /** The witness `to` signed, when it should differ from the one sent. */
+  readonly signedTo?: Address
+  /** The requirements the payment says it accepts (default: the quote). */
+  readonly accepted?: PaymentRequirements
+}
+
+const chainIdOf = (network: string): number => {
+  const match = /^eip155:([1-9][0-9]*)$/.exec(network)
+  if (match?.[1] === undefined) throw new Error(`not an EVM network: ${network}`)
+  return Number(match[1])
+}
+
+/** A `PAYMENT-SIGNATURE` payload from `payer` for `requirements`, with a fresh Permit2 nonce. */
+export const signPermit2Payment = async (
+  payer: LocalAccount,
+  requirements: PaymentRequirements,
+  overrides: PaymentOverrides = {}
+): Promise<PaymentPayload> => {
+  const amount = overrides.amount ?? BigInt(requirements.amount)
+  const token = requirements.asset as Address
+  const spender = requirements.extra?.spenderAddress as Address
+  const now = Math.floor(Date.now() / 1000)
+  const authorization = {
+    from: payer.address,
+    permitted: { token, amount: amount.toString() },
+    spender,
+    nonce: BigInt(`0x${randomBytes(31).toString("hex")}`).toString(),
+    deadline: String(now + requirements.maxTimeoutSeconds),
+    witness: { to: overrides.to ?? (requirements.payTo as Address), validAfter: String(now - 60) }
+  }
+  if (payer.signTypedData === undefined) throw new Error("the payer cannot sign typed data")
+  const signature = await payer.signTypedData({
+    domain: { name: "Permit2", chainId: chainIdOf(requirements.network), verifyingContract: PERMIT2_ADDRESS },
+    types: permit2WitnessTypes,
+    primaryType: "PermitWitnessTransferFrom",
+    message: {
+      permitted: { token, amount },
+      spender,
+      nonce: BigInt(authorization.nonce),
+      deadline: BigInt(authorization.deadline),
+      witness: {
+        to: overrides.signedTo ?? authorization.witness.to,
+        validAfter: BigInt(authorization.witness.validAfter)
+      }
+    }
+  })
+  return {
+    x402Version: 2,
+    accepted: overrides.accepted ?? requirements,
+    payload: { signature, permit2Authorization: authorization }
+  }
+}
