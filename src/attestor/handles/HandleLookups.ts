@@ -75,7 +75,7 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
     HandleLookups,
     never,
     AttestorSettings | ChainClient | ChainId | PaymentStore
-  > = Layer.effect(
+  > = Layer.scoped(
     HandleLookups,
     Effect.gen(function* () {
       const settings = yield* AttestorSettings
@@ -85,14 +85,26 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
         return { lookup: freeLookups(resolvers) }
       const paid = settings.paidLookup.value
       const facilitator = facilitatorClient(paid)
+      const requirements = yield* lookupQuote({
+        settings: paid,
+        asset: settings.settlementAsset,
+        chain: yield* ChainClient,
+        chainId: (yield* ChainId).get,
+        facilitator
+      })
+      // Read the quote once at start-up, so an operator learns at once of a facilitator that cannot
+      // take these payments; the service starts either way and answers 503 until it can.
+      yield* requirements.pipe(
+        Effect.tapError(() =>
+          Effect.logWarning(
+            "paid handle lookups cannot be quoted yet (facilitator or chain not answering): they answer 503 until then"
+          )
+        ),
+        Effect.ignore,
+        Effect.forkScoped
+      )
       const buy = paidLookup({
-        requirements: yield* lookupQuote({
-          settings: paid,
-          asset: settings.settlementAsset,
-          chain: yield* ChainClient,
-          chainId: (yield* ChainId).get,
-          facilitator
-        }),
+        requirements,
         publicUrl: settings.publicUrl,
         facilitator,
         store: yield* PaymentStore,

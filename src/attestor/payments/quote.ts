@@ -85,9 +85,11 @@ const assetDomain = (
 ): Effect.Effect<{ readonly name: string; readonly version: string }, Unavailable> => {
   if (Option.isSome(settings.assetName) && Option.isSome(settings.assetVersion))
     return Effect.succeed({ name: settings.assetName.value, version: settings.assetVersion.value })
-  const fromName = Effect.map(
-    chain.readContract({ address: asset, abi: eip5267Abi, functionName: "name" }),
-    (name) => ({ name, version: "1" })
+  const fromName = Effect.suspend(() =>
+    Effect.map(chain.readContract({ address: asset, abi: eip5267Abi, functionName: "name" }), (name) => ({
+      name,
+      version: "1"
+    }))
   )
   return chain.readContract({ address: asset, abi: eip5267Abi, functionName: "eip712Domain" }).pipe(
     Effect.map(([, name, version]) => ({ name, version })),
