@@ -13,7 +13,7 @@ import {
   decodePaymentResponseHeader,
   encodePaymentSignatureHeader
 } from "@x402/core/http"
-import { Effect, Either, Layer, Option } from "effect"
+import { Effect, Either, Layer, Logger, Option } from "effect"
 import type { Resolve } from "../../src/attestor/handles/resolvers.js"
 import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { paidLookup } from "../../src/attestor/payments/paidLookup.js"
@@ -169,7 +169,20 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           expect((yield* Effect.flip(down.lookup("microblog", "dev42", payment())))._tag).toBe("Unavailable")
           const lost = yield* setup("ok", "throw")
           const signature = payment()
-          expect((yield* Effect.flip(lost.lookup("microblog", "dev42", signature)))._tag).toBe("Unavailable")
+          const lines: Array<string> = []
+          const capture = Logger.replace(
+            Logger.defaultLogger,
+            Logger.map(Logger.logfmtLogger, (line) => {
+              lines.push(line)
+            })
+          )
+          expect(
+            (yield* Effect.flip(lost.lookup("microblog", "dev42", signature)).pipe(Effect.provide(capture)))
+              ._tag
+          ).toBe("Unavailable")
+          // The operator hears of it, but not whose payment or which handle.
+          expect(lines.join("\n")).toMatch(/indeterminate/)
+          expect(lines.join("\n")).not.toMatch(/dev42|microblog|90f79bf6|0x90F79/i)
           const stored = yield* lost.store.get({
             payer: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
             nonce: nonces
