@@ -1,9 +1,10 @@
 /**
  * The last checks before a relayed transaction is sent (spec/relayer.md §4 rule 5, §8): simulate
- * it with `eth_call` from the hot key, so the vault itself judges everything the relayer could not
- * (ERC-1271 owners, balances, the swap, the shield adapter), then estimate its gas and refuse it
- * when the estimate exceeds the request's gas budget times `GAS_CAP_BPS`. The gas limit sent is the
- * estimate times `GAS_LIMIT_MULTIPLIER_BPS`.
+ * it from the hot key, so the vault itself judges everything the relayer could not (ERC-1271
+ * owners, balances, the swap, the shield adapter), and refuse it when its gas exceeds the request's
+ * gas budget times `GAS_CAP_BPS`. One `eth_estimateGas` does both: it executes the transaction and
+ * answers a revert with the revert data, which is decoded as an `eth_call`'s would be. The gas limit
+ * sent is the estimate times `GAS_LIMIT_MULTIPLIER_BPS`.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Hex } from "viem"
@@ -63,7 +64,6 @@ export class TxPreflight extends Context.Tag("TxPreflight")<TxPreflight, TxPrefl
         return {
           check: ({ data, budget, action }) =>
             Effect.gen(function* () {
-              yield* chain.call(tx(data)).pipe(Effect.catchAll(refuse(action)))
               const estimate = yield* chain.estimateGas(tx(data)).pipe(Effect.catchAll(refuse(action)))
               const cap = (budget * BigInt(settings.gasCapBps)) / BPS
               if (estimate > cap)

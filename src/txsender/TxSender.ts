@@ -104,7 +104,12 @@ export const makeTxSenderWithState = (
   ChainClient | SqlClient | Scope.Scope
 > =>
   Effect.gen(function* () {
-    const core = yield* makeSenderCore({ ...options, service: options.service ?? "relayer" })
+    const core = yield* makeSenderCore({
+      ...options,
+      service: options.service ?? "relayer",
+      // A round's reading stands in for the chain until two rounds were missed.
+      freshForMs: 3 * Duration.toMillis(options.pollInterval)
+    })
     const { chain, store, address } = core
     const withLock: KeyLock = yield* makeKeyLock({
       key: advisoryKey(`relayer-tx-sender:${address.toLowerCase()}`),
@@ -241,7 +246,7 @@ export const makeTxSenderWithState = (
       const s = yield* core.sender
       const summary = yield* store.summary(s)
       const onChain =
-        monitor.observed() ??
+        core.recent() ??
         (yield* Effect.all({
           balance: chain.getBalance(address),
           chainNext: Effect.map(chain.getTransactionCount(address, "pending"), BigInt)

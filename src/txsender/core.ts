@@ -2,11 +2,18 @@
  * What submission (`submit.ts`) and the monitor (`monitor.ts`) share: the hot key and its store,
  * signing, broadcasting, receipt lookups, simulation, and the healing of nonce gaps both of them
  * need. The effects live here; what to do with their answers is `decisions.ts`.
+ *
+ * The monitor's rounds also leave here what they read of the hot key on the chain (its pending
+ * nonce and balance) and the fee estimate (`recent`): while that is fresh, a submission takes its
+ * nonce floor and fees from it instead of asking the chain, so a relayed request costs one RPC call
+ * (the broadcast) in the sender. A stale floor is safe: the store holds every nonce this key used
+ * through this sender, and a nonce someone else took is answered "nonce too low" and re-signed.
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, identity, Option } from "effect"
+import { Clock, Effect, identity, Option } from "effect"
 import { type Address, type Hex, keccak256 } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
+import { keptOnceRead } from "../background/once.js"
 import { ChainClient, type ChainClientShape, type ChainRequestError } from "../chain/ChainClient.js"
 import {
   type Broadcast,
@@ -44,6 +51,15 @@ export const sendOutcome = (result: Broadcast): SendOutcome => {
   }
 }
 
+/** What a monitor round read of the hot key on the chain, and when. */
+export interface RecentChain {
+  readonly balance: bigint
+  /** The node's pending nonce of the key. */
+  readonly chainNext: bigint
+  readonly fees: Fees
+  readonly atMs: number
+}
+
 export interface SenderCore {
   readonly chain: ChainClientShape
   readonly store: TxStore
@@ -57,6 +73,11 @@ export interface SenderCore {
   readonly metrics: SenderMetrics
   /** The key on its chain, as stored; the chain id is asked of the chain until it answers once. */
   readonly sender: Effect.Effect<Sender, ChainRequestError>
+  /** The last round's reading, if one ran. */
+  readonly recent: () => RecentChain | undefined
+  readonly noteRecent: (reading: RecentChain) => void
+  /** The last round's reading while it is at most `freshForMs` old (see the module header). */
+  readonly freshReading: Effect.Effect<RecentChain | undefined>
   readonly sign: (
     s: Sender,
     payload: Payload,
@@ -89,6 +110,8 @@ export const makeSenderCore = (options: {
   readonly chainId: Option.Option<number>
   readonly maxFeePerGas: bigint
   readonly service: SenderService
+  /** How long a monitor round's reading stands in for the chain's answer; 0: never. */
+  readonly freshForMs?: number
 }): Effect.Effect<SenderCore, never, ChainClient | SqlClient> =>
   Effect.gen(function* () {
     const chain = yield* ChainClient
@@ -107,18 +130,20 @@ export const makeSenderCore = (options: {
     const noop: Payload = { to: address, data: "0x", value: 0n, gas: NOOP_GAS }
     const metrics = makeSenderMetrics(options.service)
 
-    let knownChainId = options.chainId
-    const sender: Effect.Effect<Sender, ChainRequestError> = Effect.suspend(() =>
-      Option.match(knownChainId, {
-        onSome: (chainId) => Effect.succeed(chainId),
-        onNone: () =>
-          Effect.tap(chain.chainId, (chainId) =>
-            Effect.sync(() => {
-              knownChainId = Option.some(chainId)
-            })
-          )
-      })
-    ).pipe(Effect.map((chainId) => ({ chainId, address: address.toLowerCase() as Address })))
+    const chainId = Option.match(options.chainId, {
+      onSome: (configured) => Effect.succeed(configured),
+      onNone: () => Effect.runSync(keptOnceRead(chain.chainId))
+    })
+    const sender: Effect.Effect<Sender, ChainRequestError> = Effect.map(chainId, (chainId) => ({
+      chainId,
+      address: address.toLowerCase() as Address
+    }))
+
+    let recent: RecentChain | undefined
+    const freshForMs = options.freshForMs ?? 0
+    const freshReading = Effect.map(Clock.currentTimeMillis, (now) =>
+      recent !== undefined && now - recent.atMs <= freshForMs ? recent : undefined
+    )
 
     const sign = (s: Sender, payload: Payload, nonce: bigint, fees: Fees, kind: AttemptKind) =>
       Effect.promise(() =>
@@ -210,6 +235,11 @@ export const makeSenderCore = (options: {
       noop,
       metrics,
       sender,
+      recent: () => recent,
+      noteRecent: (reading) => {
+        recent = reading
+      },
+      freshReading,
       sign,
       broadcast,
       findMined,

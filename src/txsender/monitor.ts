@@ -6,7 +6,7 @@
  * stuck transactions at their nonce. Each round reads state, asks `decisions.ts`, and carries the
  * answer out; what it remembers between rounds is here. Spec: relayer.md §3.
  */
-import { Effect, Metric, Option } from "effect"
+import { Clock, Effect, Metric, Option } from "effect"
 import type { Hex } from "viem"
 import { type SenderCore, sendOutcome } from "./core.js"
 import {
@@ -35,12 +35,6 @@ export interface MonitorSettings {
   readonly confirmations: number
 }
 
-/** What the monitor's last round read of the hot key on the chain. */
-export interface Observed {
-  readonly balance: bigint
-  readonly chainNext: bigint
-}
-
 export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: MonitorSettings) => {
   const { chain, store, address, cap, metrics } = core
 
@@ -52,7 +46,6 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
   let verifiedHead: Hex | undefined
   /** Transactions whose skipped replacement was already counted, so each is counted once. */
   const skipReported = new Set<string>()
-  let observed: Observed | undefined
 
   const settle = (tx: StoredTx, found: Mined) =>
     store
@@ -219,17 +212,18 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
     const s = yield* core.sender
     // First, so a transaction a reorg took out is among the pending ones below.
     yield* watchMined(s)
-    const [latest, chainNext, balance, live] = yield* Effect.all(
+    const [latest, chainNext, balance, fees, live] = yield* Effect.all(
       [
         chain.getTransactionCount(address, "latest"),
         chain.getTransactionCount(address, "pending"),
         chain.getBalance(address),
+        chain.estimateFeesPerGas,
         store.pending(s)
       ],
       { concurrency: "unbounded" }
     )
     yield* Metric.set(metrics.hotKeyBalance, balance)
-    observed = { balance, chainNext: BigInt(chainNext) }
+    core.noteRecent({ balance, chainNext: BigInt(chainNext), fees, atMs: yield* Clock.currentTimeMillis })
     const latestNonce = BigInt(latest)
     const lookups = new Map<string, ReceiptLookup>()
     for (const tx of passedByChain(live, latestNonce)) {
@@ -259,8 +253,6 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
 
   return {
     /** One round of reconciliation. */
-    tick,
-    /** What the last round read of the hot key on the chain, if one ran. */
-    observed: (): Observed | undefined => observed
+    tick
   }
 }

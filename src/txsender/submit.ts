@@ -125,8 +125,16 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
       const s = yield* core.sender
       yield* withLock(
         Effect.gen(function* () {
+          // The monitor's fresh reading when there is one (core.ts), else the chain's answer.
+          const reading = yield* core.freshReading
           const [chainNext, estimate, stored] = yield* Effect.all(
-            [chain.getTransactionCount(address, "pending"), chain.estimateFeesPerGas, store.nextNonce(s)],
+            [
+              reading === undefined
+                ? chain.getTransactionCount(address, "pending")
+                : Effect.succeed(Number(reading.chainNext)),
+              reading === undefined ? chain.estimateFeesPerGas : Effect.succeed(reading.fees),
+              store.nextNonce(s)
+            ],
             { concurrency: "unbounded" }
           )
           // Above everything this relayer stored and everything the node knows of this key.

@@ -160,7 +160,9 @@ export interface World {
   readonly quoted: Array<QuoteRequest>
   readonly contracts: Set<string>
   fee: bigint
+  /** What executing the transaction gives: its revert, or an outage. */
   simulate: ChainClientShape["call"]
+  /** The gas estimate once it executed. */
   estimate: ChainClientShape["estimateGas"]
   submit: (r: TxRequest) => Effect.Effect<Hex, TxSubmitError>
   reads: number
@@ -202,9 +204,10 @@ export const registerIn = (
 /** Every service the pipeline needs, over `world`; `env` overrides settings. */
 export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
   const settings = settingsLayer(env)
+  // Estimation executes the transaction, as a node does: a reverting one fails with its revert
+  // (the preflight's one call). No `eth_call` is stubbed: the claim path makes none.
   const chain = mockChainClient({
-    call: (request) => world.simulate(request),
-    estimateGas: (request) => world.estimate(request)
+    estimateGas: (request) => Effect.flatMap(world.simulate(request), () => world.estimate(request))
   })
   const sender = Layer.succeed(TxSender, {
     address: relayer.address,

@@ -522,7 +522,7 @@ for (const database of testDatabases()) {
     )
 
     it.live(
-      "a refused transaction is dropped and its nonce reused; an outage before signing sends nothing",
+      "a refused transaction is dropped and its nonce reused; fees come from the monitor's reading; without one, an outage before signing sends nothing",
       () =>
         run(
           Effect.gen(function* () {
@@ -534,10 +534,17 @@ for (const database of testDatabases()) {
             const hash = yield* sender.submit(selfTransfer(2n))
             expect(chain.parsed(1).nonce).toBe(chain.parsed(0).nonce)
             expect(yield* sender.status(hash)).toEqual({ txHash: hash, status: "pending" })
+            // The monitor's round read the fees: a submission does not need the chain's answer.
             chain.setFeesAvailable(false)
-            const down = yield* Effect.flip(sender.submit(selfTransfer(3n)))
+            yield* sender.submit(selfTransfer(3n))
+            expect(chain.sent).toHaveLength(3)
+            // A sender that never read the chain must ask it, and sends nothing when it cannot.
+            const cold = scriptedChain(() => "accept")
+            cold.setFeesAvailable(false)
+            const coldSender = yield* buildMockSender(cold.layer)
+            const down = yield* Effect.flip(coldSender.submit(selfTransfer()))
             expect(down).toEqual(new SendUnavailable({ reason: "chain" }))
-            expect(chain.sent).toHaveLength(2)
+            expect(cold.sent).toHaveLength(0)
           })
         )
     )
