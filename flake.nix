@@ -1,7 +1,9 @@
 {
   description = "Fee vault relayer and attestor";
 
-  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
+  # Release 25.11, for nodejs_20: later nixpkgs marks it insecure (Node 20's end of life was
+  # 2026-04-30) and drops it.
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-25.11";
 
   outputs = { self, nixpkgs }:
     let
@@ -11,7 +13,9 @@
       devShells = forAll (pkgs: {
         default = pkgs.mkShell {
           packages = [
-            pkgs.nodejs_22
+            # The oldest Node that package.json's engines (>=20.11) accept; Node 20, 22 and 24 are
+            # supported.
+            pkgs.nodejs_20
             pkgs.postgresql_16
           ];
           shellHook = ''
