@@ -64,7 +64,8 @@ try {
             concurrency: CONCURRENCY,
             rawPerSecond: Math.round(rawSeries!.perSecond),
             commitmentP50Ms: commitmentSeries!.p50,
-            bareP50Ms: bareSeries!.p50
+            bareP50Ms: bareSeries!.p50,
+            rounds: { commitment: commitmentSeries!.rounds, bare: bareSeries!.rounds, raw: rawSeries!.rounds }
           }
         })
       })

@@ -85,7 +85,12 @@ try {
           baseline: rawSeries!.perSecond,
           baselineLabel: "raw node:http",
           goal: ">= 0.6x",
-          details: { ...details, quoteP50Ms: quoteSeries!.p50, rawP50Ms: rawSeries!.p50 }
+          details: {
+            ...details,
+            quoteP50Ms: quoteSeries!.p50,
+            rawP50Ms: rawSeries!.p50,
+            rounds: { quote: quoteSeries!.rounds, raw: rawSeries!.rounds }
+          }
         }),
         quote_vs_bare: row("bench/relayer/quote.ts", {
           measure: "GET /v1/quote req/s vs bare HttpApi GET",
@@ -94,7 +99,11 @@ try {
           baseline: bareSeries!.perSecond,
           baselineLabel: "bare HttpApi GET",
           goal: ">= 0.85x",
-          details: { ...details, bareP50Ms: bareSeries!.p50 }
+          details: {
+            ...details,
+            bareP50Ms: bareSeries!.p50,
+            rounds: { quote: quoteSeries!.rounds, bare: bareSeries!.rounds }
+          }
         })
       })
     } finally {
