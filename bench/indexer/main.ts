@@ -1,28 +1,35 @@
 /**
- * Indexer benchmark: backfill of 100k vault events on anvil and GET /v1/accounts at 100k accounts,
- * each beside a baseline measured in the same run.
+ * Indexer benchmark: backfill of 100k vault events on anvil, and the relayer's peak RSS serving
+ * GET /v1/accounts at 100k accounts, each beside a baseline measured in the same run.
  *
- *   npx tsx bench/indexer/main.ts            (PGlite; set DATABASE_URL to use PostgreSQL)
+ *   node --import tsx bench/indexer/main.ts      (PGlite; with DATABASE_URL, PostgreSQL as well)
  *
  * Settings (environment): BENCH_ACCOUNTS (default 100000, one `Registered` event each),
- * BENCH_MAX_BLOCK_RANGE (default 2000, the indexer's ceiling and the baseline's range),
- * BENCH_REQUESTS (default 30 per measured GET series), BENCH_LOG=debug to see each committed range.
+ * BENCH_MAX_BLOCK_RANGE (2000, the indexer's ceiling and the baseline's range), BENCH_REQUESTS (30
+ * per GET series), BENCH_ACCOUNTS_CONCURRENCY (4 connections), DATABASE_URL.
  *
- * - Backfill: the relayer's indexer from an empty database to the head, in events/s; beside it the
- *   bare `eth_getLogs` over the same ranges, and a bare bulk insert of the same rows into an empty
- *   event table.
- * - GET /v1/accounts: latency of the first request (builds the body), warm requests (identity,
- *   gzip, 304) and their bytes; beside them a raw `node:http` server answering the same bytes.
- * - Peak RSS of this process while indexing and serving (the indexer, the embedded database and
- *   the HTTP server; measured before the baselines run), and including them.
+ * The chain is seeded through the contract (2,500 registrations per multicall transaction), so the
+ * database is filled by the indexer itself, exactly as in production. Per database:
+ *
+ * - Backfill: the relayer (src/bin/relayer.ts, its own process) from an empty database to the head.
+ *   The rate is read from its own metrics (`indexer_events_total`) between the first answer of its
+ *   HTTP server and the head, so process start-up is left out. Baselines: bare `eth_getLogs` over
+ *   the same ranges (halved while an answer is over the client's size limit, as the indexer's
+ *   are), and a bare bulk insert of the same rows into an empty event table (in this process).
+ * - Serving: a fresh relayer process on the filled database (the indexer at the head, nothing to
+ *   do), then GET /v1/accounts by the load generator: one cold request, then identity, gzip and
+ *   If-None-Match series. Its peak RSS (VmHWM) is the figure. Baseline: a raw `node:http` server
+ *   answering the same bytes (identity and gzip) to the same series, its peak RSS.
  */
 import { randomBytes } from "node:crypto"
-import http from "node:http"
-import type { AddressInfo } from "node:net"
+import { mkdtempSync, rmSync } from "node:fs"
+import { get } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Reactivity } from "@effect/experimental"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import {
   type Address,
   createPublicClient,
@@ -35,50 +42,57 @@ import {
 } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { deployDevnet, devnetAccount, devnetClients } from "../../contracts/deploy.js"
-import { relayerServer, relayerServices } from "../../layers/relayer.js"
+import { DEVNET_METRICS_TOKEN } from "../../layers/devnet.js"
 import { spawnAnvil } from "../../src/chain/anvil.js"
-import { relayerFetchClient } from "../../src/client.js"
-import { RelayerSettings } from "../../src/config/relayer.js"
-import { serverUrl } from "../../src/http/server.js"
-import { Indexer } from "../../src/indexer/Indexer.js"
 import { decodeVaultLog, minedLog } from "../../src/indexer/logs.js"
 import type { StoredEvent } from "../../src/store/EventStore.js"
 import { storageLayer } from "../../src/store/sql.js"
+import { freePort, startRaw } from "../lib/devnet.js"
+import { mib, runLoad, type Server, scratchFile, sleep, startServer } from "../lib/processes.js"
+import { record, row } from "../lib/results.js"
+import type { LoadResult } from "../load.js"
 
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 100_000)
 const MAX_RANGE = Number(process.env.BENCH_MAX_BLOCK_RANGE ?? 2_000)
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 30)
+const CONCURRENCY = Number(process.env.BENCH_ACCOUNTS_CONCURRENCY ?? 4)
 const PER_TX = 2_500
 const DATABASE_URL = process.env.DATABASE_URL
 const ZERO = "0x0000000000000000000000000000000000000000" as Address
+const RELAYER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
-const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
-const rate = (n: number, ms: number) => `${Math.round((n / ms) * 1000).toLocaleString("en-US")} events/s`
 const now = () => performance.now()
 
-/** A database of its own for one measurement: a fresh embedded one, or a fresh PostgreSQL schema. */
-async function freshDatabase(): Promise<{
-  env: Record<string, string>
-  layerOptions: Parameters<typeof storageLayer>[0]
-  drop: () => Promise<void>
-}> {
-  if (DATABASE_URL === undefined)
+interface Database {
+  readonly name: "PGlite" | "PostgreSQL"
+  readonly env: Record<string, string>
+  readonly layerOptions: Parameters<typeof storageLayer>[0]
+  readonly drop: () => Promise<void>
+}
+
+/** A database of its own for one measurement: a fresh embedded one on disk, or a fresh PostgreSQL schema. */
+async function freshDatabase(kind: "PGlite" | "PostgreSQL"): Promise<Database> {
+  if (kind === "PGlite") {
+    const dir = mkdtempSync(join(tmpdir(), "bench-indexer-db-"))
     return {
-      env: { DATA_DIR: "memory://" },
-      layerOptions: { databaseUrl: Option.none(), dataDir: "memory://", applicationName: "bench" },
-      drop: async () => {}
+      name: kind,
+      env: { DATA_DIR: dir },
+      layerOptions: { databaseUrl: Option.none(), dataDir: dir, applicationName: "bench" },
+      drop: async () => rmSync(dir, { recursive: true, force: true })
     }
+  }
   const schema = `bench_${randomBytes(6).toString("hex")}`
-  const admin = PgClient.make({ url: Redacted.make(DATABASE_URL), maxConnections: 1 }).pipe(
+  const admin = PgClient.make({ url: Redacted.make(DATABASE_URL!), maxConnections: 1 }).pipe(
     Effect.provide(Reactivity.layer)
   )
   const run = (statement: string) =>
     Effect.runPromise(Effect.scoped(Effect.flatMap(admin, (sql) => sql.unsafe(statement))))
   await run(`CREATE SCHEMA ${schema}`)
-  const url = new URL(DATABASE_URL)
+  const url = new URL(DATABASE_URL!)
   url.searchParams.set("options", `-c search_path=${schema}`)
   return {
+    name: kind,
     env: { DATABASE_URL: url.toString() },
     layerOptions: {
       databaseUrl: Option.some(Redacted.make(url.toString())),
@@ -89,42 +103,42 @@ async function freshDatabase(): Promise<{
   }
 }
 
-/** GETs `url` `count` times over one keep-alive connection; latencies in ms and the last body size. */
-async function measureGets(url: string, headers: Record<string, string>, count: number) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
-  const latencies: number[] = []
-  let bytes = 0
-  let status = 0
-  for (let i = 0; i < count; i++) {
-    const started = now()
-    await new Promise<void>((resolve, reject) => {
-      const req = http.get(url, { agent, headers }, (res) => {
-        let size = 0
-        res.on("data", (c: Buffer) => {
-          size += c.length
-        })
-        res.on("end", () => {
-          bytes = size
-          status = res.statusCode ?? 0
-          resolve()
-        })
-      })
-      req.on("error", reject)
-    })
-    latencies.push(now() - started)
-  }
-  agent.destroy()
-  latencies.sort((a, b) => a - b)
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0
-  return { status, bytes, p50: at(0.5), p95: at(0.95), max: latencies[latencies.length - 1] ?? 0 }
+/** The relayer's indexer gauges, read from its own metrics endpoint. */
+const indexerProgress = async (server: Server) => {
+  const text = await fetch(`${server.url}/v1/metrics`, {
+    headers: { authorization: `Bearer ${DEVNET_METRICS_TOKEN}` }
+  }).then((r) => r.text())
+  const value = (name: string) =>
+    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, "m").exec(text)?.[1] ?? Number.NaN)
+  return { block: value("indexer_block"), events: value("indexer_events_total") }
 }
 
-const fmt = (m: Awaited<ReturnType<typeof measureGets>>) =>
-  `p50 ${m.p50.toFixed(2)} ms, p95 ${m.p95.toFixed(2)} ms, max ${m.max.toFixed(2)} ms, ${m.bytes.toLocaleString("en-US")} bytes (HTTP ${m.status})`
+/** GET /v1/accounts series by the load generator: cold (builds the body), identity, gzip, 304. */
+async function serveAccounts(origin: string, withEtag: boolean) {
+  const series = (headers: Record<string, string>, count: number, concurrency = CONCURRENCY) =>
+    runLoad({ origin, requests: [{ path: "/v1/accounts", headers }], concurrency, count })
+  const cold = await series({}, 1, 1)
+  const identity = await series({}, REQUESTS)
+  const gzip = await series({ "accept-encoding": "gzip" }, REQUESTS)
+  const tagged = withEtag
+    ? await fetch(`${origin}/v1/accounts`, { headers: { "accept-encoding": "gzip" } })
+    : undefined
+  await tagged?.arrayBuffer()
+  const etag = tagged?.headers.get("etag") ?? null
+  const notModified = etag === null ? undefined : await series({ "if-none-match": etag }, REQUESTS)
+  return { cold, identity, gzip, notModified }
+}
+
+const line = (label: string, r: LoadResult | undefined) =>
+  r === undefined
+    ? `  ${label.padEnd(30)} -`
+    : `  ${label.padEnd(30)} ${r.perSecond.toFixed(1).padStart(8)} req/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  ${Math.round(r.bytes / Math.max(1, r.requests)).toLocaleString("en-US")} bytes  ${JSON.stringify(r.statuses)}`
 
 async function main() {
+  const kinds: Array<"PGlite" | "PostgreSQL"> =
+    DATABASE_URL === undefined ? ["PGlite"] : ["PGlite", "PostgreSQL"]
   console.log(
-    `indexer benchmark: ${ACCOUNTS.toLocaleString("en-US")} accounts, range ceiling ${MAX_RANGE}, ${DATABASE_URL === undefined ? "PGlite" : "PostgreSQL"}`
+    `indexer benchmark: ${ACCOUNTS.toLocaleString("en-US")} accounts, range ceiling ${MAX_RANGE}, ${kinds.join(" and ")}`
   )
   const anvil = await spawnAnvil({ extraArgs: ["--gas-limit", "3000000000"] })
   try {
@@ -157,7 +171,7 @@ async function main() {
         args: [calls],
         gas: BigInt(count) * 110_000n
       })
-      const receipt = await publicClient.waitForTransactionReceipt({ hash })
+      const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })
       if (receipt.status !== "success") throw new Error("a registration batch reverted")
     }
     // Everything final, so the whole history is backfilled in ranges.
@@ -168,94 +182,7 @@ async function main() {
       `chain: ${ACCOUNTS.toLocaleString("en-US")} registrations in ${seconds(now() - started)}, head ${head}`
     )
 
-    // ---- the indexer, from an empty database to the head, then GET /v1/accounts beside a raw
-    // server with the same bytes (first, so the peak memory below is the indexer's own)
-    const db = await freshDatabase()
-    const env: Record<string, string> = {
-      RPC_URL: anvil.rpcUrl,
-      RPC_TIMEOUT_MS: "600000",
-      FEE_VAULT: deployment.vault,
-      SETTLEMENT_ASSET: deployment.settlementAsset,
-      SHIELD_ADAPTER: deployment.shieldAdapter,
-      INDEXER_START_BLOCK: String(deployment.startBlock),
-      INDEXER_POLL_INTERVAL_MS: "50",
-      INDEXER_MAX_BLOCK_RANGE: String(MAX_RANGE),
-      RELAYER_PRIVATE_KEY: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
-      HOST: "127.0.0.1",
-      PORT: "0",
-      ...db.env
-    }
-    const settings = RelayerSettings.layer.pipe(
-      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
-    )
-    const runtime = ManagedRuntime.make(
-      relayerServer.pipe(
-        Layer.provideMerge(relayerServices),
-        Layer.provideMerge(settings),
-        Layer.provide(
-          Logger.minimumLogLevel(process.env.BENCH_LOG === "debug" ? LogLevel.Debug : LogLevel.Error)
-        )
-      )
-    )
-    const http1 = await (async () => {
-      try {
-        const base = await runtime.runPromise(serverUrl)
-        const t = now()
-        while (true) {
-          const status = await runtime.runPromise(Effect.flatMap(Indexer, (i) => i.status))
-          if (status.block === head) break
-          await new Promise((r) => setTimeout(r, 20))
-        }
-        const indexMs = now() - t
-
-        const url = `${base}/v1/accounts`
-        const cold = await measureGets(url, {}, 1)
-        const identity = await measureGets(url, {}, REQUESTS)
-        const gzipCold = await measureGets(url, { "accept-encoding": "gzip" }, 1)
-        const gzip = await measureGets(url, { "accept-encoding": "gzip" }, REQUESTS)
-        const etag = (await fetch(url)).headers.get("etag") ?? ""
-        const notModified = await measureGets(url, { "if-none-match": etag }, REQUESTS)
-        const identityBytes = Buffer.from(await (await fetch(url)).arrayBuffer())
-        const gzipBytes = await new Promise<Buffer>((resolve, reject) => {
-          http
-            .get(url, { headers: { "accept-encoding": "gzip" } }, (res) => {
-              const chunks: Buffer[] = []
-              res.on("data", (c: Buffer) => chunks.push(c))
-              res.on("end", () => resolve(Buffer.concat(chunks)))
-            })
-            .on("error", reject)
-        })
-        const rss = process.resourceUsage().maxRSS * 1024
-        // The list that was timed decodes through the typed client with every account at the head
-        // (checked after the RSS reading, which the decoding would inflate).
-        const listed = await Effect.runPromise(
-          Effect.flatMap(relayerFetchClient(base), (client) => client.accounts.accounts({ headers: {} }))
-        )
-        if (listed.block !== head || listed.accounts.length !== ACCOUNTS)
-          throw new Error(`/v1/accounts lists ${listed.accounts.length} accounts at block ${listed.block}`)
-        return { indexMs, cold, identity, gzipCold, gzip, notModified, identityBytes, gzipBytes, rss }
-      } finally {
-        await runtime.dispose()
-        await db.drop()
-      }
-    })()
-
-    const rawServer = http.createServer((req, res) => {
-      const zipped = /gzip/.test(req.headers["accept-encoding"] ?? "")
-      res.writeHead(200, {
-        "content-type": "application/json",
-        ...(zipped ? { "content-encoding": "gzip" } : {})
-      })
-      res.end(zipped ? http1.gzipBytes : http1.identityBytes)
-    })
-    await new Promise<void>((resolve) => rawServer.listen(0, "127.0.0.1", resolve))
-    const rawUrl = `http://127.0.0.1:${(rawServer.address() as AddressInfo).port}/`
-    const rawIdentity = await measureGets(rawUrl, {}, REQUESTS)
-    const rawGzip = await measureGets(rawUrl, { "accept-encoding": "gzip" }, REQUESTS)
-    rawServer.close()
-
-    // ---- baseline 1: bare eth_getLogs over the same ranges: the ceiling, halved while the
-    // response is over the client's size limit, as the indexer's ranges are
+    // ---- baseline: bare eth_getLogs over the same ranges
     started = now()
     const logs: Log[] = []
     let size = MAX_RANGE
@@ -273,75 +200,207 @@ async function main() {
     }
     const getLogsMs = now() - started
     const events = logs.length
-
-    // ---- baseline 2: bare bulk insert of the same rows into an empty event table
+    const getLogsRate = (events / getLogsMs) * 1000
     const rows: StoredEvent[] = logs.map((l) => {
       const decoded = minedLog(l).pipe((m) => (m._tag === "Right" ? decodeVaultLog(m.right) : m))
       if (decoded._tag === "Left") throw new Error("undecodable log")
       return decoded.right
     })
     logs.length = 0
-    const insertDb = await freshDatabase()
-    const insertMs = await Effect.runPromise(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient
-        const t = now()
-        yield* sql.withTransaction(
-          Effect.forEach(
-            Array.from({ length: Math.ceil(rows.length / 5_000) }, (_, i) =>
-              rows.slice(i * 5_000, (i + 1) * 5_000)
-            ),
-            (chunk) => sql`
-              INSERT INTO vault_events (chain_id, vault, block_number, block_hash, log_index, tx_hash, event_name, args)
-              SELECT ${deployment.chainId}::integer, ${deployment.vault}::text, r.block_number, r.block_hash,
-                     r.log_index, r.tx_hash, r.event_name, r.args
-              FROM jsonb_to_recordset(${JSON.stringify(
-                chunk.map((e) => ({
-                  block_number: e.blockNumber,
-                  block_hash: e.blockHash,
-                  log_index: e.logIndex,
-                  tx_hash: e.txHash,
-                  event_name: e.eventName,
-                  args: e.args
-                }))
-              )}::jsonb) AS r(block_number bigint, block_hash text, log_index integer, tx_hash text, event_name text, args jsonb)`,
-            { discard: true }
-          )
-        )
-        return now() - t
-      }).pipe(Effect.scoped, Effect.provide(storageLayer(insertDb.layerOptions)))
-    )
-    await insertDb.drop()
 
-    console.log("")
-    console.log(
-      `backfill of ${events.toLocaleString("en-US")} vault events (blocks ${deployment.startBlock}..${head})`
-    )
-    console.log(
-      `  indexer (fetch, decode, append, reconcile nonces, fold): ${seconds(http1.indexMs)}  ${rate(events, http1.indexMs)}`
-    )
-    console.log(
-      `  baseline bare eth_getLogs, same ranges:                 ${seconds(getLogsMs)}  ${rate(events, getLogsMs)}`
-    )
-    console.log(
-      `  baseline bare bulk insert of the same rows:             ${seconds(insertMs)}  ${rate(events, insertMs)}`
-    )
-    console.log("")
-    console.log(
-      `GET /v1/accounts with ${ACCOUNTS.toLocaleString("en-US")} accounts (${REQUESTS} sequential requests per line)`
-    )
-    console.log(`  first request (builds the body):  ${fmt(http1.cold)}`)
-    console.log(`  identity:                         ${fmt(http1.identity)}`)
-    console.log(`  first gzip request (compresses):  ${fmt(http1.gzipCold)}`)
-    console.log(`  gzip:                             ${fmt(http1.gzip)}`)
-    console.log(`  If-None-Match (304):              ${fmt(http1.notModified)}`)
-    console.log(`  baseline raw node:http, identity: ${fmt(rawIdentity)}`)
-    console.log(`  baseline raw node:http, gzip:     ${fmt(rawGzip)}`)
-    console.log("")
-    console.log(`peak RSS of this process while indexing and serving: ${mib(http1.rss)}`)
-    console.log(
-      `peak RSS including the baselines:                    ${mib(process.resourceUsage().maxRSS * 1024)}`
-    )
+    const relayerEnv = (db: Database, port: number): Record<string, string> => ({
+      RPC_URL: anvil.rpcUrl,
+      RPC_TIMEOUT_MS: "600000",
+      FEE_VAULT: deployment.vault,
+      SETTLEMENT_ASSET: deployment.settlementAsset,
+      SHIELD_ADAPTER: deployment.shieldAdapter,
+      INDEXER_START_BLOCK: String(deployment.startBlock),
+      INDEXER_POLL_INTERVAL_MS: "50",
+      INDEXER_MAX_BLOCK_RANGE: String(MAX_RANGE),
+      RELAYER_PRIVATE_KEY: RELAYER_KEY,
+      METRICS_TOKEN: DEVNET_METRICS_TOKEN,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      ...db.env
+    })
+    const startRelayer = async (db: Database) => {
+      const port = await freePort()
+      return startServer({
+        script: "src/bin/relayer.ts",
+        env: relayerEnv(db, port),
+        readyPath: "/v1/config",
+        port,
+        startTimeoutMs: 600_000
+      })
+    }
+    const untilHead = async (server: Server) => {
+      for (;;) {
+        const progress = await indexerProgress(server)
+        if (progress.block >= head) return progress
+        await sleep(20)
+      }
+    }
+
+    for (const kind of kinds) {
+      const db = await freshDatabase(kind)
+      try {
+        // ---- backfill, from the first answer of the server to the head
+        const indexing = await startRelayer(db)
+        const before = await indexerProgress(indexing)
+        const t1 = now()
+        const last = await untilHead(indexing)
+        const backfillMs = now() - t1
+        const backfillEvents = last.events - (Number.isNaN(before.events) ? 0 : before.events)
+        const backfillRate = (backfillEvents / backfillMs) * 1000
+        const backfillPeak = indexing.memory().peak
+        await indexing.stop()
+
+        // ---- bare bulk insert of the same rows into an empty event table, same kind of database
+        const insertDb = await freshDatabase(kind)
+        const insertMs = await Effect.runPromise(
+          Effect.gen(function* () {
+            const sql = yield* SqlClient
+            const t = now()
+            yield* sql.withTransaction(
+              Effect.forEach(
+                Array.from({ length: Math.ceil(rows.length / 5_000) }, (_, i) =>
+                  rows.slice(i * 5_000, (i + 1) * 5_000)
+                ),
+                (chunk) => sql`
+                  INSERT INTO vault_events (chain_id, vault, block_number, block_hash, log_index, tx_hash, event_name, args)
+                  SELECT ${deployment.chainId}::integer, ${deployment.vault}::text, r.block_number, r.block_hash,
+                         r.log_index, r.tx_hash, r.event_name, r.args
+                  FROM jsonb_to_recordset(${JSON.stringify(
+                    chunk.map((e) => ({
+                      block_number: e.blockNumber,
+                      block_hash: e.blockHash,
+                      log_index: e.logIndex,
+                      tx_hash: e.txHash,
+                      event_name: e.eventName,
+                      args: e.args
+                    }))
+                  )}::jsonb) AS r(block_number bigint, block_hash text, log_index integer, tx_hash text, event_name text, args jsonb)`,
+                { discard: true }
+              )
+            )
+            return now() - t
+          }).pipe(Effect.scoped, Effect.provide(storageLayer(insertDb.layerOptions)))
+        )
+        await insertDb.drop()
+
+        // ---- serving, a fresh process on the filled database
+        const serving = await startRelayer(db)
+        await untilHead(serving)
+        const startedRss = serving.memory().rss
+        const url = `${serving.url}/v1/accounts`
+        const service = await serveAccounts(serving.url, true)
+        const servingPeak = serving.memory().peak
+        const servingRss = serving.memory().rss
+        // The bytes served, for the raw baseline (read after the peak).
+        const identityBytes = Buffer.from(
+          await (await fetch(url, { headers: { "accept-encoding": "identity" } })).arrayBuffer()
+        )
+        const gzipBytes = await new Promise<Buffer>((resolve, reject) => {
+          get(url, { headers: { "accept-encoding": "gzip" } }, (res) => {
+            const chunks: Buffer[] = []
+            res.on("data", (c: Buffer) => chunks.push(c))
+            res.on("end", () => resolve(Buffer.concat(chunks)))
+          }).on("error", reject)
+        })
+        const listed = JSON.parse(identityBytes.toString("utf8")) as { block: number; accounts: unknown[] }
+        await serving.stop()
+        if (listed.block !== head || listed.accounts.length !== ACCOUNTS)
+          throw new Error(`/v1/accounts lists ${listed.accounts.length} accounts at block ${listed.block}`)
+
+        const rawServer = await startRaw(
+          scratchFile(`accounts-${kind}.json`, identityBytes),
+          scratchFile(`accounts-${kind}.json.gz`, gzipBytes)
+        )
+        const rawStartedRss = rawServer.memory().rss
+        const baseline = await serveAccounts(rawServer.url, false)
+        const rawPeak = rawServer.memory().peak
+        await rawServer.stop()
+
+        console.log("")
+        console.log(
+          `${kind}: backfill of ${events.toLocaleString("en-US")} vault events (blocks ${deployment.startBlock}..${head})`
+        )
+        console.log(
+          `  indexer (from its first answer to the head):   ${seconds(backfillMs)}  ${Math.round(backfillRate).toLocaleString("en-US")} events/s  (${backfillEvents.toLocaleString("en-US")} events)`
+        )
+        console.log(
+          `  baseline bare eth_getLogs, same ranges:       ${seconds(getLogsMs)}  ${Math.round(getLogsRate).toLocaleString("en-US")} events/s`
+        )
+        console.log(
+          `  baseline bare bulk insert of the same rows:   ${seconds(insertMs)}  ${Math.round((events / insertMs) * 1000).toLocaleString("en-US")} events/s`
+        )
+        console.log(`  peak RSS of the indexing relayer:             ${mib(backfillPeak)} MiB`)
+        console.log(
+          `${kind}: GET /v1/accounts with ${ACCOUNTS.toLocaleString("en-US")} accounts, ${REQUESTS} requests per series over ${CONCURRENCY} connections`
+        )
+        console.log(line("relayer, first request", service.cold))
+        console.log(line("relayer, identity", service.identity))
+        console.log(line("relayer, gzip", service.gzip))
+        console.log(line("relayer, If-None-Match", service.notModified))
+        console.log(line("raw node:http, identity", baseline.identity))
+        console.log(line("raw node:http, gzip", baseline.gzip))
+        console.log(
+          `  relayer RSS: ${mib(startedRss)} MiB at start, peak ${mib(servingPeak)} MiB, ${mib(servingRss)} MiB after`
+        )
+        console.log(`  raw node:http RSS: ${mib(rawStartedRss)} MiB at start, peak ${mib(rawPeak)} MiB`)
+
+        const bench = "bench/indexer/main.ts"
+        const details = {
+          accounts: ACCOUNTS,
+          identityBytes: identityBytes.length,
+          gzipBytes: gzipBytes.length,
+          startedMiB: mib(startedRss),
+          afterMiB: mib(servingRss),
+          backfillPeakMiB: mib(backfillPeak),
+          identityP50Ms: service.identity.p50,
+          gzipP50Ms: service.gzip.p50,
+          rawIdentityP50Ms: baseline.identity.p50
+        }
+        record({
+          [kind === "PGlite" ? "accounts_peak_rss_pglite" : "accounts_peak_rss_postgres"]: row(bench, {
+            measure: `peak RSS serving /v1/accounts at ${ACCOUNTS.toLocaleString("en-US")} accounts (${kind})`,
+            value: mib(servingPeak),
+            unit: "MiB",
+            baseline: mib(rawPeak),
+            baselineLabel: "raw node:http serving the same bytes",
+            goal: kind === "PGlite" ? "<= 400 MB" : "<= 250 MB",
+            details
+          }),
+          ...(kind === "PGlite"
+            ? {
+                backfill_vs_getlogs: row(bench, {
+                  measure: "indexer backfill events/s vs bare eth_getLogs events/s (PGlite)",
+                  value: backfillRate,
+                  unit: "events/s",
+                  baseline: getLogsRate,
+                  baselineLabel: "bare eth_getLogs, same ranges",
+                  goal: "stays >= 1x",
+                  details: { events, backfillMs, getLogsMs, insertMs, head }
+                })
+              }
+            : {})
+        })
+      } finally {
+        await db.drop()
+      }
+    }
+    if (DATABASE_URL === undefined)
+      record({
+        accounts_peak_rss_postgres: row("bench/indexer/main.ts", {
+          measure: "peak RSS serving /v1/accounts at 100k accounts (PostgreSQL)",
+          value: null,
+          unit: "MiB",
+          baseline: null,
+          baselineLabel: "raw node:http serving the same bytes",
+          goal: "<= 250 MB",
+          note: "not measured: DATABASE_URL is not set"
+        })
+      })
   } finally {
     await anvil.stop()
   }

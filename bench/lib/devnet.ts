@@ -1,0 +1,119 @@
+/**
+ * The devnet of a bench: anvil with the reference contracts (`devnetChain`), the deployment file,
+ * and the services started as their own processes (src/bin/*.ts) with the devnet's settings
+ * (`relayerEnv`, `attestorEnv`) plus a bench's overrides.
+ */
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Exit, Scope } from "effect"
+import {
+  attestorEnv,
+  type DevnetChain,
+  devnetChain,
+  freeLoopbackPort,
+  relayerEnv,
+  writeDevnetFile
+} from "../../layers/devnet.js"
+import { compiled } from "./build.js"
+import { type Server, startServer } from "./processes.js"
+
+export interface BenchDevnet {
+  readonly chain: DevnetChain
+  readonly relayerPort: number
+  readonly attestorPort: number
+  readonly relayerUrl: string
+  readonly attestorUrl: string
+  readonly close: () => Promise<void>
+}
+
+export const freePort = () => Effect.runPromise(freeLoopbackPort)
+
+/** Anvil and the contracts, the deployment file naming the services' ports. */
+export const startDevnet = async (name: string): Promise<BenchDevnet> => {
+  const scope = Effect.runSync(Scope.make())
+  const chain = await Effect.runPromise(
+    Scope.extend(devnetChain({ dir: join(tmpdir(), `bench-${name}-${process.pid}`) }), scope)
+  )
+  const relayerPort = await freePort()
+  const attestorPort = await freePort()
+  const relayerUrl = `http://127.0.0.1:${relayerPort}`
+  const attestorUrl = `http://127.0.0.1:${attestorPort}`
+  await Effect.runPromise(writeDevnetFile(chain, { relayerUrl, attestorUrl }))
+  return {
+    chain,
+    relayerPort,
+    attestorPort,
+    relayerUrl,
+    attestorUrl,
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
+
+/** Rate limits out of the way: the load comes from one address, and the limiter still runs. */
+export const liftedRelayerLimits = {
+  RATE_LIMIT_IP_BURST: "1000000000",
+  RATE_LIMIT_IP_PER_MINUTE: "1000000000",
+  RATE_LIMIT_ID_BURST: "1000000000",
+  RATE_LIMIT_ID_PER_MINUTE: "1000000000"
+}
+
+export interface RunOptions {
+  readonly nodeArgs?: ReadonlyArray<string>
+  /** From bench/.build with plain node (after `ensureBuild`), instead of tsx on the source. */
+  readonly compiled?: boolean
+}
+
+const script = (source: string, options: RunOptions) =>
+  options.compiled === true ? { script: compiled(source), compiled: true } : { script: source }
+
+export const startRelayer = (
+  devnet: BenchDevnet,
+  overrides: Record<string, string> = {},
+  options: RunOptions = {}
+): Promise<Server> =>
+  startServer({
+    ...script("src/bin/relayer.ts", options),
+    env: { ...relayerEnv(devnet.chain, devnet.relayerPort), ...overrides },
+    readyPath: "/v1/config",
+    port: Number(overrides.PORT ?? devnet.relayerPort),
+    nodeArgs: options.nodeArgs ?? []
+  })
+
+export const startAttestor = (
+  devnet: BenchDevnet,
+  overrides: Record<string, string> = {},
+  options: RunOptions = {}
+): Promise<Server> =>
+  startServer({
+    ...script("src/bin/attestor.ts", options),
+    env: { ...attestorEnv(devnet.chain, devnet.attestorPort), ...overrides },
+    readyPath: "/v1/info",
+    port: devnet.attestorPort,
+    nodeArgs: options.nodeArgs ?? []
+  })
+
+/** The two baseline servers (bench/baselines), on free ports. */
+export const startRaw = async (bodyFile: string, gzipFile?: string) => {
+  const port = await freePort()
+  return startServer({
+    script: "bench/baselines/raw.ts",
+    env: {
+      PORT: String(port),
+      BODY_FILE: bodyFile,
+      ...(gzipFile === undefined ? {} : { GZIP_FILE: gzipFile })
+    },
+    readyPath: "/",
+    port
+  })
+}
+
+export const startBare = async (mode: "get" | "post", sampleFile: string, options: RunOptions = {}) => {
+  const port = await freePort()
+  return startServer({
+    ...script("bench/baselines/bare.ts", options),
+    env: { PORT: String(port), MODE: mode, SAMPLE_FILE: sampleFile },
+    readyPath: "/",
+    port,
+    nodeArgs: options.nodeArgs ?? []
+  })
+}

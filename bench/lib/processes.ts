@@ -1,0 +1,168 @@
+/**
+ * Child processes of the benchmarks: the load generator, the services and the baseline servers,
+ * each in a process of its own so that client and server never share an event loop, and so that
+ * a server's memory is its own process's RSS.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import type { LoadPlan, LoadResult } from "../load.js"
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+const TSX = ["--import", "tsx"]
+
+const scratch = mkdtempSync(join(tmpdir(), "bench-"))
+let plans = 0
+
+/** Runs the load generator (bench/load.ts) in its own process and returns its result. */
+export const runLoad = async (plan: LoadPlan): Promise<LoadResult> => {
+  const file = join(scratch, `plan-${process.pid}-${plans++}.json`)
+  writeFileSync(file, JSON.stringify(plan))
+  const child = spawn(process.execPath, [...TSX, join(ROOT, "bench", "load.ts"), file], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  let out = ""
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    out += chunk
+  })
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve))
+  if (code !== 0) throw new Error(`the load generator exited with ${code}`)
+  return JSON.parse(out) as LoadResult
+}
+
+/**
+ * Only what a process needs from this environment: a service must not pick up the bench's own
+ * `DATABASE_URL` (or anything else) unless it is given explicitly.
+ */
+const baseEnv = (): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const name of ["PATH", "HOME", "TMPDIR", "LANG", "TZ"]) {
+    const value = process.env[name]
+    if (value !== undefined) env[name] = value
+  }
+  return env
+}
+
+export interface Server {
+  readonly pid: number
+  readonly url: string
+  /** Resident set size now, and its peak so far (VmRSS, VmHWM), in bytes. */
+  readonly memory: () => { rss: number; peak: number }
+  /** SIGTERM, then waits for the exit (so a `--cpu-prof` profile is written). */
+  readonly stop: () => Promise<void>
+  readonly output: () => string
+}
+
+export interface StartOptions {
+  /** Script under the project root. */
+  readonly script: string
+  readonly env: Record<string, string>
+  /** Where to ask whether it is up: a path answered with any status below 500. */
+  readonly readyPath: string
+  readonly port: number
+  readonly nodeArgs?: ReadonlyArray<string>
+  readonly startTimeoutMs?: number
+  /** Plain node on an already compiled script (bench/lib/build.ts) instead of tsx on the source. */
+  readonly compiled?: boolean
+}
+
+const live = new Set<ChildProcess>()
+process.on("exit", () => {
+  for (const child of live) child.kill("SIGKILL")
+})
+
+/** Reads VmRSS and VmHWM of a process from /proc (Linux). */
+export const processMemory = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0)
+  return { rss: kib("VmRSS") * 1024, peak: kib("VmHWM") * 1024 }
+}
+
+let servers = 0
+
+/**
+ * Starts a server script with exactly `env` (plus PATH and HOME) and waits until it answers. Its
+ * stdout (the access log, at the services' default level) goes to /dev/null: the formatting and
+ * the write are paid as in production, without a reader slowing the pipe. BENCH_SERVICE_LOGS=dir
+ * keeps each server's stdout in a file there instead.
+ */
+export const startServer = async (options: StartOptions): Promise<Server> => {
+  const logs = process.env.BENCH_SERVICE_LOGS
+  const stdout =
+    logs === undefined
+      ? "ignore"
+      : openSync(join(logs, `${process.pid}-${servers++}-${options.script.replace(/\W+/g, "_")}.log`), "w")
+  const loader = options.compiled === true ? [] : TSX
+  const child = spawn(
+    process.execPath,
+    [...loader, ...(options.nodeArgs ?? []), join(ROOT, options.script)],
+    {
+      cwd: ROOT,
+      env: { ...baseEnv(), ...options.env },
+      stdio: ["ignore", stdout, "pipe"]
+    }
+  )
+  live.add(child)
+  let stderr = ""
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr = (stderr + chunk).slice(-20_000)
+  })
+  let exited: number | null | undefined
+  const exit = new Promise<void>((resolve) =>
+    child.on("exit", (code) => {
+      exited = code
+      live.delete(child)
+      resolve()
+    })
+  )
+  const url = `http://127.0.0.1:${options.port}`
+  let hung = 0
+  const deadline = Date.now() + (options.startTimeoutMs ?? 120_000)
+  for (;;) {
+    if (exited !== undefined) throw new Error(`${options.script} exited with ${exited}: ${stderr}`)
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`${options.script} did not answer in time: ${stderr}`)
+    }
+    // Each try is bounded: a connection accepted while the service is still starting may never
+    // be answered.
+    const ok = await fetch(`${url}${options.readyPath}`, { signal: AbortSignal.timeout(3_000) })
+      .then(async (r) => {
+        await r.arrayBuffer()
+        return r.status < 500
+      })
+      .catch((error: unknown) => {
+        if (error instanceof Error && error.name === "TimeoutError") hung += 1
+        return false
+      })
+    if (ok) break
+    await sleep(100)
+  }
+  if (hung > 0) console.warn(`${options.script}: ${hung} request(s) during start-up went unanswered for 3 s`)
+  return {
+    pid: child.pid!,
+    url,
+    memory: () => processMemory(child.pid!),
+    stop: async () => {
+      if (exited === undefined) child.kill("SIGTERM")
+      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
+      await exit
+      clearTimeout(timer)
+    },
+    output: () => stderr
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10
+
+/** A scratch file for a server that serves fixed bytes. */
+export const scratchFile = (name: string, contents: string | Buffer) => {
+  const file = join(scratch, name)
+  writeFileSync(file, contents)
+  return file
+}

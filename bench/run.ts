@@ -1,0 +1,44 @@
+/**
+ * `npm run bench`: every benchmark in turn, each in its own process (so one's memory and JIT state
+ * never colour the next), then the table of bench/results.json.
+ *
+ * BENCH_ONLY=quote,commitment,claim,idle,indexer runs a subset. A bench that fails is reported
+ * and the others still run; the exit code says whether all passed.
+ */
+import { spawn } from "node:child_process"
+import { join } from "node:path"
+import { ROOT } from "./lib/processes.js"
+import { printTable } from "./lib/results.js"
+
+const BENCHES = {
+  quote: "bench/relayer/quote.ts",
+  commitment: "bench/attestor/commitment.ts",
+  claim: "bench/relayer/claim.ts",
+  idle: "bench/memory/idle.ts",
+  indexer: "bench/indexer/main.ts"
+} as const
+
+const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim())
+const selected = Object.entries(BENCHES).filter(([name]) => only === undefined || only.includes(name))
+const failed: string[] = []
+const started = performance.now()
+for (const [name, script] of selected) {
+  console.log(`\n=== ${name} (${script})`)
+  const t = performance.now()
+  const code = await new Promise<number | null>((resolve) =>
+    spawn(process.execPath, ["--import", "tsx", join(ROOT, script)], { cwd: ROOT, stdio: "inherit" }).on(
+      "exit",
+      resolve
+    )
+  )
+  console.log(
+    `=== ${name}: ${code === 0 ? "done" : `failed (${code})`} in ${((performance.now() - t) / 1000).toFixed(0)} s`
+  )
+  if (code !== 0) failed.push(name)
+}
+console.log(`\nbench/results.json after ${((performance.now() - started) / 60_000).toFixed(1)} min:`)
+printTable()
+if (failed.length > 0) {
+  console.log(`failed: ${failed.join(", ")}`)
+  process.exitCode = 1
+}
