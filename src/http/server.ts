@@ -3,7 +3,7 @@
  * per-IP rate limit, the error renderer, request metrics, a redacted access log and the OpenAPI
  * document.
  */
-import { createServer, type Server } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import {
   type HttpApi,
@@ -146,7 +146,31 @@ const nodeServer = (timeouts: ServerTimeouts) => (): Server => {
     connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4)))
   })
   server.on("clientError", answerClientError)
+  holdUntilServed(server)
   return server
+}
+
+/**
+ * The socket is bound when the server layer is built, before the handlers' layers are: a request
+ * that arrives in between would find no `request` listener and never be answered. Such requests
+ * wait here and are handed to the service's listener as soon as it is installed.
+ */
+const holdUntilServed = (server: Server): void => {
+  const waiting: Array<readonly [IncomingMessage, ServerResponse]> = []
+  const hold = (req: IncomingMessage, res: ServerResponse) => {
+    if (server.listenerCount("request") === 1) waiting.push([req, res])
+  }
+  server.on("request", hold)
+  const onListener = (event: string | symbol, listener: (...args: Array<unknown>) => void) => {
+    if (event !== "request" || listener === hold) return
+    server.off("newListener", onListener)
+    // After `on` returns, so the service's listener is in place for whatever comes next.
+    setImmediate(() => {
+      server.off("request", hold)
+      for (const [req, res] of waiting.splice(0)) listener.call(server, req, res)
+    })
+  }
+  server.on("newListener", onListener)
 }
 
 /** Renders every failure (typed error, unknown route, defect) as the service's JSON error. */
