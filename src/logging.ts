@@ -88,8 +88,34 @@ export const safeLogger = <O>(logger: Logger.Logger<unknown, O>): Logger.Logger<
     }
   })
 
-/** The services' logger: logfmt lines on the console, through `safeLogger`. */
+/**
+ * Lines written to stdout once per turn of the event loop, in order: a write to a pipe or a file
+ * is synchronous in Node, and one per request line is measurable. What is pending is written
+ * before the process exits.
+ */
+const pendingLines: Array<string> = []
+let flushScheduled = false
+const flushLines = () => {
+  flushScheduled = false
+  if (pendingLines.length === 0) return
+  process.stdout.write(`${pendingLines.join("\n")}\n`)
+  pendingLines.length = 0
+}
+let exitHooked = false
+export const writeLine = (line: string): void => {
+  pendingLines.push(line)
+  if (!exitHooked) {
+    exitHooked = true
+    process.once("exit", flushLines)
+  }
+  if (!flushScheduled) {
+    flushScheduled = true
+    setImmediate(flushLines)
+  }
+}
+
+/** The services' logger: logfmt lines on stdout, through `safeLogger`. */
 export const serviceLogger: Layer.Layer<never> = Logger.replace(
   Logger.defaultLogger,
-  Logger.withConsoleLog(safeLogger(Logger.logfmtLogger))
+  Logger.map(safeLogger(Logger.logfmtLogger), writeLine)
 )

@@ -18,11 +18,15 @@ import { currentRoute, type RouteDecision } from "./routes.js"
  */
 export const MAX_JSON_DEPTH = 32
 
+const OPENING_BRACKETS = /[[{]/g
+
 /**
  * Whether `text` nests arrays and objects deeper than `max`, counted without parsing (brackets
  * inside strings do not count). Malformed text is left to `JSON.parse`.
  */
 export const jsonNestsDeeperThan = (text: string, max: number): boolean => {
+  // Depth never exceeds the number of opening brackets: most bodies are settled by one native scan.
+  if ((text.match(OPENING_BRACKETS)?.length ?? 0) <= max) return false
   let depth = 0
   let inString = false
   for (let i = 0; i < text.length; i++) {
