@@ -73,7 +73,14 @@ export const startRelayer = (
 ): Promise<Server> =>
   startServer({
     ...script("src/bin/relayer.ts", options),
-    env: { ...relayerEnv(devnet.chain, devnet.relayerPort), ...overrides },
+    env: {
+      ...relayerEnv(devnet.chain, devnet.relayerPort),
+      // BENCH_DATABASE_URL runs the relayer on PostgreSQL instead of the embedded database.
+      ...(process.env.BENCH_DATABASE_URL === undefined
+        ? {}
+        : { DATABASE_URL: process.env.BENCH_DATABASE_URL }),
+      ...overrides
+    },
     readyPath: "/v1/config",
     port: Number(overrides.PORT ?? devnet.relayerPort),
     nodeArgs: options.nodeArgs ?? []

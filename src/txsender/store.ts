@@ -192,19 +192,30 @@ export const makeTxStore = (guard: StatementGuard) =>
           Effect.mapError(failed("nextNonce"))
         ),
 
-      /** Stores a new transaction with its first signature, in one commit; returns its id. */
+      /**
+       * Stores a new transaction with its first signature; returns its id. One statement, so one
+       * round trip and atomic on its own: a submission stores one per request, and on the embedded
+       * database every round trip waits for the others.
+       */
       insert: (sender: Sender, purpose: TxPurpose, payload: Payload, attempt: SignedAttempt) =>
-        Effect.gen(function* () {
-          const rows = yield* sql<{ readonly id: string }>`
-          INSERT INTO relayer_txs (chain_id, sender, nonce, purpose, to_address, data, value, gas, state)
-          VALUES (${sender.chainId}, ${sender.address}, ${attempt.nonce.toString()}, ${purpose},
-            ${payload.to.toLowerCase()}, ${payload.data}, ${payload.value.toString()},
-            ${payload.gas.toString()}, 'pending')
-          RETURNING id`
-          const id = String(rows[0]?.id)
-          yield* insertAttempt(id, attempt)
-          return id
-        }).pipe(sql.withTransaction, Effect.mapError(failed("insert"))),
+        sql<{ readonly id: string }>`
+          WITH tx AS (
+            INSERT INTO relayer_txs (chain_id, sender, nonce, purpose, to_address, data, value, gas, state)
+            VALUES (${sender.chainId}, ${sender.address}, ${attempt.nonce.toString()}, ${purpose},
+              ${payload.to.toLowerCase()}, ${payload.data}, ${payload.value.toString()},
+              ${payload.gas.toString()}, 'pending')
+            RETURNING id
+          ), first_attempt AS (
+            INSERT INTO relayer_tx_attempts
+              (hash, tx_id, nonce, kind, max_fee_per_gas, max_priority_fee_per_gas, raw)
+            SELECT ${attempt.hash}, tx.id, ${attempt.nonce.toString()}, ${attempt.kind},
+              ${attempt.maxFeePerGas.toString()}, ${attempt.maxPriorityFeePerGas.toString()}, ${attempt.raw}
+            FROM tx
+          )
+          SELECT id FROM tx`.pipe(
+          Effect.map((rows) => String(rows[0]?.id)),
+          Effect.mapError(failed("insert"))
+        ),
 
       /** Stores another signature of a transaction; a new nonce moves the transaction with it. */
       addAttempt: (txId: string, attempt: SignedAttempt) =>
