@@ -83,7 +83,9 @@ export const startRelayer = (
     },
     readyPath: "/v1/config",
     port: Number(overrides.PORT ?? devnet.relayerPort),
-    nodeArgs: options.nodeArgs ?? []
+    // BENCH_RELAYER_NODE_ARGS: extra node flags for the relayer (e.g. --cpu-prof).
+    nodeArgs:
+      options.nodeArgs ?? process.env.BENCH_RELAYER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []
   })
 
 export const startAttestor = (

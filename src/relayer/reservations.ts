@@ -115,9 +115,13 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
         const scope = [vault.toLowerCase(), id.toLowerCase()] as const
         yield* prune(...scope)
         const token = randomUUID()
-        yield* Effect.forEach(ordered(keys), (key) => takeOne(...scope, key, token), { discard: true }).pipe(
-          sql.withTransaction
-        )
+        const taking = ordered(keys)
+        // One key is one statement, atomic on its own: no transaction's two extra round trips.
+        yield* taking.length === 1 && taking[0] !== undefined
+          ? takeOne(...scope, taking[0], token)
+          : Effect.forEach(taking, (key) => takeOne(...scope, key, token), { discard: true }).pipe(
+              sql.withTransaction
+            )
         return { token }
       }).pipe(
         Effect.catchTags({
