@@ -53,7 +53,7 @@ runExample("relayed-claim", async () => {
   const { symbol, decimals } = file.assets[asset] ?? { symbol: "?", decimals: 18 }
   const units = (n: string) => parseUnits(n, decimals)
 
-  step("GET /v1/config: which relayer signs, on which chain and vault")
+  step("GET /v1/config: the relayer that submits claims, its chain and vault")
   const config = await call("GET /v1/config", relayer.quote.config())
   show("relayer (goes into claim.relayer)", config.relayer)
   show("minDeadlineSeconds", config.minDeadlineSeconds)
