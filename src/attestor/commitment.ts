@@ -1,7 +1,7 @@
 /**
- * `POST /v1/commitment` (spec/attestor.md §2 CommitmentResponse, §4 rules 1-5): a creator names a
+ * `POST /v1/commitment` (docs/attestor.md §2 CommitmentResponse, §4 rules 1-5): a creator names a
  * platform account, the attestor derives its salt from its pepper, draws a fresh nonce and returns
- * the handle commitment the creator launches with (PROTOCOL.md §2).
+ * the handle commitment the creator launches with (docs/protocol.md §2).
  *
  * A numeric `userId` is free and needs nothing outside this process. A `handle` alone is a lookup
  * (rule 1), after the refusals of rules 3-4 (which come first, before any payment step): with
@@ -156,7 +156,7 @@ export interface WithPayment<A> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The commitment (rule 2, PROTOCOL.md §2)
+// The commitment (rule 2, docs/protocol.md §2)
 // ---------------------------------------------------------------------------------------------
 
 export interface CommitmentKeys {

@@ -1,6 +1,6 @@
 /**
- * The x402 version 2 wire of paid handle lookups (spec/attestor.md §4 "Paid handle lookup flow";
- * PROTOCOL.md §10 "Paid lookups"): the one requirement this attestor quotes, the `PAYMENT-REQUIRED`
+ * The x402 version 2 wire of paid handle lookups (docs/attestor.md §4 "Paid handle lookup flow";
+ * docs/protocol.md §10 "Paid lookups"): the one requirement this attestor quotes, the `PAYMENT-REQUIRED`
  * challenge, and the reading of a `PAYMENT-SIGNATURE`. Headers are encoded and decoded with
  * `@x402/core`'s codecs.
  *
@@ -102,7 +102,7 @@ const field = (value: unknown, key: string): unknown =>
 
 /**
  * Reads a `PAYMENT-SIGNATURE`: version 2, the quoted requirements exactly, and a Permit2
- * authorization whose payer and nonce identify it (PROTOCOL §10).
+ * authorization whose payer and nonce identify it (docs/protocol.md §10).
  */
 export const readPaymentSignature = (
   header: string,
