@@ -256,7 +256,7 @@ export const VetoWatcherHealth = Schema.Struct({
 export type VetoWatcherHealth = typeof VetoWatcherHealth.Type
 
 /**
- * `{ ok: true }` of the spec, plus whether the chain answers (absent without an indexer), the vault
+ * `{ ok: true }` of docs/attestor.md, plus whether the chain answers (absent without an indexer), the vault
  * indexer's, the hint index's and the veto watcher's state. `ok` is true whenever the process
  * serves: commitments, logins and `/v1/info` need no chain.
  */

@@ -1,6 +1,6 @@
 /**
  * Every request and response body of the relayer (docs/relayer.md §2 and §4), with the field names
- * of the spec. Rules that need chain state or the relayer's configuration (nonces, fee quotes,
+ * of docs/relayer.md. Rules that need chain state or the relayer's configuration (nonces, fee quotes,
  * allowed adapters, canonical templates) are the service's; these schemas refuse what is malformed
  * on its face.
  */

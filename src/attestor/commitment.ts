@@ -43,7 +43,7 @@ import type { CommitmentError } from "./api/commitments.js"
 
 /** What a `handle` asks for, decided from its text alone. */
 export type HandleRequest =
-  /** A numeric id sent as `handle` where the spec takes it as the id: free, no lookup. */
+  /** A numeric id sent as `handle` where docs/attestor.md takes it as the id: free, no lookup. */
   | { readonly _tag: "UserId"; readonly userId: string }
   /** A well-formed handle of a lookup platform: needs a (paid) lookup. */
   | { readonly _tag: "Lookup"; readonly platform: LookupPlatform; readonly handle: string }

@@ -23,7 +23,7 @@
  * 4. Index freshness: before the indexes cover their first range the answer is 503
  *    `unavailable`. Once they do, the shared rule of `src/indexer/freshness.ts` (also the
  *    relayer's `/v1/accounts`): a stale index (last step failed, or no head read for a few poll
- *    intervals) asks the chain for its head once; no answer is 503 `unavailable` (spec: "stale
+ *    intervals) asks the chain for its head once; no answer is 503 `unavailable` (docs/attestor.md: "stale
  *    and the chain cannot be reached"), an answer serves the last index while it catches up.
  *
  * Nothing of the session, user or escrows reaches a log line or a metric.

@@ -6,7 +6,7 @@
  * `POST /v1/oauth/messenger/verify` `{ auth, stealthOwner, id? }` → SessionResponse
  *
  * 1. Without `MESSENGER_BOT_TOKEN` the route answers 400 `unsupported` whatever the body (the
- *    code the spec uses for a feature this instance is not configured for; `LoginOffered`, before
+ *    code docs/attestor.md uses for a feature this instance is not configured for; `LoginOffered`, before
  *    the body is read), and `/v1/info` does not list messenger.
  * 2. The body is decoded (`MessengerVerifyRequest`): a malformed one, a missing `hash` included,
  *    is 400 `bad_request`.

@@ -4,7 +4,7 @@
  * challenge, and the reading of a `PAYMENT-SIGNATURE`. Headers are encoded and decoded with
  * `@x402/core`'s codecs.
  *
- * The requirements are built here rather than by `@x402/evm`'s server scheme: the spec's `extra`
+ * The requirements are built here rather than by `@x402/evm`'s server scheme: docs/protocol.md §10 `extra`
  * (`assetTransferMethod: "permit2-exact"`, `signerAddress`, `spenderAddress`) is the vocabulary of
  * the BNB-chain facilitators, which that scheme refuses. The same `resource` and price serve every
  * platform and handle, so neither the challenge nor any facilitator request names either.

@@ -216,7 +216,7 @@ const sortedAmounts = (amounts: Readonly<Record<Address, bigint>>): Record<Addre
 }
 
 /**
- * The spec's Account record of a registered account (undefined before registration). Assets are
+ * The Account record of docs/relayer.md of a registered account (undefined before registration). Assets are
  * listed in address order and zero balances are left out, so equal states give equal records.
  */
 export const accountRecord = (a: AccountState): Account | undefined => {
