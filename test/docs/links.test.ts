@@ -1,7 +1,8 @@
 /**
  * The documentation is read from a clone of this repository alone: every relative link of
  * README.md and docs/*.md must lead to a file or directory inside it, and no tracked file may
- * point at documents kept beside the repository (`../shared/…`). Anchors are not checked.
+ * name a `shared` directory beside the checkout, which a clone does not have. Anchors are not
+ * checked.
  */
 import { execFileSync } from "node:child_process"
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
@@ -69,7 +70,7 @@ describe("documentation links", () => {
     )
   })
 
-  it("no tracked file points outside the repository at ../shared", () => {
+  it("no tracked file points at the shared directory beside the repository", () => {
     // Spelt in two parts so that this file does not name it itself.
     const needle = ["..", "shared"].join("/")
     const tracked = execFileSync("git", ["ls-files", "-z"], { cwd: root, encoding: "utf8" })
