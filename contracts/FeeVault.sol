@@ -17,7 +17,7 @@ import {ShieldPayload} from "./libraries/ShieldPayload.sol";
 /// @title FeeVault
 /// @notice Holds fees for beneficiaries identified by a commitment (an owner key or a social handle)
 /// until the owner claims them through a relayer, consolidates them into the settlement asset or
-/// shields them. Normative description: PROTOCOL.md sections 2-5.
+/// shields them. Normative description: docs/protocol.md sections 2-5.
 contract FeeVault is Ownable, EIP712, Multicall, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
 

@@ -1,4 +1,4 @@
-// Deploys and configures the reference contracts on a development chain (PROTOCOL.md §8-9).
+// Deploys and configures the reference contracts on a development chain (docs/protocol.md §8-9).
 import {
   type Abi,
   type Account,
@@ -30,7 +30,7 @@ import {
 } from "./abi.js"
 import { type Artifacts, loadArtifacts } from "./build.js"
 
-/** Mnemonic account roles of the devnet (PROTOCOL.md §9); #3..#9 are free for users and tests. */
+/** Mnemonic account roles of the devnet (docs/protocol.md §9); #3..#9 are free for users and tests. */
 export const devnetRoles = { admin: 0, relayer: 1, attestor: 2, firstFree: 3 } as const
 
 /** Anvil's default-mnemonic account at `index`. */
@@ -43,7 +43,7 @@ export interface DeploymentAssetInfo {
   readonly priceFeed: Address
 }
 
-/** The deployment file of PROTOCOL.md §8 plus `tokens` and `bindDelay`; ready for JSON.stringify. */
+/** The deployment file of docs/protocol.md §8 plus `tokens` and `bindDelay`; ready for JSON.stringify. */
 export interface DevnetDeployment {
   readonly chainId: number
   readonly vault: Address

@@ -1,5 +1,5 @@
 /**
- * The devnet (PROTOCOL.md §9): anvil, the reference contracts deployed and configured, sample
+ * The devnet (docs/protocol.md §9): anvil, the reference contracts deployed and configured, sample
  * balances and a sample launch, and the settings each service runs with. `npm run devnet` runs
  * the services as processes; end-to-end tests use `devnetChain` and the same settings to run
  * them in-process on free ports.
@@ -46,7 +46,7 @@ export const DEVNET_MESSENGER_BOT_TOKEN = "1000000001:devnet-messenger-bot-token
 export const DEVNET_DENY_LIST = ["0x000000000000000000000000000000000000dEaD"] as const
 /** The sample launch's beneficiary: a microblog user of the devnet's OAuth doubles. */
 export const DEVNET_SAMPLE_USER = { platformId: platformIds.microblog, userId: "1000001" } as const
-/** Where a front-end dev server usually runs: the devnet attestor's redirect allow-list (PROTOCOL §9). */
+/** Where a front-end dev server usually runs: the devnet attestor's redirect allow-list (docs/protocol.md §9). */
 export const DEVNET_REDIRECT_ALLOWLIST = "http://localhost:5173"
 
 /** The devnet attestor's OAuth apps at the stand-in providers: development values, not secrets. */
@@ -63,7 +63,7 @@ const standInPlatforms = [
 ] as const satisfies ReadonlyArray<StandInPlatform>
 
 /**
- * The stand-in OAuth providers and handle directories of the devnet (PROTOCOL §9), with the devnet
+ * The stand-in OAuth providers and handle directories of the devnet (docs/protocol.md §9), with the devnet
  * attestor's apps registered for callbacks at `attestorUrl`; closed with the scope.
  */
 export const devnetStandIns = (attestorUrl: string, port = 0) =>
@@ -81,7 +81,7 @@ export const devnetStandIns = (attestorUrl: string, port = 0) =>
   })
 
 /**
- * The attestor's Sign In With Farcaster on the devnet (PROTOCOL §9): messages for the front-end's
+ * The attestor's Sign In With Farcaster on the devnet (docs/protocol.md §9): messages for the front-end's
  * domain, the registries' stand-ins read over the devnet's own RPC.
  */
 export const fedsocialEnv = (chain: DevnetChain): Record<string, string> => ({
@@ -121,10 +121,10 @@ export const standInEnv = (
   return env
 }
 
-/** What a handle lookup costs on the devnet (PROTOCOL §9): 0.01 of the settlement asset. */
+/** What a handle lookup costs on the devnet (docs/protocol.md §9): 0.01 of the settlement asset. */
 export const DEVNET_LOOKUP_PRICE = "0.01"
 
-/** The mnemonic account the devnet's facilitator settles from and lookups are paid to (PROTOCOL §9). */
+/** The mnemonic account the devnet's facilitator settles from and lookups are paid to (docs/protocol.md §9). */
 export const DEVNET_FACILITATOR_ACCOUNT = 0
 
 /** The devnet's x402 facilitator stand-in over the chain's RPC, settling from account #0. */
@@ -137,7 +137,7 @@ export const devnetFacilitator = (chain: DevnetChain, port = 0) =>
   })
 
 /**
- * The attestor's paid handle lookups on the devnet (PROTOCOL §9): 0.01 of the settlement asset per
+ * The attestor's paid handle lookups on the devnet (docs/protocol.md §9): 0.01 of the settlement asset per
  * lookup, paid to account #0, through the facilitator stand-in at `facilitatorUrl`. The asset's
  * decimals and symbol come from the deployment file.
  */
@@ -158,9 +158,9 @@ export interface DevnetFile extends DevnetDeployment {
   readonly rpcUrl: string
   readonly relayerUrl: string
   readonly attestorUrl: string
-  /** The stand-ins of the outside world (OAuth providers, handle directories), PROTOCOL §9. */
+  /** The stand-ins of the outside world (OAuth providers, handle directories), docs/protocol.md §9. */
   readonly doublesUrl?: string
-  /** The x402 facilitator stand-in of paid handle lookups, PROTOCOL §9. */
+  /** The x402 facilitator stand-in of paid handle lookups, docs/protocol.md §9. */
   readonly facilitatorUrl?: string
   readonly hintPublicKey: Hex
 }

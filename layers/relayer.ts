@@ -28,7 +28,7 @@ import { storageLayer } from "../src/store/sql.js"
 import { txSenderLayer } from "../src/txsender/TxSender.js"
 
 /**
- * The relayed write endpoints' services (spec/relayer.md §4): claims, owner actions and bind
+ * The relayed write endpoints' services (docs/relayer.md §4): claims, owner actions and bind
  * transactions over the one `Relay` step. They need the checks below (or a test's stubs of
  * them), the settings, the fee oracle and the sender.
  */

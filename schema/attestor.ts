@@ -1,6 +1,6 @@
 /**
- * Every request and response body of the attestor (spec/attestor.md §2 and §4), the hint
- * plaintext (PROTOCOL §6) and the x402 payment challenge of paid handle lookups.
+ * Every request and response body of the attestor (docs/attestor.md §2 and §4), the hint
+ * plaintext (docs/protocol.md §6) and the x402 payment challenge of paid handle lookups.
  */
 import { Arbitrary, ParseResult, Schema } from "effect"
 import { platformIds } from "./ids.js"
@@ -256,7 +256,7 @@ export const VetoWatcherHealth = Schema.Struct({
 export type VetoWatcherHealth = typeof VetoWatcherHealth.Type
 
 /**
- * `{ ok: true }` of the spec, plus whether the chain answers (absent without an indexer), the vault
+ * `{ ok: true }` of docs/attestor.md, plus whether the chain answers (absent without an indexer), the vault
  * indexer's, the hint index's and the veto watcher's state. `ok` is true whenever the process
  * serves: commitments, logins and `/v1/info` need no chain.
  */
@@ -320,7 +320,7 @@ export const CommitmentResponse = CommitmentResponseFields.pipe(
 export type CommitmentResponse = typeof CommitmentResponse.Type
 
 /**
- * The hint plaintext (PROTOCOL §6). Fields are declared in the protocol's order so that encoding
+ * The hint plaintext (docs/protocol.md §6). Fields are declared in the protocol's order so that encoding
  * and `JSON.stringify` produce `{"platformId":…,"userId":…,"nonce":…,"attestorSalt":…}` plus the
  * optional fallback fields. An absent fallback means recipient 0x0 and delay 0.
  */
@@ -341,7 +341,7 @@ export const PublicHandleRequest = Schema.Struct({
 export type PublicHandleRequest = typeof PublicHandleRequest.Type
 
 /**
- * The attestation and, so the creator can seal the hint, the commitment's other fields (PROTOCOL
+ * The attestation and, so the creator can seal the hint, the commitment's other fields (docs/protocol.md
  * §10 "Public handle").
  */
 const PublicHandleResponseFields = Schema.Struct({
@@ -567,7 +567,7 @@ const BindRequestFields = Schema.Struct({
   visibility: optional(Visibility)
 })
 
-/** `contest: true` names exactly one escrow (spec §4, 400 otherwise). */
+/** `contest: true` names exactly one escrow (docs/attestor.md §4, 400 otherwise). */
 export const BindRequest = BindRequestFields.pipe(
   Schema.filter(
     (r) =>

@@ -1,5 +1,5 @@
 /**
- * The deployment file (PROTOCOL.md §8): where a vault lives and what surrounds it. The devnet
+ * The deployment file (docs/protocol.md §8): where a vault lives and what surrounds it. The devnet
  * writes a superset of it (rpcUrl, relayerUrl, …); readers ignore what they do not know.
  */
 import { Schema } from "effect"

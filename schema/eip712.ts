@@ -1,5 +1,5 @@
 /**
- * Every EIP-712 domain and type of the protocol (PROTOCOL.md §3), in one place. The vault, the
+ * Every EIP-712 domain and type of the protocol (docs/protocol.md §3), in one place. The vault, the
  * relayer, the attestor and the tests all sign and verify against these definitions.
  */
 import type { Address } from "viem"
@@ -87,7 +87,7 @@ export const typeString = (primaryType: VaultPrimaryType | "PublicHandle"): stri
   return `${primaryType}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})`
 }
 
-/** Permit2's domain (no version; PROTOCOL §10 "Paid lookups"). */
+/** Permit2's domain (no version; docs/protocol.md §10 "Paid lookups"). */
 export const permit2Domain = (chainId: number, permit2: Address) =>
   ({ name: "Permit2", chainId, verifyingContract: permit2 }) as const
 

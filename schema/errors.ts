@@ -1,5 +1,5 @@
 /**
- * Every refusal the services can answer with (PROTOCOL.md §7). Each error is a tagged class that
+ * Every refusal the services can answer with (docs/protocol.md §7). Each error is a tagged class that
  * handlers fail with; `errorCatalog` gives its HTTP status and wire code, and one renderer
  * (src/http/render.ts) turns any of them into `{ error, code }`. The wire schema of each error
  * (`wireError`) is what endpoints declare, so the OpenAPI document lists exactly these bodies.
@@ -27,7 +27,7 @@ export class InvalidSession extends Schema.TaggedError<InvalidSession>()("Invali
 export class FeeTooLow extends Schema.TaggedError<FeeTooLow>()("FeeTooLow", fields) {}
 export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", {
   message: Schema.String,
-  /** Sent as `PAYMENT-REQUIRED` (base64 JSON, PROTOCOL §10); the body does not repeat it. */
+  /** Sent as `PAYMENT-REQUIRED` (base64 JSON, docs/protocol.md §10); the body does not repeat it. */
   challenge: Schema.optional(Schema.String)
 }) {}
 export class PaymentFailed extends Schema.TaggedError<PaymentFailed>()("PaymentFailed", fields) {}
@@ -77,7 +77,7 @@ export type ApiError =
   | Unavailable
   | Internal
 
-/** PROTOCOL.md §7, one row per error. */
+/** docs/protocol.md §7, one row per error. */
 export const errorCatalog = {
   BadRequest: { status: 400, code: "bad_request" },
   PayloadTooLarge: { status: 413, code: "bad_request" },

@@ -1,5 +1,5 @@
 /**
- * Account ids, commitments and template hashes (PROTOCOL.md §2 and §5). Pure functions: the
+ * Account ids, commitments and template hashes (docs/protocol.md §2 and §5). Pure functions: the
  * vault computes the same values on-chain and independent clients compute them off-chain.
  */
 import { createHmac } from "node:crypto"

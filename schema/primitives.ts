@@ -1,5 +1,5 @@
 /**
- * Branded primitives of the wire language (PROTOCOL.md §1). Each schema's Encoded side is the JSON
+ * Branded primitives of the wire language (docs/protocol.md §1). Each schema's Encoded side is the JSON
  * form a client sends or receives; its Type side is what the code works with. Requests are read
  * leniently where the protocol allows it (any address case, any hex case) and every value is
  * written back in its one canonical form (EIP-55 addresses, lowercase hex, canonical decimals).
@@ -321,7 +321,7 @@ export const Deadline = Uint256.annotations({
   description: "unix seconds as a uint256 decimal string"
 })
 
-/** A 64-bit unix-seconds timestamp carried as a decimal string (PROTOCOL §1 lists no such number). */
+/** A 64-bit unix-seconds timestamp carried as a decimal string (docs/protocol.md §1 lists no such number). */
 export const UnixSecondsString = Uint64.annotations({
   identifier: "UnixSecondsString",
   description: "unix seconds as a decimal string"
@@ -339,7 +339,7 @@ export const BlockNumber = Schema.NonNegativeInt.annotations({
   description: "block number, a non-negative safe integer"
 })
 
-/** Unix seconds as a plain JSON number, only where PROTOCOL §1 allows one (`validUntil`). */
+/** Unix seconds as a plain JSON number, only where docs/protocol.md §1 allows one (`validUntil`). */
 export const UnixSeconds = Schema.NonNegativeInt.annotations({
   identifier: "UnixSeconds",
   description: "unix seconds, a non-negative safe integer"
@@ -362,7 +362,7 @@ export const AccountKind = Schema.Literal(1, 2).annotations({ identifier: "Accou
 // Errors
 // ---------------------------------------------------------------------------------------------
 
-/** Every refusal's body (PROTOCOL §7). */
+/** Every refusal's body (docs/protocol.md §7). */
 export const ErrorBody = Schema.Struct({
   error: Schema.String,
   code: Schema.String

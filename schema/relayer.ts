@@ -1,6 +1,6 @@
 /**
- * Every request and response body of the relayer (spec/relayer.md §2 and §4), with the field names
- * of the spec. Rules that need chain state or the relayer's configuration (nonces, fee quotes,
+ * Every request and response body of the relayer (docs/relayer.md §2 and §4), with the field names
+ * of docs/relayer.md. Rules that need chain state or the relayer's configuration (nonces, fee quotes,
  * allowed adapters, canonical templates) are the service's; these schemas refuse what is malformed
  * on its face.
  */
@@ -134,7 +134,7 @@ export type Claim = typeof Claim.Type
 
 type Fallback = { readonly fallbackRecipient: Address; readonly fallbackDelay: bigint }
 
-/** PROTOCOL §2: no fallback is recipient 0x0 with delay 0, so the two are zero together or not at all. */
+/** docs/protocol.md §2: no fallback is recipient 0x0 with delay 0, so the two are zero together or not at all. */
 const fallbackBothOrNeither = (r: Fallback) =>
   (r.fallbackRecipient === ZeroAddress) === (r.fallbackDelay === 0n) || {
     path: ["fallbackDelay"],
@@ -238,7 +238,7 @@ export type ConsolidateRequest = typeof ConsolidateRequest.Type
 /**
  * Shield templates as the wire carries them: any list of byte strings. Their count (1..32), size
  * (320 bytes each), uniqueness and canonical form are checked by the service, which refuses every
- * one of those with `invalid_templates` (PROTOCOL.md §7) rather than a generic `bad_request`.
+ * one of those with `invalid_templates` (docs/protocol.md §7) rather than a generic `bad_request`.
  */
 export const ShieldTemplates = Schema.Array(Hex).annotations({
   identifier: "ShieldTemplates",

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-/// @notice Devnet stand-in of Farcaster's IdRegistry (PROTOCOL §9): the views Sign In With Farcaster
+/// @notice Devnet stand-in of Farcaster's IdRegistry (docs/protocol.md §9): the views Sign In With Farcaster
 /// reads (`idOf`, `custodyOf`). Placed at the canonical address with anvil_setCode; fids are
 /// registered once each by `register`, which the real registry gates behind its gateway.
 contract IdRegistryStandIn {
@@ -17,7 +17,7 @@ contract IdRegistryStandIn {
     }
 }
 
-/// @notice Devnet stand-in of Farcaster's KeyRegistry (PROTOCOL §9): `keyDataOf`, the view that says
+/// @notice Devnet stand-in of Farcaster's KeyRegistry (docs/protocol.md §9): `keyDataOf`, the view that says
 /// whether an address is an auth address (key type 2, state added) of a fid.
 contract KeyRegistryStandIn {
     struct KeyData {

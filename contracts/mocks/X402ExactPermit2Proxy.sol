@@ -31,7 +31,7 @@ interface ISignatureTransfer {
     ) external;
 }
 
-/// @notice Devnet stand-in of x402's exact-Permit2 proxy (PROTOCOL §9 "x402", §10 "Paid lookups"):
+/// @notice Devnet stand-in of x402's exact-Permit2 proxy (docs/protocol.md §9 "x402", §10 "Paid lookups"):
 /// the Permit2 spender that x402 `exact` payments with the permit2 method name. A facilitator calls
 /// `settle` with the payer's `PermitWitnessTransferFrom` signature; the proxy moves exactly the
 /// permitted amount to the witness's `to`, so a facilitator can neither change the amount nor

@@ -38,7 +38,7 @@ export class AttestationStoreError extends Data.TaggedError("AttestationStoreErr
 }
 
 /**
- * A stealth owner this attestor already attested for the other visibility (spec §4): nothing of
+ * A stealth owner this attestor already attested for the other visibility (docs/attestor.md §4): nothing of
  * the request is recorded.
  */
 export class VisibilityConflict extends Data.TaggedError("VisibilityConflict")<{

@@ -1,6 +1,6 @@
 /**
  * The attestor's hint key as a service: opens the hints of `TokenLaunched` events addressed to
- * this attestor (PROTOCOL.md §6) and counts what it sets aside in
+ * this attestor (docs/protocol.md §6) and counts what it sets aside in
  * `attestor_hints_rejected_total{reason}` (reasons: `hintRejectionReasons`). The key never leaves
  * the service; the hint index folds with its pure `opener`, which gives the same answer for the
  * same event every time, so a rebuild equals the live index.

@@ -1,5 +1,5 @@
 /**
- * Which handle commitments were made public (spec/attestor.md §4 visibility): those this attestor
+ * Which handle commitments were made public (docs/attestor.md §4 visibility): those this attestor
  * issued with a PublicHandle attestation (`POST /v1/public-handle`). An escrow whose hint carries one
  * of them is `public`; every other escrow is `private`. Kept in the database (migration 0025) so a
  * restart and every replica agree.

@@ -1,5 +1,5 @@
 /**
- * Sessions (spec/attestor.md §2 Session, §3, §5): a verified login bound to the stealth owner and
+ * Sessions (docs/attestor.md §2 Session, §3, §5): a verified login bound to the stealth owner and
  * escrow ids chosen before it, `{ platform, userId, stealthOwner, ids }`, valid `SESSION_TTL_SECONDS`
  * (15 minutes by default) from its creation, then gone.
  *
@@ -9,11 +9,11 @@
  *   nothing to compare in non-constant time.
  * - Expiry is by time on the attestor's clock (Effect's `Clock`, so tests can move it): a session
  *   is valid while `now < expiresAt`. An unknown or expired token reads as none; the routes
- *   answer 401 `invalid_session` (PROTOCOL.md §7).
+ *   answer 401 `invalid_session` (docs/protocol.md §7).
  * - Rows live in the database (migration 0020), so sessions survive a restart and are shared by
  *   replicas; expired rows are deleted opportunistically, at most once a minute per process, when
  *   a session is created.
- * - A login that must be single-use (the messenger widget payload, spec §3) names a digest of
+ * - A login that must be single-use (the messenger widget payload, docs/attestor.md §3) names a digest of
  *   its payload; the digest is recorded in the same transaction that creates the session, and a
  *   second creation with it fails with `LoginAlreadyUsed`. The record is kept until the payload
  *   would have been refused as too old anyway.

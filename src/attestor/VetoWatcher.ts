@@ -1,12 +1,12 @@
 /**
- * The veto watcher (spec/attestor.md §1, §3 veto and contest rows, §6): a supervised fiber that
+ * The veto watcher (docs/attestor.md §1, §3 veto and contest rows, §6): a supervised fiber that
  * judges every pending bind proposal of the indexed vault and, with `AUTO_VETO`, sends
  * `vetoBind(id)` from the attestor's key for the ones this attestor did not attest.
  *
  * Proposals. The vault indexer folds the canonical `BindProposed` events (and the
  * `BindFinalized` / `BindCancelled` that end them, following reorgs) into the account projection:
  * an account with a pending owner is a proposal still pending, `(id, pendingOwner, bindNonce - 1)`
- * (`proposeBind` consumed the bind nonce the `BindOwner` signatures were made for, PROTOCOL §4,
+ * (`proposeBind` consumed the bind nonce the `BindOwner` signatures were made for, docs/protocol.md §4,
  * and nothing else moves it while the bind is pending). Reading them there rather than from a
  * cursor of its own over the event store makes "still pending" and reorgs the indexer's business.
  *

@@ -1,6 +1,6 @@
 /**
  * `POST /v1/bind` `{ session, ids?, contest?, deadline?, visibility? }` → `{ binds: BindSignature[] }`
- * (spec/attestor.md §2 BindSignature, §3 contest and veto rows, §4 "POST /v1/escrows and POST
+ * (docs/attestor.md §2 BindSignature, §3 contest and veto rows, §4 "POST /v1/escrows and POST
  * /v1/bind", §8).
  *
  * 1. The body is decoded (`BindRequest`): malformed, or `contest: true` without exactly one id in
@@ -23,7 +23,7 @@
  *    EIP-712 signature over the vault domain per escrow that has no pending bind and is not
  *    already owned by the session's key; the others are simply absent. `register` is null for a
  *    registered account, else the kind-2 registration payload (as `/v1/escrows` shows it).
- * 6. Visibility (spec §4): `visibility` filters the escrows to one kind. A request that would sign
+ * 6. Visibility (docs/attestor.md §4): `visibility` filters the escrows to one kind. A request that would sign
  *    both kinds, or one whose stealth owner this attestor already attested for the other kind, is
  *    400 `bad_request`, before anything is signed.
  * 7. Every signature is recorded (`AttestationStore`) before the answer; the database not
@@ -60,7 +60,7 @@ import { authenticate, type SessionStore, type StoredSession } from "./SessionSt
 // Deadline
 // ---------------------------------------------------------------------------------------------
 
-/** Least headroom of a bind deadline (spec §4, §8). */
+/** Least headroom of a bind deadline (docs/attestor.md §4, §8). */
 export const BIND_DEADLINE_MIN_HEADROOM = 300
 /** Grid the default deadline is rounded down to. */
 export const BIND_DEADLINE_GRID = 600

@@ -1,7 +1,7 @@
 /**
- * `POST /v1/commitment` (spec/attestor.md §2 CommitmentResponse, §4 rules 1-5): a creator names a
+ * `POST /v1/commitment` (docs/attestor.md §2 CommitmentResponse, §4 rules 1-5): a creator names a
  * platform account, the attestor derives its salt from its pepper, draws a fresh nonce and returns
- * the handle commitment the creator launches with (PROTOCOL.md §2).
+ * the handle commitment the creator launches with (docs/protocol.md §2).
  *
  * A numeric `userId` is free and needs nothing outside this process. A `handle` alone is a lookup
  * (rule 1), after the refusals of rules 3-4 (which come first, before any payment step): with
@@ -43,7 +43,7 @@ import type { CommitmentError } from "./api/commitments.js"
 
 /** What a `handle` asks for, decided from its text alone. */
 export type HandleRequest =
-  /** A numeric id sent as `handle` where the spec takes it as the id: free, no lookup. */
+  /** A numeric id sent as `handle` where docs/attestor.md takes it as the id: free, no lookup. */
   | { readonly _tag: "UserId"; readonly userId: string }
   /** A well-formed handle of a lookup platform: needs a (paid) lookup. */
   | { readonly _tag: "Lookup"; readonly platform: LookupPlatform; readonly handle: string }
@@ -156,7 +156,7 @@ export interface WithPayment<A> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The commitment (rule 2, PROTOCOL.md §2)
+// The commitment (rule 2, docs/protocol.md §2)
 // ---------------------------------------------------------------------------------------------
 
 export interface CommitmentKeys {

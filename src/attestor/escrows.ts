@@ -1,5 +1,5 @@
 /**
- * `POST /v1/escrows` `{ session }` → `{ escrows: Escrow[] }` (spec/attestor.md §4 "POST
+ * `POST /v1/escrows` `{ session }` → `{ escrows: Escrow[] }` (docs/attestor.md §4 "POST
  * /v1/escrows and POST /v1/bind", §5).
  *
  * 1. The session must be valid: an unknown or expired token is 401 `invalid_session` (checked
@@ -23,7 +23,7 @@
  * 4. Index freshness: before the indexes cover their first range the answer is 503
  *    `unavailable`. Once they do, the shared rule of `src/indexer/freshness.ts` (also the
  *    relayer's `/v1/accounts`): a stale index (last step failed, or no head read for a few poll
- *    intervals) asks the chain for its head once; no answer is 503 `unavailable` (spec: "stale
+ *    intervals) asks the chain for its head once; no answer is 503 `unavailable` (docs/attestor.md: "stale
  *    and the chain cannot be reached"), an answer serves the last index while it catches up.
  *
  * Nothing of the session, user or escrows reaches a log line or a metric.
@@ -47,11 +47,11 @@ import type { StoredSession } from "./SessionStore.js"
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Visibility (spec §4): the spec names `public` and `private` escrows without saying how one is
+ * Visibility (docs/attestor.md §4): the spec names `public` and `private` escrows without saying how one is
  * told from the other. The rule here: an escrow is `public` when its recipient was named in the
  * open, through a PublicHandle attestation this attestor issued for its handle commitment
- * (`POST /v1/public-handle`, spec §2; `PublicCommitments`), and `private` otherwise. Nothing in the
- * hint (PROTOCOL §6) or on chain marks an escrow public, so a rule reading either would be invented.
+ * (`POST /v1/public-handle`, docs/attestor.md §2; `PublicCommitments`), and `private` otherwise. Nothing in the
+ * hint (docs/protocol.md §6) or on chain marks an escrow public, so a rule reading either would be invented.
  */
 export const escrowVisibility = (indexed: IndexedEscrow): Visibility => indexed.visibility ?? "private"
 

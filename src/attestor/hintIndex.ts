@@ -1,5 +1,5 @@
 /**
- * The attestor's hint index (spec/attestor.md §4): the hint projection (`store/projections/hints.ts`)
+ * The attestor's hint index (docs/attestor.md §4): the hint projection (`store/projections/hints.ts`)
  * kept equal to the fold of the event store's canonical `TokenLaunched` events, up to the blocks
  * the store covers. It reads the store the vault indexer writes, the way the indexer's own
  * Accounts follower does, and indexes nothing itself.

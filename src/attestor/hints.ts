@@ -1,5 +1,5 @@
 /**
- * Hints (PROTOCOL.md §6): the plaintext that lets an attestor recompute a handle account's id,
+ * Hints (docs/protocol.md §6): the plaintext that lets an attestor recompute a handle account's id,
  * sealed to each committee member's hint key with eciesjs's default configuration, and packed as
  * `beneficiaryHint = abi.encode(bytes[] envelopes)` for `TokenLaunched`; and the opening side, a
  * pure function of the hint key and the event that the hint index folds with.
@@ -29,7 +29,7 @@ export interface HintPlaintext {
   readonly fallbackDelay?: string
 }
 
-/** Field order as PROTOCOL.md §6 shows it; optional fields only when present. */
+/** Field order as docs/protocol.md §6 shows it; optional fields only when present. */
 export const hintJson = (hint: HintPlaintext): string =>
   JSON.stringify({
     platformId: hint.platformId,
@@ -114,7 +114,7 @@ const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 const decodeHint = Schema.decodeUnknownEither(Hint, { onExcessProperty: "error" })
 
 /**
- * A hint plaintext read strictly (PROTOCOL.md §6): UTF-8 JSON of exactly the protocol's fields,
+ * A hint plaintext read strictly (docs/protocol.md §6): UTF-8 JSON of exactly the protocol's fields,
  * `platformId` 1..5, a canonical numeric `userId`, bytes32 `nonce` and `attestorSalt`, and the
  * fallback fields both or neither, naming a real fallback (recipient and delay both non-zero) or
  * none (both zero, the same as absent, as the vault's registration rule has it). Hex comes back
@@ -232,7 +232,7 @@ export const hintOpener = (hintPrivateKey: Hex): HintOpener => {
 }
 
 /**
- * The hint of a `TokenLaunched` event as the holder of `hintPrivateKey` reads it (PROTOCOL.md
+ * The hint of a `TokenLaunched` event as the holder of `hintPrivateKey` reads it (docs/protocol.md
  * §6): decode `abi.encode(bytes[] envelopes)`, decrypt each envelope with the key (other
  * attestors' envelopes fail and are passed over), parse the plaintext strictly, recompute the
  * handle commitment and `computeId(2, …)`, and keep the hint only when that is `beneficiaryId`.

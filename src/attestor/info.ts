@@ -1,5 +1,5 @@
 /**
- * `GET /v1/info` (spec/attestor.md §2 AttestorInfo): what a creator and a client need to know
+ * `GET /v1/info` (docs/attestor.md §2 AttestorInfo): what a creator and a client need to know
  * about this attestor before talking to it. Nothing in it changes while the process runs, so the
  * body is computed once and served from memory; only the chain id may have to wait for the RPC
  * when no `CHAIN_ID` (or deployment file) names it.
@@ -35,7 +35,7 @@ export const loginPlatforms = (settings: AttestorSettingsShape): ReadonlyArray<P
 /**
  * What `handleLookup` says: the configured mode, the platforms a lookup can resolve in it (none with
  * `off`; else those with a directory: microblog needs its bearer token) and, when paid, the price a
- * creator sees before paying (spec §2): the same for every platform.
+ * creator sees before paying (docs/attestor.md §2): the same for every platform.
  */
 export const handleLookupInfo = (
   settings: AttestorSettingsShape,

@@ -1,19 +1,19 @@
 /**
- * Logins (spec/attestor.md §3, §4 "OAuth start / callback / verify rules", §5): each verified
+ * Logins (docs/attestor.md §3, §4 "OAuth start / callback / verify rules", §5): each verified
  * login becomes a session bound to the stealth owner fixed before it. This version has one
  * login, the messenger widget:
  *
  * `POST /v1/oauth/messenger/verify` `{ auth, stealthOwner, id? }` → SessionResponse
  *
  * 1. Without `MESSENGER_BOT_TOKEN` the route answers 400 `unsupported` whatever the body (the
- *    code the spec uses for a feature this instance is not configured for; `LoginOffered`, before
+ *    code docs/attestor.md uses for a feature this instance is not configured for; `LoginOffered`, before
  *    the body is read), and `/v1/info` does not list messenger.
  * 2. The body is decoded (`MessengerVerifyRequest`): a malformed one, a missing `hash` included,
  *    is 400 `bad_request`.
  * 3. The widget payload is verified (messenger.ts): a hash that does not match the bot's key, an
  *    `auth_date` older than `MESSENGER_AUTH_MAX_AGE_SECONDS` or in the future are 401
  *    `invalid_session`: no session can be made of it, and the remedy is to log in again.
- * 4. Each payload is single-use (spec §3): its `hash` is recorded with the session in one
+ * 4. Each payload is single-use (docs/attestor.md §3): its `hash` is recorded with the session in one
  *    transaction and kept until the payload would be too old anyway; a replay is 401
  *    `invalid_session` too, and makes no session.
  * 5. The session is `{ platform: "messenger", userId: <widget id>, stealthOwner, ids: [id] or [] }`.

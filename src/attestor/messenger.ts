@@ -1,5 +1,5 @@
 /**
- * The messenger login widget (spec/attestor.md §1 "login widget hash", §3): the widget hands the
+ * The messenger login widget (docs/attestor.md §1 "login widget hash", §3): the widget hands the
  * page a payload `{ id, first_name?, last_name?, username?, photo_url?, auth_date, hash }` signed
  * the way the Telegram Login Widget signs it:
  *

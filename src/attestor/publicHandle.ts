@@ -1,6 +1,6 @@
 /**
- * `POST /v1/public-handle` `{ platform: "microblog" | "codehost", handle }` (spec/attestor.md §2
- * PublicHandle response, §4; PROTOCOL.md §3 PublicHandle domain, §10 "Public handle"): the handle
+ * `POST /v1/public-handle` `{ platform: "microblog" | "codehost", handle }` (docs/attestor.md §2
+ * PublicHandle response, §4; docs/protocol.md §3 PublicHandle domain, §10 "Public handle"): the handle
  * resolved to its user id (a handle lookup, paid like one, under the lookup mode's rules: 400
  * `unsupported` with `off`, 402 in paid mode without a good payment, 404 `not_found`, 503
  * `unavailable`), a fresh commitment exactly as `/v1/commitment` makes

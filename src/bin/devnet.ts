@@ -118,9 +118,9 @@ const program = Effect.gen(function* () {
   const chain: DevnetChain = yield* devnetChain({ dir, rpcPort })
   const relayerUrl = `http://127.0.0.1:${relayerPort}`
   const attestorUrl = `http://127.0.0.1:${attestorPort}`
-  // The stand-ins run in this process: the attestor's OAuth apps log in at them (PROTOCOL §9).
+  // The stand-ins run in this process: the attestor's OAuth apps log in at them (docs/protocol.md §9).
   const standIns = yield* devnetStandIns(attestorUrl, doublesPort)
-  // The facilitator of paid handle lookups settles from account #0 (PROTOCOL §9).
+  // The facilitator of paid handle lookups settles from account #0 (docs/protocol.md §9).
   const facilitator = yield* devnetFacilitator(chain, facilitatorPort)
   yield* writeDevnetFile(chain, {
     relayerUrl,

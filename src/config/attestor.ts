@@ -1,5 +1,5 @@
 /**
- * Every attestor setting (spec/attestor.md §8 and PROTOCOL.md §8), read once at start-up.
+ * Every attestor setting (docs/attestor.md §8 and docs/protocol.md §8), read once at start-up.
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted } from "effect"
 import { type Address, getAddress } from "viem"
@@ -22,12 +22,12 @@ import {
   txSenderSettings
 } from "./settings.js"
 
-/** The modes spec/attestor.md §2 names for `HANDLE_LOOKUP_MODE`. */
+/** The modes docs/attestor.md §2 names for `HANDLE_LOOKUP_MODE`. */
 export type HandleLookupMode = "paid" | "off" | "free"
 
 /**
  * Why a `HANDLE_LOOKUP_MODE` cannot be served, if it cannot. `free` is for local development only
- * (spec §2): refused on chain id 56, and refused while the chain id is only known from the RPC
+ * (docs/attestor.md §2): refused on chain id 56, and refused while the chain id is only known from the RPC
  * (set `CHAIN_ID` or a deployment file), since start-up could not tell.
  */
 export const handleLookupModeRefusal = (
@@ -114,7 +114,7 @@ const endpointUrl = (name: string, defaultValue: string) =>
   )
 
 /**
- * Paid handle lookups (spec/attestor.md §4 "Paid handle lookup flow", PROTOCOL.md §10): the price
+ * Paid handle lookups (docs/attestor.md §4 "Paid handle lookup flow", docs/protocol.md §10): the price
  * in the settlement asset, who is paid, and the x402 facilitator that verifies and settles.
  */
 export interface PaidLookupSettings {
@@ -229,7 +229,7 @@ export interface FedsocialSettings {
   readonly keyRegistry: Address
 }
 
-/** Farcaster's registries on Optimism (and the devnet's stand-ins at the same addresses, PROTOCOL §9). */
+/** Farcaster's registries on Optimism (and the devnet's stand-ins at the same addresses, docs/protocol.md §9). */
 export const FARCASTER_ID_REGISTRY: Address = "0x00000000Fc6c5F01Fc30151999387Bb99A9f489b"
 export const FARCASTER_KEY_REGISTRY: Address = "0x00000000fc1237824fb747abde0ff18990e59b7e"
 

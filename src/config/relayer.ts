@@ -1,5 +1,5 @@
 /**
- * Every relayer setting (spec/relayer.md §8 and PROTOCOL.md §8), read once at start-up.
+ * Every relayer setting (docs/relayer.md §8 and docs/protocol.md §8), read once at start-up.
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, Option, type Redacted } from "effect"
 import { type Address, getAddress, isAddress } from "viem"

@@ -1,5 +1,5 @@
 /**
- * Local stand-ins of the three OAuth providers the attestor logs users in with (PROTOCOL §9
+ * Local stand-ins of the three OAuth providers the attestor logs users in with (docs/protocol.md §9
  * "Devnet stand-ins for the outside world (attestor)", §10 "OAuth start" and "OAuth callback"):
  * microblog (X-style OAuth 2.0 with PKCE), codehost (GitHub-style OAuth app, no PKCE) and community
  * (Discord-style OAuth 2.0 with PKCE), on one loopback HTTP server.

@@ -1,5 +1,5 @@
 /**
- * The devnet's x402 stand-ins (PROTOCOL §9 "Devnet stand-ins", x402; §10 "Paid lookups (x402
+ * The devnet's x402 stand-ins (docs/protocol.md §9 "Devnet stand-ins", x402; §10 "Paid lookups (x402
  * version 2)"): Permit2 and the exact-Permit2 proxy at their canonical addresses on an anvil chain,
  * and a facilitator on a loopback HTTP server that verifies and settles `exact` payments made with
  * the permit2 method, paying gas from the key it is given (the devnet uses mnemonic account #0).
@@ -8,7 +8,7 @@
  * wire `HTTPFacilitatorClient` speaks: `GET /supported`, `POST /verify` and `POST /settle` with
  * `{ x402Version, paymentPayload, paymentRequirements }`. `/supported` adds the `extra` the attestor
  * reads (`assetTransferMethod: "permit2-exact"`, `signerAddress`, `spenderAddress`), as the
- * facilitators of PROTOCOL §10 announce it. Tests read every request body it received and can make
+ * facilitators of docs/protocol.md §10 announce it. Tests read every request body it received and can make
  * it unreachable or fail settlements.
  *
  * Nothing here is logged: request bodies carry payment signatures.

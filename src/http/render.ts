@@ -1,6 +1,6 @@
 /**
  * The one place an error becomes an HTTP response. Every refusal is `{ error, code }` with the
- * status of PROTOCOL.md §7; anything unexpected is a 500 `internal` whose body reveals nothing.
+ * status of docs/protocol.md §7; anything unexpected is a 500 `internal` whose body reveals nothing.
  */
 import { HttpApiError, HttpServerResponse } from "@effect/platform"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
@@ -13,7 +13,7 @@ export const renderApiError = (error: ApiError): HttpServerResponse.HttpServerRe
   if (error._tag === "RateLimited")
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterSeconds)))
   if (error._tag === "MethodNotAllowed") headers.allow = error.allow.join(", ")
-  // A 402 is about this request's payment: never cached (PROTOCOL §10).
+  // A 402 is about this request's payment: never cached (docs/protocol.md §10).
   if (error._tag === "PaymentRequired" || error._tag === "PaymentFailed")
     headers["cache-control"] = "no-store"
   if (error._tag === "PaymentRequired" && error.challenge !== undefined)
@@ -67,7 +67,7 @@ export const renderCause = (
         HttpServerResponse.unsafeJson({ error: "no such route", code: "not_found" }, { status: 404 })
       )
     }
-    // Operator-only endpoints answer these with an empty body (PROTOCOL.md §7).
+    // Operator-only endpoints answer these with an empty body (docs/protocol.md §7).
     if (error instanceof HttpApiError.NotFound)
       return Effect.succeed(HttpServerResponse.empty({ status: 404 }))
     if (error instanceof HttpApiError.Unauthorized)

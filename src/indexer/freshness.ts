@@ -6,7 +6,7 @@
  * head for `STALE_AFTER_POLLS` poll intervals (a step hanging on an RPC that does not answer, or a
  * standby that cannot read the head). A fresh index serves without asking anything. A stale one
  * asks the chain for its head once: an answer serves the last index while it catches up (the
- * chain is there, the index will follow), no answer is 503 `unavailable` (PROTOCOL §7: stale and
+ * chain is there, the index will follow), no answer is 503 `unavailable` (docs/protocol.md §7: stale and
  * unreachable).
  */
 import { Clock, Duration, Effect, Option } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The bind transactions (spec/relayer.md §3 bind rows, §4): unpaid, but simulated, gas-capped and
+ * The bind transactions (docs/relayer.md §3 bind rows, §4): unpaid, but simulated, gas-capped and
  * charged to the account's rate limit like every other relayed transaction.
  *
  * - cancel-bind: the current owner's `CancelBind` over `bindNonces(id)`, only while a bind is

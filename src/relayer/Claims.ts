@@ -1,5 +1,5 @@
 /**
- * POST /v1/claim (spec/relayer.md §4 "POST /v1/claim processing rules"): the rules in order, each
+ * POST /v1/claim (docs/relayer.md §4 "POST /v1/claim processing rules"): the rules in order, each
  * refusing before anything is sent, then the multicall `[register?, consolidate?, claim]`,
  * simulation, gas cap, the per-account rate limit, and the hot key's submission.
  *

@@ -1,6 +1,6 @@
 /**
  * The fee oracle: what a claim or owner action costs, in the asset it pays with
- * (spec/relayer.md §2 QuoteResponse, §4 quote parameters).
+ * (docs/relayer.md §2 QuoteResponse, §4 quote parameters).
  *
  *   relayerFee = ceil(gasBudget x gasPrice x FEE_MARGIN_BPS / 10_000, converted into the asset)
  *
@@ -104,7 +104,7 @@ export interface QuoteRules {
 }
 
 /**
- * The quote rules of spec/relayer.md §4 and PROTOCOL.md §7: the zero adapter is direct; the
+ * The quote rules of docs/relayer.md §4 and docs/protocol.md §7: the zero adapter is direct; the
  * shield adapter takes the settlement asset and claims only; non-claim actions name the zero
  * adapter; `templates` goes with shield-templates alone; a consolidation step goes with a claim
  * of the settlement asset. An asset the relayer has no price for at all is a 400: asking again

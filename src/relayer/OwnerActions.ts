@@ -1,5 +1,5 @@
 /**
- * The owner actions (spec/relayer.md §4 "Action endpoints"): consolidate, shield templates, rotate
+ * The owner actions (docs/relayer.md §4 "Action endpoints"): consolidate, shield templates, rotate
  * owner and ping, each paid by a fee-only claim that the relayer appends to the action's multicall
  * so that action and payment succeed or revert together. Every rule is checked before simulation,
  * in the order of POST /v1/claim:

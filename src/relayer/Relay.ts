@@ -1,5 +1,5 @@
 /**
- * The last step of every relayed write (spec/relayer.md §4 rule 5, §8): the nonces the
+ * The last step of every relayed write (docs/relayer.md §4 rule 5, §8): the nonces the
  * transaction will consume reserved (src/relayer/reservations.ts), the steps batched into one
  * transaction, simulated and gas-capped, the account's rate limit charged only once the vault has
  * accepted the simulation, and the transaction handed to the hot key's sender.

@@ -1,5 +1,5 @@
 /**
- * `GET /v1/accounts` (spec/relayer.md §4): every indexed account as `{ chainId, vault, block,
+ * `GET /v1/accounts` (docs/relayer.md §4): every indexed account as `{ chainId, vault, block,
  * accounts }`. The body is precomputed once per projection version, re-serializing only the
  * accounts near a change, and compressed at most once per version, so a request costs a copy of
  * bytes, not a rebuild.

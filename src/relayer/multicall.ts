@@ -1,5 +1,5 @@
 /**
- * Vault calldata of the steps the relayer batches (spec/relayer.md §1, PROTOCOL.md §5): an optional
+ * Vault calldata of the steps the relayer batches (docs/relayer.md §1, docs/protocol.md §5): an optional
  * registration, the owner-signed steps, and the main action, in that order, as one `multicall`
  * that succeeds or reverts as a whole. A single step is sent as itself.
  */

@@ -1,5 +1,5 @@
 /**
- * The relayer's rate limits (spec/relayer.md §8): a per-IP bucket where each POST costs 1 and a
+ * The relayer's rate limits (docs/relayer.md §8): a per-IP bucket where each POST costs 1 and a
  * quote or transaction-status poll 0.2, and a per-account bucket charged only once a request for
  * that account has passed simulation, so refused requests naming someone's id cannot drain it.
  */

@@ -3,7 +3,7 @@
  * will consume, held from the moment its request passed its checks until the transaction is mined
  * or dropped. A second request for a held nonce is refused with 409 `nonce_mismatch` before it is
  * simulated, so duplicates posted together, to one replica or to several sharing one database,
- * cost no gas (spec/relayer.md §4, PROTOCOL.md §7).
+ * cost no gas (docs/relayer.md §4, docs/protocol.md §7).
  *
  * Liveness is read, not written: a row is live while the transaction its hash leads to
  * (relayer_tx_attempts → relayer_txs) is pending, or, with no transaction yet, for

@@ -1,5 +1,5 @@
 /**
- * The last checks before a relayed transaction is sent (spec/relayer.md §4 rule 5, §8): simulate
+ * The last checks before a relayed transaction is sent (docs/relayer.md §4 rule 5, §8): simulate
  * it from the hot key, so the vault itself judges everything the relayer could not (ERC-1271
  * owners, balances, the swap, the shield adapter), and refuse it when its gas exceeds the request's
  * gas budget times `GAS_CAP_BPS`. One `eth_estimateGas` does both: it executes the transaction and

@@ -1,6 +1,6 @@
 /**
  * Schema migrations, one dialect for PostgreSQL and PGlite. The event store is append-only by
- * design (ARCHITECTURE.md, "State changes enter through the event store"): events, orphan markers,
+ * design (docs/architecture.md, "State changes enter through the event store"): events, orphan markers,
  * ranges and nonce reconciliations are never updated or deleted; block headers, which only serve
  * reorg detection, are pruned below the finality horizon.
  */

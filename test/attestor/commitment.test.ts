@@ -1,6 +1,6 @@
 /**
  * POST /v1/commitment through the attestor's own server wiring over a mocked chain: commitments
- * recomputed independently from PROTOCOL.md §2, fresh nonces, every refusal of spec §4 rules 3-5
+ * recomputed independently from docs/protocol.md §2, fresh nonces, every refusal of docs/attestor.md §4 rules 3-5
  * with its status and code, the outcome metric, and nothing of a request in logs or metrics.
  * Also the start-up refusal of HANDLE_LOOKUP_MODE values this version cannot serve.
  */
@@ -111,7 +111,7 @@ const outcomes = async (outcome: string) => {
   return match?.[1] === undefined ? 0 : Number(match[1])
 }
 
-// PROTOCOL.md §2, written out again here rather than taken from schema/ids.ts.
+// docs/protocol.md §2, written out again here rather than taken from schema/ids.ts.
 const PLATFORM_IDS = { microblog: 1, messenger: 2, codehost: 3, fedsocial: 4, community: 5 } as const
 const expectedSalt = (platformId: number, userId: string): Hex =>
   `0x${createHmac("sha256", Buffer.from(PEPPER.slice(2), "hex"))
@@ -157,7 +157,7 @@ const expectCommitment = (body: Commitment, platform: keyof typeof PLATFORM_IDS,
 
 describe("POST /v1/commitment with a numeric userId", () => {
   it.each(Object.keys(PLATFORM_IDS) as Array<keyof typeof PLATFORM_IDS>)(
-    "commits to a %s user id as PROTOCOL §2 computes it",
+    "commits to a %s user id as docs/protocol.md §2 computes it",
     async (platform) => {
       const userId = "80351110224678912"
       const res = await post({ platform, userId })

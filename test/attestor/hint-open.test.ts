@@ -1,5 +1,5 @@
 /**
- * Opening hints (PROTOCOL.md §6) without a chain: `openHint` on hints for this attestor, for
+ * Opening hints (docs/protocol.md §6) without a chain: `openHint` on hints for this attestor, for
  * others, for another id, garbage and oversized ones; the strict plaintext rules case by case;
  * the `HintDecryptor` service and its metric; and the hint projection's fold, rewind and rebuild.
  */

@@ -1,5 +1,5 @@
 /**
- * The paid lookup's order and refusals (src/attestor/payments/paidLookup.ts; spec/attestor.md §4
+ * The paid lookup's order and refusals (src/attestor/payments/paidLookup.ts; docs/attestor.md §4
  * "Paid handle lookup flow"), with the payment record on PGlite and a recording facilitator: a
  * challenge without payment; an authorization held before verification and refused the second
  * time; nothing settled for an unknown handle; a settle without answer recorded indeterminate; and

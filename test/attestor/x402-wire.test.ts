@@ -1,5 +1,5 @@
 /**
- * The x402 wire of paid lookups (src/attestor/payments/x402.ts; PROTOCOL §10 "Paid lookups"): the
+ * The x402 wire of paid lookups (src/attestor/payments/x402.ts; docs/protocol.md §10 "Paid lookups"): the
  * quoted requirements with the permit2-exact `extra`, a challenge that names neither handle nor
  * platform, and the reading of a `PAYMENT-SIGNATURE`: version 2, exactly the quoted requirements,
  * and the Permit2 payer and nonce that identify the authorization.

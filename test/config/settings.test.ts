@@ -55,7 +55,7 @@ describe("relayer settings", () => {
     SHIELD_ADAPTER: ADAPTER
   }
 
-  it("applies the spec's defaults", () => {
+  it("applies the documented defaults", () => {
     const result = load(loadRelayerSettings, minimal)
     expect(Either.isRight(result)).toBe(true)
     if (Either.isLeft(result)) return
@@ -189,7 +189,7 @@ describe("attestor settings", () => {
     PEPPER: `0x${"33".repeat(32)}`
   }
 
-  it("applies the spec's defaults", () => {
+  it("applies the documented defaults", () => {
     const result = load(loadAttestorSettings, minimal)
     if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
     expect(result.right).toMatchObject({

@@ -1,4 +1,4 @@
-// The generated ABI module and the vault's interface against the compiler and PROTOCOL.md §5.
+// The generated ABI module and the vault's interface against the compiler and docs/protocol.md §5.
 import { readdir, readFile } from "node:fs/promises"
 import path from "node:path"
 import {
@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { abiModulePath, contractsDir, loadArtifacts, renderAbiModule } from "../../contracts/build.js"
 
-/** PROTOCOL.md §5 "Events", verbatim. */
+/** docs/protocol.md §5 "Events", verbatim. */
 const protocolEvents = [
   "event Deposited(bytes32 indexed id, address indexed asset, address indexed from, uint256 amount)",
   "event Registered(bytes32 indexed id, uint8 kind, address owner, bytes32 commitment, address fallbackRecipient, uint256 fallbackDelay)",
@@ -31,7 +31,7 @@ const protocolEvents = [
   "event TokenLaunched(address indexed token, bytes32 indexed beneficiaryId, bytes beneficiaryHint)"
 ] as const
 
-/** PROTOCOL.md §5 functions and views. */
+/** docs/protocol.md §5 functions and views. */
 const protocolFunctions = parseAbi([
   "struct Claim { bytes32 beneficiaryId; address asset; uint256 amount; address adapter; bytes32 dataHash; address relayer; uint256 relayerFee; uint256 nonce; uint256 deadline; }",
   "function deposit(bytes32 id, address asset, uint256 amount)",
@@ -86,7 +86,7 @@ describe("contracts/abi.ts", () => {
 })
 
 describe("FeeVault interface", () => {
-  it("emits exactly the events of PROTOCOL.md §5", () => {
+  it("emits exactly the events of docs/protocol.md §5", () => {
     for (const signature of protocolEvents) {
       const expected = parseAbiItem(signature) as AbiEvent
       const actual = feeVaultAbi.find((item) => item.type === "event" && item.name === expected.name) as
@@ -98,7 +98,7 @@ describe("FeeVault interface", () => {
     }
   })
 
-  it("has the functions and views of PROTOCOL.md §5 with their parameter and result layouts", () => {
+  it("has the functions and views of docs/protocol.md §5 with their parameter and result layouts", () => {
     const functions = feeVaultAbi.filter(
       (item): item is Extract<typeof item, { type: "function" }> => item.type === "function"
     )

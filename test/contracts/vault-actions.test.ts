@@ -1,4 +1,4 @@
-// FeeVault owner actions: consolidate, shield templates, rotation, ping, launch and admin (PROTOCOL.md §4-5).
+// FeeVault owner actions: consolidate, shield templates, rotation, ping, launch and admin (docs/protocol.md §4-5).
 import { type Hex, keccak256, numberToHex, padHex, size } from "viem"
 import { describe, expect, it } from "vitest"
 import { feeVaultAbi, mockSwapRouterAbi, shieldAdapterAbi } from "../../contracts/abi.js"

@@ -1,4 +1,4 @@
-// FeeVault handle accounts: bind proposal, timelock, cancel, veto and the fallback sweep (PROTOCOL.md §4-5).
+// FeeVault handle accounts: bind proposal, timelock, cancel, veto and the fallback sweep (docs/protocol.md §4-5).
 import { type Address, type Hex, keccak256, padHex } from "viem"
 import type { HDAccount } from "viem/accounts"
 import { describe, expect, it } from "vitest"

@@ -1,4 +1,4 @@
-// FeeVault registration, deposits and claims (PROTOCOL.md §2-5) against anvil.
+// FeeVault registration, deposits and claims (docs/protocol.md §2-5) against anvil.
 import { type Hex, keccak256, padHex, toHex } from "viem"
 import { describe, expect, it } from "vitest"
 import { feeVaultAbi, shieldAdapterAbi } from "../../contracts/abi.js"

@@ -1,5 +1,5 @@
 /**
- * The devnet's OAuth provider stand-ins (src/devnet/oauthStandIns.ts, PROTOCOL §9): for each of
+ * The devnet's OAuth provider stand-ins (src/devnet/oauthStandIns.ts, docs/protocol.md §9): for each of
  * microblog, codehost and community the whole authorize → token → user → revoke flow, every refusal
  * the real provider makes in its own shape (GitHub's 200-with-error included), the handle
  * directories, the faults a test can switch on, arctic's OAuth2Client against them, and the scoped

@@ -1,5 +1,5 @@
 /**
- * The devnet's x402 stand-ins (src/devnet/x402.ts, PROTOCOL §9 "x402", §10 "Paid lookups"): Permit2
+ * The devnet's x402 stand-ins (src/devnet/x402.ts, docs/protocol.md §9 "x402", §10 "Paid lookups"): Permit2
  * and the exact-Permit2 proxy at their canonical addresses on anvil, and the facilitator driven
  * through `@x402/core`'s `HTTPFacilitatorClient` with a real Permit2 witness signature: what
  * `/supported` announces, verification, a settlement that moves exactly the amount on chain, a
@@ -100,7 +100,7 @@ beforeAll(async () => {
   )
 
   await installX402Contracts(anvil.rpcUrl)
-  // The one-time approval a payer gives Permit2 (spec/attestor.md §4 "Paid handle lookup flow").
+  // The one-time approval a payer gives Permit2 (docs/attestor.md §4 "Paid handle lookup flow").
   await send(
     payerChain,
     payerChain.walletClient.writeContract({

@@ -1,5 +1,5 @@
 /**
- * The owner-action endpoints end to end on a private devnet (spec/relayer.md §4 "Action
+ * The owner-action endpoints end to end on a private devnet (docs/relayer.md §4 "Action
  * endpoints"): consolidate, shield-templates, rotate-owner and ping, each paid by a fee-only claim
  * that rides in the same multicall. Successes are checked on the chain and in `/v1/accounts`;
  * every refusal is checked for its status and code and for having sent nothing.

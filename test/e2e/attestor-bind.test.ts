@@ -17,7 +17,7 @@ import { BindResponse } from "../../schema/attestor.js"
 import { AttestorClient } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
 
-/** Mnemonic account that sends the vault transactions (free for tests, PROTOCOL.md §9). */
+/** Mnemonic account that sends the vault transactions (free for tests, docs/protocol.md §9). */
 const SETUP = 3
 
 interface WireBind {

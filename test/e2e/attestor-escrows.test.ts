@@ -30,7 +30,7 @@ import { computeId } from "../../schema/ids.js"
 import { AttestorClient, type Commitment } from "./support/attestorClient.js"
 import { farDeadline, VaultDevnet } from "./support/relayerDevnet.js"
 
-/** Mnemonic account that sends the vault setup transactions (free for tests, PROTOCOL.md §9). */
+/** Mnemonic account that sends the vault setup transactions (free for tests, docs/protocol.md §9). */
 const SETUP = 3
 
 interface WireEscrow {

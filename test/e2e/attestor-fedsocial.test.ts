@@ -1,5 +1,5 @@
 /**
- * fedsocial sign-in end to end on the devnet (spec/attestor.md §3, §4; PROTOCOL §9 registry
+ * fedsocial sign-in end to end on the devnet (docs/attestor.md §3, §4; docs/protocol.md §9 registry
  * stand-ins, §10 "fedsocial"): account #5, custody of fid 1005 on the devnet's IdRegistry, signs a
  * Sign In With Farcaster message with the values of start and gets a session for fid 1005 bound to
  * the stealth owner of start, lists the escrow launched to fedsocial user 1005 and gets a bind signed.

@@ -1,6 +1,6 @@
 /**
- * Handle lookups in `free` mode (local development; spec/attestor.md §2, §4 "POST /v1/commitment"
- * rules 1 and 3) on the devnet, against the stand-in directories (PROTOCOL §9: `dev<n>` is user n):
+ * Handle lookups in `free` mode (local development; docs/attestor.md §2, §4 "POST /v1/commitment"
+ * rules 1 and 3) on the devnet, against the stand-in directories (docs/protocol.md §9: `dev<n>` is user n):
  * a handle alone commits to the resolved numeric id, an unknown handle is 404 `not_found`, a
  * directory that does not answer is 503 `unavailable`, and `/v1/info` says which platforms can be
  * looked up. `/v1/public-handle` attests a handle publicly: its escrows are `public`, and a bind

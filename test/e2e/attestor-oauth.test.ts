@@ -1,6 +1,6 @@
 /**
- * OAuth logins end to end on the devnet (spec/attestor.md §3, §4 "OAuth start / callback / verify
- * rules"; PROTOCOL §9 stand-ins, §10 OAuth start and callback): for microblog, codehost and
+ * OAuth logins end to end on the devnet (docs/attestor.md §3, §4 "OAuth start / callback / verify
+ * rules"; docs/protocol.md §9 stand-ins, §10 OAuth start and callback): for microblog, codehost and
  * community, start → the provider URL → the callback → a session for the user chosen with
  * `devnet_user`, its token revoked at the provider, the user's launched escrow listed and a bind
  * signed for the stealth owner fixed at start. Then every refusal, each with its status and code
@@ -138,7 +138,7 @@ describe.each(["microblog", "codehost", "community"] as const)("%s login on the 
     const stealthOwner = newOwner()
     const before = await okLogins(attestor, platform)
     const { url, state } = await start(attestor, platform, stealthOwner)
-    // Only what PROTOCOL §10 lists travels in the provider URL: never the stealth owner.
+    // Only what docs/protocol.md §10 lists travels in the provider URL: never the stealth owner.
     const query = new URL(url).searchParams
     const pkce = platform !== "codehost"
     expect([...query.keys()].sort()).toEqual(

@@ -1,6 +1,6 @@
 /**
- * Paid handle lookups on the devnet, through HTTP (spec/attestor.md §4 "Paid handle lookup flow";
- * PROTOCOL §9 "x402", §10 "Paid lookups"): the attestor in `paid` mode at 0.01 of the settlement
+ * Paid handle lookups on the devnet, through HTTP (docs/attestor.md §4 "Paid handle lookup flow";
+ * docs/protocol.md §9 "x402", §10 "Paid lookups"): the attestor in `paid` mode at 0.01 of the settlement
  * asset paid to account #0, the facilitator stand-in settling real Permit2 witness transfers on
  * anvil, and a payer (account #5) that approved Permit2 once. Every refusal of the flow, the bytes
  * of the challenge, the money on chain, and what the facilitator was told.
@@ -40,7 +40,7 @@ let attestor: AttestorClient
 beforeAll(async () => {
   net = await VaultDevnet.start("attestor-paid-lookups")
   attestor = await AttestorClient.start(net, {}, { standIns: true, facilitator: true })
-  // The payer holds the settlement asset and gives Permit2 its one-time approval (spec §4 step 2).
+  // The payer holds the settlement asset and gives Permit2 its one-time approval (docs/attestor.md §4 step 2).
   await net.send(PAYER_INDEX, {
     address: net.settlementAsset,
     abi: testTokenAbi,
@@ -117,7 +117,7 @@ describe("paid handle lookups", () => {
     })
   })
 
-  it("a handle without payment: 402 payment_required, the challenge of PROTOCOL §10, not cached", async () => {
+  it("a handle without payment: 402 payment_required, the challenge of docs/protocol.md §10, not cached", async () => {
     const res = await post("/v1/commitment", { platform: "microblog", handle: "dev42" })
     expect(res.status).toBe(402)
     expect(res.headers.get("cache-control")).toBe("no-store")

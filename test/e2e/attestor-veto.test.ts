@@ -20,7 +20,7 @@ import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
 import { AttestorClient } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
 
-/** Mnemonic account that sends the vault transactions (free for tests, PROTOCOL.md §9). */
+/** Mnemonic account that sends the vault transactions (free for tests, docs/protocol.md §9). */
 const SETUP = 3
 
 const attestorKey = privateKeyToAccount(devnetKeys.attestor)

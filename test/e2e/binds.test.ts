@@ -1,6 +1,6 @@
 /**
- * The bind endpoints end to end on a private devnet (spec/relayer.md §3 bind rows and §4,
- * PROTOCOL.md §3-5 and §7): POST /v1/propose-bind, /v1/finalize-bind and /v1/cancel-bind over
+ * The bind endpoints end to end on a private devnet (docs/relayer.md §3 bind rows and §4,
+ * docs/protocol.md §3-5 and §7): POST /v1/propose-bind, /v1/finalize-bind and /v1/cancel-bind over
  * HTTP against anvil and the reference vault, each success read back from the chain and from
  * /v1/accounts, each refusal checked for its status, its code and that nothing was sent.
  *
@@ -26,10 +26,10 @@ import {
   RelayerDevnet
 } from "./support/relayerDevnet.js"
 
-/** `bindDelay` of the devnet vault (PROTOCOL.md §9). */
+/** `bindDelay` of the devnet vault (docs/protocol.md §9). */
 const BIND_DELAY = 3600
 
-/** Mnemonic account that sends the setup transactions (free for tests, PROTOCOL.md §9). */
+/** Mnemonic account that sends the setup transactions (free for tests, docs/protocol.md §9). */
 const SETUP = 3
 
 let net: RelayerDevnet

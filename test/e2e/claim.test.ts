@@ -141,7 +141,7 @@ describe("accepted claims", () => {
     expect(await net.tokenBalance(usdt, recipient)).toBe(40n * E18 - fee)
     expect(await net.tokenBalance(usdt, net.relayerAddress)).toBe(relayerBefore + fee)
     expect(await net.vaultBalance(owner.id, usdt)).toBe(60n * E18)
-    // What a client does next (spec: wait for `block >= receipt.blockNumber`): the indexed
+    // What a client does next (docs/relayer.md: wait for `block >= receipt.blockNumber`): the indexed
     // account shows the new balance and the next nonce.
     const account = await net.indexedAccount(owner.id, blockNumber)
     expect(account?.balances[getAddress(usdt)]).toBe((60n * E18).toString())

@@ -1,8 +1,8 @@
 /**
  * `npm run devnet` as a new user meets it, and an outside client that knows only viem,
- * PROTOCOL.md and `.devnet/deployment.json`: it registers an account, deposits and claims
+ * docs/protocol.md and `.devnet/deployment.json`: it registers an account, deposits and claims
  * directly on the vault with its own EIP-712 signature. The ABI and typed data below are written
- * from PROTOCOL.md on purpose, not imported from this repository.
+ * from docs/protocol.md on purpose, not imported from this repository.
  */
 import { readFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
@@ -210,7 +210,7 @@ describe("npm run devnet", () => {
       })
     ).toBe(amount)
 
-    // PROTOCOL §3, written out as an outside client would.
+    // docs/protocol.md §3, written out as an outside client would.
     const claimTypes = [
       { name: "beneficiaryId", type: "bytes32" },
       { name: "asset", type: "address" },
@@ -344,7 +344,7 @@ describe("npm run devnet", () => {
     }
     expect(listed?.nonce).toBe("3")
 
-    // A recipient logs in with microblog at the stand-in provider (PROTOCOL §9) as the devnet's
+    // A recipient logs in with microblog at the stand-in provider (docs/protocol.md §9) as the devnet's
     // sample user, and finds the sample launch's escrow.
     const stealthOwner = mnemonicToAccount(MNEMONIC, { addressIndex: 8 }).address
     const started = (await (
@@ -370,7 +370,7 @@ describe("npm run devnet", () => {
     ).json()) as { escrows: Array<{ registered: boolean }> }
     expect(escrows.escrows.length).toBeGreaterThanOrEqual(1)
 
-    // A creator buys the lookup of the handle dev42 on microblog (PROTOCOL §9, §10): 402 with the
+    // A creator buys the lookup of the handle dev42 on microblog (docs/protocol.md §9, §10): 402 with the
     // quote, a one-time Permit2 approval, a Permit2 witness transfer for exactly the price, 200.
     const lookup = (paymentSignature?: string) =>
       fetch(`${file.attestorUrl}/v1/commitment`, {

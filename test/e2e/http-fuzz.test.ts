@@ -2,7 +2,7 @@
  * Both services' HTTP surfaces, in process on a private devnet, against what an outside probe
  * sends: thousands of generated requests (methods, spellings of every route's path, headers,
  * malformed, deep, oversized and near-valid bodies) never get a 5xx, and every refusal is
- * `{ error, code }` with a PROTOCOL §7 code. Then the rules the generator leans on, checked one by
+ * `{ error, code }` with a docs/protocol.md §7 code. Then the rules the generator leans on, checked one by
  * one on the real routes: other spellings are 404, other methods 405 with `Allow`, and a body
  * field no schema declares is 400 on every POST route, as the OpenAPI document says.
  */
@@ -140,7 +140,7 @@ const expectWellFormed = (probe: Probe, answer: Answer) => {
   const where = `${probe.method} ${probe.path}`
   expect(answer.status, where).toBeLessThan(500)
   if (answer.status < 400 || probe.method === "HEAD") return
-  // The operator-only refusals may be empty (PROTOCOL §7).
+  // The operator-only refusals may be empty (docs/protocol.md §7).
   if (answer.body === "" && (answer.status === 401 || answer.status === 404)) {
     expect(probe.path.startsWith("/v1/metrics"), where).toBe(true)
     return

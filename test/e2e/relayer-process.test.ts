@@ -87,7 +87,7 @@ describe("relayer process", () => {
     const openapi = await fetch(`${base}/v1/openapi.json`)
     expect(openapi.status).toBe(200)
     const spec = (await openapi.json()) as { paths: Record<string, unknown> }
-    // Every endpoint of spec/relayer.md §4 is served and documented.
+    // Every endpoint of docs/relayer.md §4 is served and documented.
     expect(Object.keys(spec.paths).sort()).toEqual(
       [
         "/v1/health",

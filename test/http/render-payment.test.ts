@@ -1,5 +1,5 @@
 /**
- * How a 402 is rendered (PROTOCOL §10 "Paid lookups"): `{ error, code }` with `Cache-Control:
+ * How a 402 is rendered (docs/protocol.md §10 "Paid lookups"): `{ error, code }` with `Cache-Control:
  * no-store`, and for `payment_required` the challenge in `PAYMENT-REQUIRED`, never in the body.
  */
 import { describe, expect, it } from "vitest"

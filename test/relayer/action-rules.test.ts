@@ -1,6 +1,6 @@
 /**
  * The stateless rules of the owner-action endpoints: the fee-only claim's form and the shield
- * templates, each refusal with its PROTOCOL §7 code.
+ * templates, each refusal with its docs/protocol.md §7 code.
  */
 import { Effect, Either } from "effect"
 import { encodeAbiParameters, type Hex, keccak256, toHex } from "viem"

@@ -113,7 +113,7 @@ describe("attestor bodies round-trip", () => {
 })
 
 describe("platforms", () => {
-  it("map to ids and back as PROTOCOL §2 numbers them", () => {
+  it("map to ids and back as docs/protocol.md §2 numbers them", () => {
     for (const platform of Platform.literals) {
       expect(platformIdOf(platform)).toBe(platformIds[platform])
       expect(platformOf(platformIdOf(platform))).toBe(platform)

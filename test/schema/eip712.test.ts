@@ -1,5 +1,5 @@
 /**
- * The EIP-712 definitions and ids of PROTOCOL.md §2-3, checked two independent ways: viem's
+ * The EIP-712 definitions and ids of docs/protocol.md §2-3, checked two independent ways: viem's
  * `hashTypedData` over `schema/eip712.ts`, and a construction by hand from the type strings
  * written out here with `encodeAbiParameters` and `keccak256`. Any drift in a field name, type or
  * order makes the two disagree.
@@ -41,7 +41,7 @@ const id: Hex = "0x1111111111111111111111111111111111111111111111111111111111111
 const asset: Address = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
 const other: Address = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
-/** The type strings exactly as PROTOCOL.md §3 prints them. */
+/** The type strings exactly as docs/protocol.md §3 prints them. */
 const protocolTypeStrings = {
   Claim:
     "Claim(bytes32 beneficiaryId,address asset,uint256 amount,address adapter,bytes32 dataHash,address relayer,uint256 relayerFee,uint256 nonce,uint256 deadline)",
@@ -120,7 +120,7 @@ const vectors = {
 } as const
 
 describe("EIP-712 definitions", () => {
-  it("spell every type exactly as PROTOCOL.md §3", () => {
+  it("spell every type exactly as docs/protocol.md §3", () => {
     for (const [name, expected] of Object.entries(protocolTypeStrings)) {
       expect(typeString(name as keyof typeof protocolTypeStrings)).toBe(expected)
     }
@@ -216,7 +216,7 @@ describe("ids and commitments", () => {
     expect(ownerCommitment(other, salt)).toBe(manual)
   })
 
-  it("userIdHash, attestorSalt and handleCommitment follow PROTOCOL.md §2", () => {
+  it("userIdHash, attestorSalt and handleCommitment follow docs/protocol.md §2", () => {
     const pepper = new Uint8Array(32).fill(7)
     expect(userIdHash("1000001")).toBe(keccak256(new TextEncoder().encode("1000001")))
     const expectedSalt = `0x${createHmac("sha256", Buffer.from(pepper)).update("1:1000001").digest("hex")}`

@@ -1,5 +1,5 @@
 /**
- * The Accounts projection as a pure fold: each vault event's effect on an account, the spec's
+ * The Accounts projection as a pure fold: each vault event's effect on an account, docs/relayer.md's
  * Account record and its JSON text, and the live projection's undo journal.
  */
 import { Either, Schema } from "effect"

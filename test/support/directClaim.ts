@@ -1,5 +1,5 @@
 /**
- * A signed direct claim request as an outside client writes it (PROTOCOL.md §3, §5), ready for
+ * A signed direct claim request as an outside client writes it (docs/protocol.md §3, §5), ready for
  * `POST /v1/claim`. Free of vitest, so benchmarks use it too.
  */
 import { type Address, encodeAbiParameters, type Hex, keccak256, zeroAddress } from "viem"

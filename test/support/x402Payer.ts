@@ -1,5 +1,5 @@
 /**
- * A payer of x402 version 2 `permit2-exact` payments as a client makes them (PROTOCOL §10 "Paid
+ * A payer of x402 version 2 `permit2-exact` payments as a client makes them (docs/protocol.md §10 "Paid
  * lookups"): a Permit2 `PermitWitnessTransferFrom` for the quoted amount to the quoted spender,
  * with the witness `to = payTo`, under Permit2's domain of the quote's chain. Overrides make the
  * wrong payments the refusal tests need.

@@ -1,4 +1,4 @@
-/** `POST /v1/bind` (spec/attestor.md §2 BindSignature, §4 "POST /v1/escrows and POST /v1/bind"). */
+/** `POST /v1/bind` (docs/attestor.md §2 BindSignature, §4 "POST /v1/escrows and POST /v1/bind"). */
 import { HttpApiGroup } from "@effect/platform"
 import { BindRequest, BindResponse } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"

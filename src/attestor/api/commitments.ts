@@ -1,4 +1,4 @@
-/** `POST /v1/commitment` (spec/attestor.md §2 CommitmentResponse, §4 "POST /v1/commitment"). */
+/** `POST /v1/commitment` (docs/attestor.md §2 CommitmentResponse, §4 "POST /v1/commitment"). */
 import { HttpApiGroup } from "@effect/platform"
 import { CommitmentRequest, CommitmentResponse } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"

@@ -1,5 +1,5 @@
 /**
- * The attestor's HTTP API (spec/attestor.md §4), assembled from its endpoint groups: the server,
+ * The attestor's HTTP API (docs/attestor.md §4), assembled from its endpoint groups: the server,
  * the OpenAPI document and the typed client (src/client.ts) all derive from it. Handlers live in
  * src/attestor/handlers/.
  */
@@ -15,7 +15,7 @@ import { AttestorPublicHandlesGroup } from "./publicHandles.js"
 export class AttestorApi extends serviceApi("attestor", {
   title: "Fee vault attestor",
   description:
-    "Issues handle commitments, verifies social logins and signs BindOwner for a key chosen before login (spec/attestor.md)."
+    "Issues handle commitments, verifies social logins and signs BindOwner for a key chosen before login (docs/attestor.md)."
 })
   .add(AttestorOperatorGroup)
   .add(AttestorInfoGroup)

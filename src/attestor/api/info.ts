@@ -1,4 +1,4 @@
-/** `GET /v1/info` (spec/attestor.md §2 AttestorInfo, §4). */
+/** `GET /v1/info` (docs/attestor.md §2 AttestorInfo, §4). */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { AttestorInfo } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"

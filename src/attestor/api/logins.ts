@@ -1,5 +1,5 @@
 /**
- * Logins (spec/attestor.md §4 "OAuth start / callback / verify rules", PROTOCOL.md §10): each ends
+ * Logins (docs/attestor.md §4 "OAuth start / callback / verify rules", docs/protocol.md §10): each ends
  * in a session for the stealth owner fixed before it. Every login route lives under
  * `/v1/oauth/<platform>/…`; `LoginOffered` refuses a platform this instance is not configured for
  * with 400 `unsupported` before its body is read.

@@ -1,4 +1,4 @@
-/** The attestor's operator endpoints (spec/attestor.md §4): health and metrics. */
+/** The attestor's operator endpoints (docs/attestor.md §4): health and metrics. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { AttestorHealthResponse } from "../../../schema/attestor.js"
 import { metricsEndpoint } from "../../http/operatorApi.js"

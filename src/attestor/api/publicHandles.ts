@@ -1,4 +1,4 @@
-/** `POST /v1/public-handle` (spec/attestor.md §2 PublicHandle response, PROTOCOL.md §10 "Public handle"). */
+/** `POST /v1/public-handle` (docs/attestor.md §2 PublicHandle response, docs/protocol.md §10 "Public handle"). */
 import { HttpApiGroup } from "@effect/platform"
 import { PublicHandleRequest, PublicHandleResponse } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"

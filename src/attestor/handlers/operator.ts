@@ -35,7 +35,7 @@ export const AttestorOperatorLive = HttpApiBuilder.group(AttestorApi, "operator"
           ),
           Effect.map(({ s: { indexer: status, hints, veto }, check }) => ({
             // `ok` stays true with the chain gone: commitments, logins and /v1/info need no
-            // chain; `chain` and the indexes tell what does not work (spec: `{ ok: true }`).
+            // chain; `chain` and the indexes tell what does not work (docs/attestor.md: `{ ok: true }`).
             ok: true as const,
             ...(status.state === "disabled" ? {} : { chain: chainReach(check) }),
             indexer: indexerHealth(status, check),

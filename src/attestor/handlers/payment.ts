@@ -1,5 +1,5 @@
 /**
- * The `PAYMENT-RESPONSE` header of a paid lookup's 200 (PROTOCOL.md §10 "Paid lookups"): set on the
+ * The `PAYMENT-RESPONSE` header of a paid lookup's 200 (docs/protocol.md §10 "Paid lookups"): set on the
  * answer of the request being handled, then the body goes out as the endpoint declares it.
  */
 import { HttpApp, HttpServerResponse } from "@effect/platform"

@@ -1,5 +1,5 @@
 /**
- * Handle lookups as `HANDLE_LOOKUP_MODE` allows them (spec/attestor.md §2 AttestorInfo.handleLookup,
+ * Handle lookups as `HANDLE_LOOKUP_MODE` allows them (docs/attestor.md §2 AttestorInfo.handleLookup,
  * §4 "POST /v1/commitment" rules 1 and 5, "Paid handle lookup flow"), for `/v1/commitment` and
  * `/v1/public-handle` alike:
  *

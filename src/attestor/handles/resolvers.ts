@@ -1,5 +1,5 @@
 /**
- * Handle resolution (spec/attestor.md §4 "POST /v1/commitment" rules 1 and 3, "Paid handle lookup
+ * Handle resolution (docs/attestor.md §4 "POST /v1/commitment" rules 1 and 3, "Paid handle lookup
  * flow"): a handle of a lookup platform to the platform's immutable numeric user id.
  *
  * - microblog: `GET <api>/2/users/by/username/<handle>` with the app's bearer token; X answers a

@@ -1,6 +1,6 @@
 /**
- * fedsocial sign-in (Sign In With Farcaster; spec/attestor.md §3 "POST /v1/oauth/fedsocial/verify",
- * §4; PROTOCOL.md §10 "fedsocial").
+ * fedsocial sign-in (Sign In With Farcaster; docs/attestor.md §3 "POST /v1/oauth/fedsocial/verify",
+ * §4; docs/protocol.md §10 "fedsocial").
  *
  * Start: a fresh alphanumeric nonce is stored with the intent (stealth owner, ids) for
  * `OAUTH_STATE_TTL_SECONDS`, single use (`OAuthStates`), and the client is told the `nonce`,

@@ -1,6 +1,6 @@
 /**
- * OAuth logins (spec/attestor.md §3 "OAuth state → session", §4 "OAuth start / callback / verify
- * rules", §5; PROTOCOL.md §10 "OAuth start", "OAuth callback", "Legacy GET start").
+ * OAuth logins (docs/attestor.md §3 "OAuth state → session", §4 "OAuth start / callback / verify
+ * rules", §5; docs/protocol.md §10 "OAuth start", "OAuth callback", "Legacy GET start").
  *
  * Start: the intent (stealth owner, ids, redirect) is fixed before the user meets the provider and
  * stored under a fresh state with the PKCE verifier (`OAuthStates`); the provider URL carries only

@@ -1,5 +1,5 @@
 /**
- * OAuth states (spec/attestor.md §3 "OAuth state", §4 "OAuth start / callback / verify rules", §8):
+ * OAuth states (docs/attestor.md §3 "OAuth state", §4 "OAuth start / callback / verify rules", §8):
  * `POST /v1/oauth/:platform/start` stores the intent of a login (platform, stealth owner, ids,
  * redirect, PKCE verifier) under a fresh random state; the provider's callback presents the state
  * and takes the intent back, once.

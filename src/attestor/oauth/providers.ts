@@ -1,5 +1,5 @@
 /**
- * The three OAuth providers the attestor logs users in with (spec/attestor.md §5, PROTOCOL.md §10
+ * The three OAuth providers the attestor logs users in with (docs/attestor.md §5, docs/protocol.md §10
  * "OAuth start" and "OAuth callback"): microblog (X-style OAuth 2.0 with PKCE), codehost
  * (GitHub-style OAuth app, no PKCE) and community (Discord-style OAuth 2.0 with PKCE).
  *

@@ -1,5 +1,5 @@
 /**
- * The durable record of handle-lookup payments (spec/attestor.md §3 payment states, §4 "Paid
+ * The durable record of handle-lookup payments (docs/attestor.md §3 payment states, §4 "Paid
  * handle lookup flow"; migration 0026). An authorization is held (`unpaid`) before the facilitator
  * is asked to verify it, so it buys one attempt only: a second presentation, settled or not, finds
  * the row and is refused. Then it is `authorized` (verified), and `settled` or `failed`; a settle

@@ -1,6 +1,6 @@
 /**
- * A paid handle lookup (spec/attestor.md §3 payment states, §4 "Paid handle lookup flow";
- * PROTOCOL.md §10 "Paid lookups"), in order:
+ * A paid handle lookup (docs/attestor.md §3 payment states, §4 "Paid handle lookup flow";
+ * docs/protocol.md §10 "Paid lookups"), in order:
  *
  * 1. no `PAYMENT-SIGNATURE`: 402 `payment_required` with the `PAYMENT-REQUIRED` challenge;
  * 2. the signature must accept exactly the quoted requirements (else 402 `payment_failed`);

@@ -1,5 +1,5 @@
 /**
- * The paid lookup's quote (spec/attestor.md §2 PaymentRequired, PROTOCOL.md §10 "Paid lookups"):
+ * The paid lookup's quote (docs/attestor.md §2 PaymentRequired, docs/protocol.md §10 "Paid lookups"):
  * the settings' price and payee, the settlement asset's EIP-712 name and version, and the
  * facilitator's signer and spender as its `/supported` announces them for this chain's network.
  * Read the first time a paid lookup needs it and kept once read (`keptOnceRead`), so the attestor

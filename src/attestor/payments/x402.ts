@@ -1,10 +1,10 @@
 /**
- * The x402 version 2 wire of paid handle lookups (spec/attestor.md §4 "Paid handle lookup flow";
- * PROTOCOL.md §10 "Paid lookups"): the one requirement this attestor quotes, the `PAYMENT-REQUIRED`
+ * The x402 version 2 wire of paid handle lookups (docs/attestor.md §4 "Paid handle lookup flow";
+ * docs/protocol.md §10 "Paid lookups"): the one requirement this attestor quotes, the `PAYMENT-REQUIRED`
  * challenge, and the reading of a `PAYMENT-SIGNATURE`. Headers are encoded and decoded with
  * `@x402/core`'s codecs.
  *
- * The requirements are built here rather than by `@x402/evm`'s server scheme: the spec's `extra`
+ * The requirements are built here rather than by `@x402/evm`'s server scheme: docs/protocol.md §10 `extra`
  * (`assetTransferMethod: "permit2-exact"`, `signerAddress`, `spenderAddress`) is the vocabulary of
  * the BNB-chain facilitators, which that scheme refuses. The same `resource` and price serve every
  * platform and handle, so neither the challenge nor any facilitator request names either.
@@ -102,7 +102,7 @@ const field = (value: unknown, key: string): unknown =>
 
 /**
  * Reads a `PAYMENT-SIGNATURE`: version 2, the quoted requirements exactly, and a Permit2
- * authorization whose payer and nonce identify it (PROTOCOL §10).
+ * authorization whose payer and nonce identify it (docs/protocol.md §10).
  */
 export const readPaymentSignature = (
   header: string,

@@ -1,4 +1,4 @@
-/** `GET /v1/accounts` (spec/relayer.md §4): every indexed account, with `ETag`, 304 and gzip. */
+/** `GET /v1/accounts` (docs/relayer.md §4): every indexed account, with `ETag`, 304 and gzip. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Wire } from "../../../schema/errors.js"

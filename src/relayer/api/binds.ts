@@ -1,5 +1,5 @@
 /**
- * The bind transactions (spec/relayer.md §4): `POST /v1/cancel-bind`, `/v1/propose-bind` and
+ * The bind transactions (docs/relayer.md §4): `POST /v1/cancel-bind`, `/v1/propose-bind` and
  * `/v1/finalize-bind`, unpaid vault calls the relayer sends for the owner or the attestors.
  */
 import { HttpApiGroup } from "@effect/platform"

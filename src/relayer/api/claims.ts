@@ -1,4 +1,4 @@
-/** `POST /v1/claim` (spec/relayer.md §4 "POST /v1/claim processing rules"). */
+/** `POST /v1/claim` (docs/relayer.md §4 "POST /v1/claim processing rules"). */
 import { HttpApiGroup } from "@effect/platform"
 import { Wire } from "../../../schema/errors.js"
 import { ClaimRequest, TxHashResponse } from "../../../schema/relayer.js"

@@ -1,5 +1,5 @@
 /**
- * The relayer's HTTP API (spec/relayer.md §4), assembled from its endpoint groups: the server, the
+ * The relayer's HTTP API (docs/relayer.md §4), assembled from its endpoint groups: the server, the
  * OpenAPI document and the typed client (src/client.ts) all derive from it. Handlers live in
  * src/relayer/handlers/.
  */
@@ -14,7 +14,7 @@ import { TransactionsGroup } from "./transactions.js"
 
 export class RelayerApi extends serviceApi("relayer", {
   title: "Fee vault relayer",
-  description: "Submits owner-signed vault transactions from the relayer's hot key (spec/relayer.md)."
+  description: "Submits owner-signed vault transactions from the relayer's hot key (docs/relayer.md)."
 })
   .add(RelayerOperatorGroup)
   .add(QuoteGroup)

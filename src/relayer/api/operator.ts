@@ -1,4 +1,4 @@
-/** The relayer's operator endpoints (spec/relayer.md §4): health and metrics. */
+/** The relayer's operator endpoints (docs/relayer.md §4): health and metrics. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Wire } from "../../../schema/errors.js"
 import { HealthResponse } from "../../../schema/relayer.js"

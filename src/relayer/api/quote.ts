@@ -1,4 +1,4 @@
-/** `GET /v1/config` and `GET /v1/quote` (spec/relayer.md §2 RelayerConfig and QuoteResponse, §4). */
+/** `GET /v1/config` and `GET /v1/quote` (docs/relayer.md §2 RelayerConfig and QuoteResponse, §4). */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Wire } from "../../../schema/errors.js"
 import { QuoteQuery, QuoteResponse, RelayerConfig } from "../../../schema/relayer.js"

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/tx-status` (spec/relayer.md §4): the status of a transaction this relayer sent, asked
+ * `POST /v1/tx-status` (docs/relayer.md §4): the status of a transaction this relayer sent, asked
  * by hash in a POST body so that no hash travels in a URL.
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"

@@ -2,7 +2,7 @@
  * Where the fee oracle gets the price of the native coin in an asset. Each source answers with a
  * ratio (asset base units per wei), with `None` when it has nothing for that asset (not
  * configured), or fails when it should have answered and could not; the oracle then falls
- * through to the next source, in the spec's order: static price, price feed, DEX quote.
+ * through to the next source, in docs/relayer.md's order: static price, price feed, DEX quote.
  */
 import { Clock, Data, Effect, Option } from "effect"
 import { type Address, getAddress, isAddress } from "viem"
@@ -195,7 +195,7 @@ export const knownAssets = (settings: RelayerSettingsShape): ReadonlyMap<Address
   return assets
 }
 
-/** The enabled sources, in the spec's order of preference. */
+/** The enabled sources, in docs/relayer.md's order of preference. */
 export const makePriceSources = (
   chain: ChainClientShape,
   settings: RelayerSettingsShape

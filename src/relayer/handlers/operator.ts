@@ -34,7 +34,7 @@ export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", 
             chainId,
             block: Number(block),
             // Lag against the head just read, not the indexer's own (as old as a failing step).
-            // With the chain not answering the whole answer is 503: the spec's body needs `block`.
+            // With the chain not answering the whole answer is 503: docs/relayer.md's body needs `block`.
             indexer: indexerHealth(indexer, { _tag: "Answered", head: Number(block) }),
             // The hot key's address comes checksummed from its private key.
             sender: { ...sender, address: sender.address as Address }

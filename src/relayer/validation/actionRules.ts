@@ -1,6 +1,6 @@
 /**
- * The stateless rules of the owner-action endpoints (spec/relayer.md §2 "Fee-only claim wrapper",
- * §4 "Action endpoints"; PROTOCOL.md §5, §7): the fee-only claim on its face, and the shield
+ * The stateless rules of the owner-action endpoints (docs/relayer.md §2 "Fee-only claim wrapper",
+ * §4 "Action endpoints"; docs/protocol.md §5, §7): the fee-only claim on its face, and the shield
  * templates (count, size, uniqueness, canonical form) with the hash the owner signed.
  */
 import { Effect } from "effect"

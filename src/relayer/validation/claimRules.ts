@@ -1,6 +1,6 @@
 /**
- * The stateless rules a claim must pass before the relayer looks at the chain (spec/relayer.md §4
- * rule 1 and "Full-balance claims"; PROTOCOL.md §5): each refuses with its PROTOCOL §7 code and a
+ * The stateless rules a claim must pass before the relayer looks at the chain (docs/relayer.md §4
+ * rule 1 and "Full-balance claims"; docs/protocol.md §5): each refuses with its docs/protocol.md §7 code and a
  * message naming the field. Fee-only claims of the owner-action endpoints reuse them.
  */
 import { Effect } from "effect"
@@ -82,7 +82,7 @@ const wordAt = (data: Hex, index: number): string => data.slice(2 + index * WORD
 const ZERO_WORD = "0".repeat(WORD)
 
 /**
- * Whether `payload` is the canonical shield payload of PROTOCOL.md §5 for account `id`: the ten
+ * Whether `payload` is the canonical shield payload of docs/protocol.md §5 for account `id`: the ten
  * words of `abi.encode(bytes32 id, ShieldRequest)` with token type 0, the settlement asset, sub id
  * 0 and `0 < value < 2^120`, compared word for word as the vault does.
  */

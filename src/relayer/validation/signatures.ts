@@ -1,5 +1,5 @@
 /**
- * EIP-712 signatures of the vault's messages (PROTOCOL.md §3), checked the way the vault checks
+ * EIP-712 signatures of the vault's messages (docs/protocol.md §3), checked the way the vault checks
  * them so a request is refused here exactly when the vault would refuse it: a 65-byte `r || s || v`
  * with `v` 27/28 and a low `s` from an EOA owner; any signature of an owner with code (ERC-1271) is
  * left to the simulation, which asks the owner contract itself.

@@ -1,5 +1,5 @@
 /**
- * The attestor's login state (spec/attestor.md §3): sessions, which a login creates and
+ * The attestor's login state (docs/attestor.md §3): sessions, which a login creates and
  * `/v1/escrows` and `/v1/bind` read, and the login payloads already used, so that each one makes
  * one session at most. Both are short-lived: a row is deleted once it has expired. Kept in the
  * database, not in memory, so they survive a restart and are shared by replicas.

@@ -1,5 +1,5 @@
 /**
- * The attestor's bind attestations (spec/attestor.md §3 contest and veto rows, §4 visibility):
+ * The attestor's bind attestations (docs/attestor.md §3 contest and veto rows, §4 visibility):
  * every `BindOwner` signature `/v1/bind` issued, so that the veto watcher can tell a proposal this
  * attestor attested from one it did not, a contest can revoke them, and a stealth owner used for
  * one visibility is refused for the other. Rows are kept: they are this attestor's record of what

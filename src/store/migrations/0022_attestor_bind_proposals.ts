@@ -1,5 +1,5 @@
 /**
- * The veto watcher's record of the bind proposals it judged (spec/attestor.md §3 veto row): one
+ * The veto watcher's record of the bind proposals it judged (docs/attestor.md §3 veto row): one
  * row per proposal, keyed by escrow id and the bind nonce `proposeBind` consumed, with the last
  * verdict (so each verdict is counted once, across restarts) and the veto's progress. `veto`
  * moves only forward, from `none` to `sending` (claimed by one process, before anything is sent)

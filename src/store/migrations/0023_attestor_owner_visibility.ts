@@ -1,5 +1,5 @@
 /**
- * Which visibility each stealth owner was first attested for (spec/attestor.md §4 visibility): one
+ * Which visibility each stealth owner was first attested for (docs/attestor.md §4 visibility): one
  * row per owner, so that two `/v1/bind` requests of one key for the two kinds, on one replica or
  * several sharing a database, cannot both pass (src/attestor/AttestationStore.ts `record`).
  */

@@ -1,5 +1,5 @@
 /**
- * OAuth states (spec/attestor.md §3 "OAuth state", §8): the intent a login was started for, kept
+ * OAuth states (docs/attestor.md §3 "OAuth state", §8): the intent a login was started for, kept
  * server-side until the provider's callback presents the state, at most `OAUTH_STATE_TTL_SECONDS`.
  * In the database, not in memory, so a callback may reach any replica.
  */

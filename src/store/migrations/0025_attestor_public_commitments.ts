@@ -1,5 +1,5 @@
 /**
- * The handle commitments this attestor issued through `POST /v1/public-handle` (spec/attestor.md
+ * The handle commitments this attestor issued through `POST /v1/public-handle` (docs/attestor.md
  * §2 PublicHandle response, §4 visibility): an escrow launched to one of them is `public`.
  */
 import { SqlClient } from "@effect/sql/SqlClient"

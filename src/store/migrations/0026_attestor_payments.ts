@@ -1,5 +1,5 @@
 /**
- * Handle-lookup payments (spec/attestor.md §3 "handle lookup payment", §4 "Paid handle lookup
+ * Handle-lookup payments (docs/attestor.md §3 "handle lookup payment", §4 "Paid handle lookup
  * flow"): each payment authorization presented, by payer and Permit2 nonce, with its state. The
  * row is written before the facilitator is asked, so an authorization buys one attempt, across
  * restarts and replicas.

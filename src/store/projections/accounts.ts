@@ -3,7 +3,7 @@
  * one immutable state per account id out. The live projection, a rebuild from scratch and the
  * unit tests all use these same functions, so a rebuilt projection equals the live one.
  *
- * Besides the spec's Account record (spec/relayer.md §2) each state keeps what the attestor needs:
+ * Besides the spec's Account record (docs/relayer.md §2) each state keeps what the attestor needs:
  * the registration (kind, commitment, fallback), the owner and the bind state by id.
  */
 import type { Address, Hex } from "viem"
@@ -172,7 +172,7 @@ export const applyToAccount = (
 }
 
 /**
- * Whether an event consumes a nonce or bind nonce (PROTOCOL.md §4): the events after which the
+ * Whether an event consumes a nonce or bind nonce (docs/protocol.md §4): the events after which the
  * counted nonces are checked against the chain.
  */
 export const consumesNonce = (event: VaultEvent): boolean => {
@@ -216,7 +216,7 @@ const sortedAmounts = (amounts: Readonly<Record<Address, bigint>>): Record<Addre
 }
 
 /**
- * The spec's Account record of a registered account (undefined before registration). Assets are
+ * The Account record of docs/relayer.md of a registered account (undefined before registration). Assets are
  * listed in address order and zero balances are left out, so equal states give equal records.
  */
 export const accountRecord = (a: AccountState): Account | undefined => {

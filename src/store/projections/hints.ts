@@ -1,9 +1,9 @@
 /**
  * The hint projection of an attestor: a fold over canonical `TokenLaunched` events into an index
- * of the escrows it can attest, by `(platformId, userId)` (spec/attestor.md §4, "The attestor
+ * of the escrows it can attest, by `(platformId, userId)` (docs/attestor.md §4, "The attestor
  * matches the session's (platformId, userId) against its hint index").
  *
- * Opening a hint is a pure function of the attestor's hint key and the event (PROTOCOL.md §6), so
+ * Opening a hint is a pure function of the attestor's hint key and the event (docs/protocol.md §6), so
  * the fold takes it as a parameter: the live index, a rebuild from scratch and the unit tests
  * apply the same events through the same function and end up equal.
  *

@@ -1,5 +1,5 @@
 /**
- * The vault's account events (PROTOCOL.md §5, "Events") as projections read them from the event
+ * The vault's account events (docs/protocol.md §5, "Events") as projections read them from the event
  * store: the stored form is the event name plus its arguments as JSON, with every uint256 as an
  * exact decimal string, addresses EIP-55 and byte strings lowercase hex.
  *

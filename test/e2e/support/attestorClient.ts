@@ -75,7 +75,7 @@ export class AttestorClient {
     options: {
       readonly standIns?: boolean
       readonly oauthPlatforms?: ReadonlyArray<StandInPlatform>
-      /** Paid handle lookups through the devnet's facilitator stand-in (PROTOCOL §9). */
+      /** Paid handle lookups through the devnet's facilitator stand-in (docs/protocol.md §9). */
       readonly facilitator?: boolean
     } = {}
   ): Promise<AttestorClient> {

@@ -1,6 +1,6 @@
 /**
  * A private devnet for end-to-end tests that speak to the relayer over HTTP the way an outside
- * client does (viem, PROTOCOL.md and the deployment file): `VaultDevnet` is anvil with the
+ * client does (viem, docs/protocol.md and the deployment file): `VaultDevnet` is anvil with the
  * reference contracts and the chain helpers the tests share (funding accounts, registering them,
  * reading vault state, signing messages, mining); `RelayerDevnet` adds the relayer running in this
  * process and the HTTP helpers (posting, quoting, waiting for a transaction and for
