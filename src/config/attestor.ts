@@ -12,6 +12,7 @@ import {
   addressOr,
   type IndexerTuningSettings,
   indexerTuningSettings,
+  oneOf,
   optionalDeployment,
   optionalSecret,
   positiveInt,
@@ -320,19 +321,13 @@ const publicUrl = Config.option(Config.string("PUBLIC_URL")).pipe(
 )
 
 /** At least 16 bytes of hex: the pepper decides every salt, so a short one is refused. */
-const pepper = Config.redacted(
-  Config.string("PEPPER").pipe(
-    Config.mapOrFail((s) => {
-      const hex = s.startsWith("0x") ? s.slice(2) : s
-      return /^(?:[0-9a-fA-F]{2}){16,}$/.test(hex)
-        ? Either.right(s)
-        : Either.left(ConfigError.InvalidData([], "expected at least 16 bytes of hex"))
-    })
-  )
-).pipe(
-  Config.map((r) => {
-    const raw = Redacted.value(r)
-    return Redacted.make(Uint8Array.from(Buffer.from(raw.startsWith("0x") ? raw.slice(2) : raw, "hex")))
+/** `PEPPER`: at least 16 bytes of hex. Wrapped only after validation, so a refusal says why (never the value). */
+const pepper = Config.string("PEPPER").pipe(
+  Config.mapOrFail((s) => {
+    const hex = s.startsWith("0x") ? s.slice(2) : s
+    return /^(?:[0-9a-fA-F]{2}){16,}$/.test(hex)
+      ? Either.right(Redacted.make(Uint8Array.from(Buffer.from(hex, "hex"))))
+      : Either.left(ConfigError.InvalidData([], "must be at least 16 bytes of hex"))
   })
 )
 
@@ -404,11 +399,9 @@ export const loadAttestorSettings = Effect.gen(function* () {
       }),
       timeoutMs: positiveInt("HANDLE_LOOKUP_TIMEOUT_MS", 5_000, 60_000)
     }),
-    handleLookupMode: Config.literal(
-      "paid",
-      "off",
-      "free"
-    )("HANDLE_LOOKUP_MODE").pipe(Config.withDefault("off"))
+    handleLookupMode: oneOf("HANDLE_LOOKUP_MODE", ["off", "free", "paid"] as const).pipe(
+      Config.withDefault("off" as const)
+    )
   })
   const indexerStartBlock = Option.getOrElse(
     Option.orElse(startBlockSetting, () => Option.map(deployment, (d) => d.startBlock)),

@@ -82,6 +82,18 @@ export const optionalSecret = (name: string): Config.Config<Option.Option<Redact
     )
   )
 
+/** One of a few words; a refusal lists every one of them. */
+export const oneOf = <const A extends string>(name: string, allowed: ReadonlyArray<A>): Config.Config<A> =>
+  Config.string(name).pipe(
+    Config.mapOrFail((s) =>
+      (allowed as ReadonlyArray<string>).includes(s)
+        ? Either.right(s as A)
+        : Either.left(
+            ConfigError.InvalidData([], `expected one of ${allowed.join(", ")} (got "${s.slice(0, 40)}")`)
+          )
+    )
+  )
+
 /** Optional 32-byte private key in hex. */
 export const privateKey = (name: string): Config.Config<Redacted.Redacted<`0x${string}`>> =>
   Config.string(name).pipe(
@@ -151,8 +163,12 @@ const leaves = (e: ConfigError.ConfigError): Array<string> => {
     case "And":
     case "Or":
       return [...leaves(e.left), ...leaves(e.right)]
-    case "InvalidData":
     case "MissingData":
+      // Effect's own wording ("Expected X to exist in the process context") says less than this.
+      return [
+        `${e.path.join(".") || "setting"}: ${/^Expected .* to exist/.test(e.message) ? "required, not set" : e.message}`
+      ]
+    case "InvalidData":
     case "SourceUnavailable":
     case "Unsupported":
       return [`${e.path.join(".") || "setting"}: ${e.message}`]

@@ -74,59 +74,76 @@ const formatNumber = (n: number | bigint) =>
           ? "-Inf"
           : String(n)
 
-/** Prometheus text format 0.0.4 of a metric snapshot. */
+/** One labelled series of a family: its lines in exposition order (a histogram's buckets ascending). */
+interface Series {
+  readonly labels: string
+  readonly lines: Array<string>
+}
+
+/**
+ * Prometheus text format 0.0.4 of a metric snapshot: families by name, each series by its labels,
+ * a histogram's buckets ascending with `+Inf` last. A counter that may go down (Effect's
+ * non-incremental counters, such as `effect_fiber_active`) is a gauge.
+ */
 export const renderPrometheus = (pairs: ReadonlyArray<MetricPair.MetricPair.Untyped>): string => {
-  const families = new Map<string, { help: string | undefined; type: string; lines: Array<string> }>()
-  const family = (name: string, type: string, help: string | undefined) => {
+  const families = new Map<string, { help: string | undefined; type: string; series: Array<Series> }>()
+  const series = (name: string, type: string, help: string | undefined, labels: string) => {
     let f = families.get(name)
     if (f === undefined) {
-      f = { help, type, lines: [] }
+      f = { help, type, series: [] }
       families.set(name, f)
     }
-    return f
+    const one: Series = { labels, lines: [] }
+    f.series.push(one)
+    return one.lines
   }
   for (const pair of pairs) {
     const name = sanitizeName(pair.metricKey.name)
     const help = Option.getOrUndefined(pair.metricKey.description)
     const labels = pair.metricKey.tags.map((t) => [t.key, t.value] as const)
+    const key = labelText(labels)
     const state = pair.metricState
     if (MetricState.isCounterState(state)) {
-      family(name, "counter", help).lines.push(`${name}${labelText(labels)} ${formatNumber(state.count)}`)
+      const keyType = pair.metricKey.keyType as { readonly incremental?: boolean }
+      series(name, keyType.incremental === false ? "gauge" : "counter", help, key).push(
+        `${name}${key} ${formatNumber(state.count)}`
+      )
     } else if (MetricState.isGaugeState(state)) {
-      family(name, "gauge", help).lines.push(`${name}${labelText(labels)} ${formatNumber(state.value)}`)
+      series(name, "gauge", help, key).push(`${name}${key} ${formatNumber(state.value)}`)
     } else if (MetricState.isHistogramState(state)) {
-      const f = family(name, "histogram", help)
-      // Effect's histogram buckets are already cumulative counts per upper bound.
-      for (const [bound, count] of state.buckets) {
-        const le = bound === Number.POSITIVE_INFINITY ? "+Inf" : String(bound)
-        f.lines.push(`${name}_bucket${labelText([...labels, ["le", le]])} ${count}`)
-      }
-      if (!state.buckets.some(([bound]) => bound === Number.POSITIVE_INFINITY)) {
-        f.lines.push(`${name}_bucket${labelText([...labels, ["le", "+Inf"]])} ${state.count}`)
-      }
-      f.lines.push(`${name}_sum${labelText(labels)} ${formatNumber(state.sum)}`)
-      f.lines.push(`${name}_count${labelText(labels)} ${state.count}`)
+      const lines = series(name, "histogram", help, key)
+      // Effect's histogram buckets are cumulative counts per upper bound.
+      const buckets = [...state.buckets]
+        .filter(([bound]) => bound !== Number.POSITIVE_INFINITY)
+        .sort(([a], [b]) => a - b)
+      for (const [bound, count] of buckets)
+        lines.push(`${name}_bucket${labelText([...labels, ["le", String(bound)]])} ${count}`)
+      lines.push(`${name}_bucket${labelText([...labels, ["le", "+Inf"]])} ${state.count}`)
+      lines.push(`${name}_sum${key} ${formatNumber(state.sum)}`)
+      lines.push(`${name}_count${key} ${state.count}`)
     } else if (MetricState.isFrequencyState(state)) {
-      const f = family(name, "counter", help)
-      for (const [key, count] of state.occurrences) {
-        f.lines.push(`${name}${labelText([...labels, ["key", key]])} ${count}`)
+      for (const [occurrence, count] of state.occurrences) {
+        const withKey = labelText([...labels, ["key", occurrence]])
+        series(name, "counter", help, withKey).push(`${name}${withKey} ${count}`)
       }
     } else if (MetricState.isSummaryState(state)) {
-      const f = family(name, "summary", help)
+      const lines = series(name, "summary", help, key)
       for (const [q, value] of state.quantiles) {
-        f.lines.push(
+        lines.push(
           `${name}${labelText([...labels, ["quantile", String(q)]])} ${formatNumber(Option.getOrElse(value, () => Number.NaN))}`
         )
       }
-      f.lines.push(`${name}_sum${labelText(labels)} ${formatNumber(state.sum)}`)
-      f.lines.push(`${name}_count${labelText(labels)} ${state.count}`)
+      lines.push(`${name}_sum${key} ${formatNumber(state.sum)}`)
+      lines.push(`${name}_count${key} ${state.count}`)
     }
   }
   const out: Array<string> = []
   for (const [name, f] of [...families.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    if (f.help !== undefined) out.push(`# HELP ${name} ${f.help.replace(/\n/g, " ")}`)
+    if (f.help !== undefined)
+      out.push(`# HELP ${name} ${f.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}`)
     out.push(`# TYPE ${name} ${f.type}`)
-    out.push(...f.lines.sort())
+    for (const one of f.series.sort((a, b) => (a.labels < b.labels ? -1 : a.labels > b.labels ? 1 : 0)))
+      out.push(...one.lines)
   }
   return `${out.join("\n")}\n`
 }

@@ -115,7 +115,7 @@ describe("relayer settings", () => {
   it("names a missing hot key", () => {
     const { RELAYER_PRIVATE_KEY: _, ...rest } = minimal
     expect(failure(load(loadRelayerSettings, rest))).toMatch(
-      /RELAYER_PRIVATE_KEY: Expected RELAYER_PRIVATE_KEY to exist/
+      /^RELAYER_PRIVATE_KEY: required, not set$/
     )
   })
 

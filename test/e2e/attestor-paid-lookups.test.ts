@@ -25,6 +25,7 @@ import { testTokenAbi } from "../../contracts/abi.js"
 import { devnetAccount } from "../../contracts/deploy.js"
 import { publicHandleDomain, publicHandleTypes } from "../../schema/eip712.js"
 import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY_ADDRESS } from "../../src/devnet/x402.js"
+import { parsePrometheus } from "../support/prometheus.js"
 import { type PaymentOverrides, signPermit2Payment } from "../support/x402Payer.js"
 import { AttestorClient } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
@@ -351,5 +352,7 @@ describe("paid handle lookups", () => {
         new RegExp(`attestor_lookup_payments_total\\{[^}]*outcome="${outcome}"[^}]*\\} [1-9]`)
       )
     for (const secret of ["dev42", "dev7", "nosuchuser"]) expect(text).not.toContain(secret)
+    // And a scraper reads all of it.
+    expect(parsePrometheus(text).get("attestor_lookup_payments_total")?.type).toBe("counter")
   })
 })

@@ -4,6 +4,7 @@
  * default it serves /v1/info, a commitment and an OpenAPI document listing every endpoint it has.
  */
 import { mkdtempSync, writeFileSync } from "node:fs"
+import { type AddressInfo, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -73,6 +74,67 @@ describe("attestor process", () => {
       expect(lines[0]).toMatch(line)
     }
   )
+
+  const PEPPER_OK = `0x${"33".repeat(32)}`
+  it.each([
+    ["PEPPER missing", { PEPPER: undefined }, /^attestor: invalid settings: PEPPER: required, not set$/],
+    [
+      "PEPPER too short",
+      { PEPPER: "0x1234" },
+      /^attestor: invalid settings: PEPPER: must be at least 16 bytes of hex$/
+    ],
+    [
+      "an unknown LOG_LEVEL",
+      { LOG_LEVEL: "verbose" },
+      /^attestor: invalid settings: LOG_LEVEL: expected one of all, trace, debug, info, warn, error, fatal, off \(got "verbose"\)$/
+    ],
+    [
+      "an unknown HANDLE_LOOKUP_MODE",
+      { HANDLE_LOOKUP_MODE: "sometimes" },
+      /^attestor: invalid settings: HANDLE_LOOKUP_MODE: expected one of off, free, paid \(got "sometimes"\)$/
+    ]
+  ] as const)(
+    "stops with one line naming the setting and the reason: %s",
+    { timeout: PROCESS_TIMEOUT },
+    async (label, extra, line) => {
+      const env: Record<string, string> = {
+        ...settings(`refused-${label.replace(/\W+/g, "-")}`),
+        PEPPER: PEPPER_OK
+      }
+      for (const [name, value] of Object.entries(extra)) {
+        if (value === undefined) delete env[name]
+        else env[name] = value
+      }
+      const service = startService("attestor", env)
+      running.push(service)
+      expect(await service.exited).toBe(1)
+      const lines = service.stderr().trim().split("\n")
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(line)
+    }
+  )
+
+  it("names a busy port and stops with one line", { timeout: PROCESS_TIMEOUT }, async () => {
+    const blocker = createServer()
+    const port = await new Promise<number>((resolve) =>
+      blocker.listen(0, "127.0.0.1", () => resolve((blocker.address() as AddressInfo).port))
+    )
+    try {
+      const service = startService("attestor", {
+        ...settings("busy-port"),
+        HOST: "127.0.0.1",
+        PORT: String(port)
+      })
+      running.push(service)
+      expect(await service.exited).toBe(1)
+      const lines = service.stderr().trim().split("\n")
+      expect(lines).toEqual([
+        `attestor: failed to start: port 127.0.0.1:${port} is already in use (PORT, HOST): stop whatever listens there or choose another port`
+      ])
+    } finally {
+      blocker.close()
+    }
+  })
 
   it("serves /v1/info, a commitment and its OpenAPI document", { timeout: PROCESS_TIMEOUT }, async () => {
     const service = startService("attestor", settings("served"))

@@ -1,0 +1,60 @@
+/**
+ * The metrics text both services serve is valid Prometheus exposition (src/http/metrics.ts): a
+ * scraper's strict reading of it accepts it, histogram buckets come ascending with `+Inf` last,
+ * and a counter that can go down is typed gauge.
+ */
+import { Effect, Metric, MetricBoundaries } from "effect"
+import { describe, expect, it } from "vitest"
+import { counter, prometheusText, renderPrometheus } from "../../src/http/metrics.js"
+import { parsePrometheus } from "../support/prometheus.js"
+
+describe("the metrics exposition", () => {
+  it("orders a histogram's buckets ascending, +Inf last, and types a counter that goes down as gauge", async () => {
+    const latency = Metric.histogram(
+      "test_latency_seconds",
+      MetricBoundaries.fromIterable([0.5, 10, 2.5, 0.001, 1]),
+      "latency"
+    )
+    const requests = counter("test_requests_total", "requests")
+    const active = Metric.counter("test_active", { description: "up and down" })
+    const text = await Effect.runPromise(
+      Effect.gen(function* () {
+        for (const seconds of [0.0005, 0.7, 3, 20]) {
+          yield* Metric.update(Metric.tagged(latency, "route", "/v1/b"), seconds)
+          yield* Metric.update(Metric.tagged(latency, "route", "/v1/a"), seconds / 2)
+        }
+        yield* Metric.increment(Metric.tagged(requests, "code", "ok"))
+        yield* Metric.incrementBy(active, 3)
+        yield* Metric.incrementBy(active, -1)
+        return renderPrometheus(yield* Metric.snapshot)
+      })
+    )
+    const families = parsePrometheus(text)
+    expect(families.get("test_latency_seconds")?.type).toBe("histogram")
+    expect(families.get("test_requests_total")?.type).toBe("counter")
+    expect(families.get("test_active")?.type).toBe("gauge")
+    const buckets = (families.get("test_latency_seconds")?.samples ?? [])
+      .filter((s) => s.name === "test_latency_seconds_bucket" && s.labels.route === "/v1/b")
+      .map((s) => [s.labels.le, s.value])
+    expect(buckets).toEqual([
+      ["0.001", 1],
+      ["0.5", 1],
+      ["1", 2],
+      ["2.5", 2],
+      ["10", 3],
+      ["+Inf", 4]
+    ])
+  })
+
+  it("the process's whole exposition reads, Effect's own fiber metrics included", async () => {
+    const families = parsePrometheus(await Effect.runPromise(prometheusText))
+    expect(families.get("effect_fiber_active")?.type ?? "gauge").toBe("gauge")
+  })
+
+  it("the reader refuses what a scraper would refuse", () => {
+    expect(() => parsePrometheus("x_total 1\n")).toThrow(/no # TYPE/)
+    expect(() =>
+      parsePrometheus('# TYPE h histogram\nh_bucket{le="+Inf"} 2\nh_bucket{le="1"} 1\nh_sum 3\nh_count 2\n')
+    ).toThrow(/\+Inf is not the last|not ascending/)
+  })
+})
