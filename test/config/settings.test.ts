@@ -114,9 +114,7 @@ describe("relayer settings", () => {
 
   it("names a missing hot key", () => {
     const { RELAYER_PRIVATE_KEY: _, ...rest } = minimal
-    expect(failure(load(loadRelayerSettings, rest))).toMatch(
-      /^RELAYER_PRIVATE_KEY: required, not set$/
-    )
+    expect(failure(load(loadRelayerSettings, rest))).toMatch(/^RELAYER_PRIVATE_KEY: required, not set$/)
   })
 
   it("never echoes a bad private key", () => {
