@@ -160,8 +160,7 @@ const buildArgs = (options: AnvilOptions, port: number, chainId: number): string
     "--mnemonic",
     options.mnemonic ?? ANVIL_MNEMONIC,
     "--accounts",
-    String(options.accounts ?? 10),
-    "--silent"
+    String(options.accounts ?? 10)
   ]
   if (options.balance !== undefined) args.push("--balance", String(options.balance))
   if (options.noMining === true) args.push("--no-mining")
@@ -193,9 +192,14 @@ const attempt = async (
   installExitHook()
 
   // Keep a short tail of output for error messages; draining the pipes keeps anvil from blocking.
+  // "Listening on host:port" is this child's own word that it holds the port: another node that
+  // got the port first would answer eth_chainId just the same.
+  const listeningLine = `Listening on ${ANVIL_HOST}:${port}`
   let output = ""
+  let listening = false
   const collect = (chunk: Buffer): void => {
     output = (output + chunk.toString("utf8")).slice(-4000)
+    if (!listening && output.includes(listeningLine)) listening = true
   }
   child.stdout?.on("data", collect)
   child.stderr?.on("data", collect)
@@ -224,7 +228,7 @@ const attempt = async (
       if (/address already in use/i.test(output)) return { portTaken: true }
       throw new AnvilStartError({ message: `anvil exited during startup: ${output.trim() || "no output"}` })
     }
-    const answered = await queryChainId(rpcUrl)
+    const answered = listening ? await queryChainId(rpcUrl) : undefined
     if (answered !== undefined && child.exitCode === null) {
       if (answered !== chainId) {
         killTree(child, "SIGKILL")
