@@ -6,6 +6,7 @@
  * (on a paid 200) are set by the handlers and the renderer.
  */
 import { Schema } from "effect"
+import { Wire } from "../../../schema/errors.js"
 
 export const PaymentHeaders = Schema.Struct({
   "payment-signature": Schema.optional(
@@ -15,3 +16,14 @@ export const PaymentHeaders = Schema.Struct({
     })
   )
 })
+
+/** What a route that may look a handle up refuses, in the order the flow can refuse it. */
+export const handleLookupRefusals = [
+  Wire.BadRequest,
+  Wire.Unsupported,
+  Wire.PaymentRequired,
+  Wire.PaymentFailed,
+  Wire.NotFound,
+  Wire.RateLimited,
+  Wire.Unavailable
+] as const

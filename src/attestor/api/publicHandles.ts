@@ -1,22 +1,13 @@
 /** `POST /v1/public-handle` (docs/attestor.md §2 PublicHandle response, docs/protocol.md §10 "Public handle"). */
 import { HttpApiGroup } from "@effect/platform"
 import { PublicHandleRequest, PublicHandleResponse } from "../../../schema/attestor.js"
-import { Wire } from "../../../schema/errors.js"
 import { type ErrorOf, postEndpoint } from "../../http/declare.js"
-import { PaymentHeaders } from "./payment.js"
+import { handleLookupRefusals, PaymentHeaders } from "./payment.js"
 
 export const publicHandleEndpoint = postEndpoint("publicHandle", "/v1/public-handle", {
   payload: PublicHandleRequest,
   success: PublicHandleResponse,
-  errors: [
-    Wire.BadRequest,
-    Wire.Unsupported,
-    Wire.PaymentRequired,
-    Wire.PaymentFailed,
-    Wire.NotFound,
-    Wire.RateLimited,
-    Wire.Unavailable
-  ]
+  errors: handleLookupRefusals
 }).setHeaders(PaymentHeaders)
 
 export type PublicHandleError = ErrorOf<typeof publicHandleEndpoint>
