@@ -99,10 +99,9 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly publicUrl: string
 }
 
-/** An http(s) URL setting with a default. */
-const endpointUrl = (name: string, defaultValue: string) =>
+/** An http(s) URL setting (`{client_id}` may stand in a provider's URL template). */
+const httpUrl = (name: string) =>
   Config.string(name).pipe(
-    Config.withDefault(defaultValue),
     Config.mapOrFail((s) => {
       try {
         const parsed = new URL(s.replace("{client_id}", "client_id"))
@@ -113,6 +112,10 @@ const endpointUrl = (name: string, defaultValue: string) =>
       }
     })
   )
+
+/** An http(s) URL setting with a default. */
+const endpointUrl = (name: string, defaultValue: string) =>
+  httpUrl(name).pipe(Config.withDefault(defaultValue))
 
 /**
  * Paid handle lookups (docs/attestor.md §4 "Paid handle lookup flow", docs/protocol.md §10): the price
@@ -180,17 +183,7 @@ const paidLookupSettings = (
             })
       )
     const rest = yield* Config.all({
-      facilitatorUrl: Config.string("FACILITATOR_URL").pipe(
-        Config.mapOrFail((s) => {
-          try {
-            const parsed = new URL(s)
-            if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error()
-            return Either.right(s.replace(/\/+$/, ""))
-          } catch {
-            return Either.left(ConfigError.InvalidData([], "expected an http(s) URL"))
-          }
-        })
-      ),
+      facilitatorUrl: httpUrl("FACILITATOR_URL").pipe(Config.map((url) => url.replace(/\/+$/, ""))),
       facilitatorToken: optionalSecret("FACILITATOR_TOKEN"),
       facilitatorTimeoutMs: positiveInt("FACILITATOR_TIMEOUT_MS", 30_000, 300_000),
       amount: atomicAmount("HANDLE_LOOKUP_PRICE"),

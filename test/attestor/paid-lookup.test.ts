@@ -14,6 +14,7 @@ import {
   encodePaymentSignatureHeader
 } from "@x402/core/http"
 import { Effect, Either, Layer, Logger, Option } from "effect"
+import { resolveHandle } from "../../src/attestor/handles/HandleLookups.js"
 import type { Resolve } from "../../src/attestor/handles/resolvers.js"
 import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { paidLookup } from "../../src/attestor/payments/paidLookup.js"
@@ -95,7 +96,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
         publicUrl: "http://127.0.0.1:8081",
         facilitator: facilitator.client,
         store,
-        resolvers
+        resolve: resolveHandle(resolvers)
       })
       return { lookup, calls: facilitator.calls, store }
     })

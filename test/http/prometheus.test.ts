@@ -3,7 +3,7 @@
  * scraper's strict reading of it accepts it, histogram buckets come ascending with `+Inf` last,
  * and a counter that can go down is typed gauge.
  */
-import { Effect, Metric, MetricBoundaries } from "effect"
+import { Effect, Fiber, Metric, MetricBoundaries, RuntimeFlags, RuntimeFlagsPatch } from "effect"
 import { describe, expect, it } from "vitest"
 import { counter, prometheusText, renderPrometheus } from "../../src/http/metrics.js"
 import { parsePrometheus } from "../support/prometheus.js"
@@ -47,8 +47,15 @@ describe("the metrics exposition", () => {
   })
 
   it("the process's whole exposition reads, Effect's own fiber metrics included", async () => {
+    // Fibers run under runtime metrics so that effect_fiber_active, a counter that goes down, exists.
+    await Effect.runPromise(
+      Effect.forkDaemon(Effect.void).pipe(
+        Effect.flatMap(Fiber.join),
+        Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.RuntimeMetrics))
+      )
+    )
     const families = parsePrometheus(await Effect.runPromise(prometheusText))
-    expect(families.get("effect_fiber_active")?.type ?? "gauge").toBe("gauge")
+    expect(families.get("effect_fiber_active")?.type).toBe("gauge")
   })
 
   it("the reader refuses what a scraper would refuse", () => {

@@ -36,10 +36,10 @@ type Resolvers = Partial<Readonly<Record<LookupPlatform, Resolve>>>
 const unsupportedPlatform = (platform: LookupPlatform) =>
   new Unsupported({ message: `${platform} handles cannot be looked up here: send the numeric userId` })
 
-/** `free`: each handle resolved with its platform's directory. */
-export const freeLookups =
-  (resolvers: Resolvers): HandleLookup =>
-  (platform, handle) => {
+/** A handle's user id from its platform's directory: 404 when it has none, 503 when it cannot say. */
+export const resolveHandle =
+  (resolvers: Resolvers) =>
+  (platform: LookupPlatform, handle: string): Effect.Effect<string, Unsupported | NotFound | Unavailable> => {
     const resolve = resolvers[platform]
     if (resolve === undefined) return Effect.fail(unsupportedPlatform(platform))
     return resolve(handle).pipe(
@@ -47,11 +47,18 @@ export const freeLookups =
       Effect.flatMap(
         Option.match({
           onNone: () => Effect.fail(new NotFound({ message: HANDLE_NOT_FOUND })),
-          onSome: (userId) => Effect.succeed({ userId, paymentResponse: undefined })
+          onSome: Effect.succeed
         })
       )
     )
   }
+
+/** `free`: each handle resolved with its platform's directory, no payment. */
+export const freeLookups = (resolvers: Resolvers): HandleLookup => {
+  const resolve = resolveHandle(resolvers)
+  return (platform, handle) =>
+    Effect.map(resolve(platform, handle), (userId) => ({ userId, paymentResponse: undefined }))
+}
 
 /** The x402 facilitator of the settings: per-request timeout, and its bearer token when one is set. */
 export const facilitatorClient = (settings: PaidLookupSettings): HTTPFacilitatorClient =>
@@ -108,7 +115,7 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
         publicUrl: settings.publicUrl,
         facilitator,
         store: yield* PaymentStore,
-        resolvers
+        resolve: resolveHandle(resolvers)
       })
       return {
         lookup: (platform, handle, paymentSignature) =>

@@ -19,12 +19,18 @@
  */
 import type { FacilitatorClient } from "@x402/core/http"
 import { type PaymentPayload, type PaymentRequirements, SettleError, VerifyError } from "@x402/core/types"
-import { Effect, Either, Metric, Option } from "effect"
+import { Effect, Either, Metric } from "effect"
 import type { LookupPlatform } from "../../../schema/attestor.js"
-import { NotFound, PaymentFailed, PaymentRequired, Unavailable } from "../../../schema/errors.js"
-import type { Resolve } from "../handles/resolvers.js"
+import {
+  type NotFound,
+  PaymentFailed,
+  PaymentRequired,
+  Unavailable,
+  type Unsupported
+} from "../../../schema/errors.js"
 import { lookupPayment } from "../metrics.js"
 import type { PaymentStoreShape } from "./PaymentStore.js"
+import { FACILITATOR_UNAVAILABLE } from "./quote.js"
 import {
   lookupResource,
   paymentRequiredHeader,
@@ -39,18 +45,20 @@ export interface PaidLookupConfig {
   readonly publicUrl: string
   readonly facilitator: FacilitatorClient
   readonly store: PaymentStoreShape
-  readonly resolvers: Partial<Readonly<Record<LookupPlatform, Resolve>>>
+  /** The handle's user id, or why not: the same resolution free lookups use (`resolveHandle`). */
+  readonly resolve: (
+    platform: LookupPlatform,
+    handle: string
+  ) => Effect.Effect<string, NotFound | Unavailable | Unsupported>
 }
 
-export type PaidLookupError = PaymentRequired | PaymentFailed | NotFound | Unavailable
+export type PaidLookupError = PaymentRequired | PaymentFailed | NotFound | Unavailable | Unsupported
 
 export interface PaidLookupResult {
   readonly userId: string
   /** The `PAYMENT-RESPONSE` header of the answer. */
   readonly paymentResponse: string
 }
-
-const FACILITATOR_UNAVAILABLE = "the payment facilitator is not answering: try again later"
 
 export const paidLookup =
   (config: PaidLookupConfig) =>
@@ -126,21 +134,8 @@ export const paidLookup =
       }
       yield* store.mark(authorization, "authorized")
 
-      const resolve = config.resolvers[platform]
-      const found = yield* (
-        resolve === undefined
-          ? Effect.fail(new Unavailable({ message: "this platform's handles cannot be looked up here" }))
-          : resolve(handle).pipe(
-              Effect.mapError(
-                () =>
-                  new Unavailable({ message: "the platform's directory is not answering: try again later" })
-              )
-            )
-      ).pipe(Effect.tapError(() => spent("failed")))
-      if (Option.isNone(found)) {
-        yield* spent("failed")
-        return yield* Effect.fail(new NotFound({ message: "no user has this handle on this platform" }))
-      }
+      // Not found, or a directory that cannot say: nothing is settled, the authorization is spent.
+      const userId = yield* config.resolve(platform, handle).pipe(Effect.tapError(() => spent("failed")))
 
       const settled = yield* Effect.tryPromise({
         try: () => facilitator.settle(payload, requirements),
@@ -157,5 +152,5 @@ export const paidLookup =
         return yield* Effect.fail(new PaymentFailed({ message: "the payment could not be settled" }))
       }
       yield* recorded("settled", settled.transaction)
-      return { userId: found.value, paymentResponse: paymentResponseHeader(settled) }
+      return { userId, paymentResponse: paymentResponseHeader(settled) }
     })

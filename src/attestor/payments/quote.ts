@@ -8,7 +8,7 @@
 import type { FacilitatorClient } from "@x402/core/http"
 import type { PaymentRequirements, SupportedResponse } from "@x402/core/types"
 import { Effect, Option } from "effect"
-import { type Address, getAddress, isAddress } from "viem"
+import { type Address, erc20Abi, getAddress, isAddress } from "viem"
 import { Unavailable } from "../../../schema/errors.js"
 import { keptOnceRead } from "../../background/once.js"
 import type { ChainClientShape } from "../../chain/ChainClient.js"
@@ -63,13 +63,6 @@ const eip5267Abi = [
       { name: "salt", type: "bytes32" },
       { name: "extensions", type: "uint256[]" }
     ]
-  },
-  {
-    type: "function",
-    name: "name",
-    stateMutability: "view",
-    inputs: [],
-    outputs: [{ name: "", type: "string" }]
   }
 ] as const
 
@@ -86,7 +79,7 @@ const assetDomain = (
   if (Option.isSome(settings.assetName) && Option.isSome(settings.assetVersion))
     return Effect.succeed({ name: settings.assetName.value, version: settings.assetVersion.value })
   const fromName = Effect.suspend(() =>
-    Effect.map(chain.readContract({ address: asset, abi: eip5267Abi, functionName: "name" }), (name) => ({
+    Effect.map(chain.readContract({ address: asset, abi: erc20Abi, functionName: "name" }), (name) => ({
       name,
       version: "1"
     }))

@@ -1,0 +1,70 @@
+/**
+ * The lookups of each `HANDLE_LOOKUP_MODE` (src/attestor/handles/HandleLookups.ts) before any
+ * payment step: in `paid` mode a platform without a directory here (microblog without its bearer
+ * token) is 400 `unsupported` before a challenge, so nobody is asked to pay for a lookup that
+ * cannot happen; a platform with one is 503 while the facilitator cannot quote; `off` refuses every
+ * handle. The payment store is never touched (it dies if it is).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
+import { HandleLookups } from "../../src/attestor/handles/HandleLookups.js"
+import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
+import { ChainId } from "../../src/chain/chainId.js"
+import { mockChainClient } from "../../src/chain/MockChainClient.js"
+import { AttestorSettings } from "../../src/config/attestor.js"
+
+const base = {
+  RPC_URL: "http://127.0.0.1:1",
+  FEE_VAULT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  SETTLEMENT_ASSET: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+  CHAIN_ID: "31337",
+  ATTESTOR_PRIVATE_KEY: `0x${"11".repeat(32)}`,
+  HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
+  PEPPER: `0x${"33".repeat(32)}`,
+  // Directories that would answer nothing: no lookup here may reach one.
+  CODEHOST_API_URL: "http://127.0.0.1:9",
+  FEDSOCIAL_FNAMES_URL: "http://127.0.0.1:9"
+}
+
+const paid = {
+  HANDLE_LOOKUP_MODE: "paid",
+  // Nothing listens there: the quote cannot be read.
+  FACILITATOR_URL: "http://127.0.0.1:9",
+  FACILITATOR_TIMEOUT_MS: "2000",
+  HANDLE_LOOKUP_PRICE: "10000000000000000",
+  HANDLE_LOOKUP_PAY_TO: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+  HANDLE_LOOKUP_ASSET_DECIMALS: "18",
+  HANDLE_LOOKUP_ASSET_SYMBOL: "USDT",
+  HANDLE_LOOKUP_ASSET_NAME: "Tether USD",
+  HANDLE_LOOKUP_ASSET_VERSION: "1"
+}
+
+const lookupsWith = (env: Record<string, string>) =>
+  HandleLookups.layer.pipe(
+    Layer.provide(Layer.mergeAll(mockChainClient({}), ChainId.known(31337), PaymentStore.unused)),
+    Layer.provide(AttestorSettings.layer),
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
+    Layer.provide(Logger.minimumLogLevel(LogLevel.None))
+  )
+
+describe("handle lookups before any payment", () => {
+  it.scoped("paid: a platform without a directory is 400 unsupported, before any challenge", () =>
+    Effect.gen(function* () {
+      const { lookup } = yield* HandleLookups
+      const refused = yield* Effect.flip(lookup("microblog", "dev42", undefined))
+      expect(refused._tag).toBe("Unsupported")
+      expect(refused.message).toMatch(/send the numeric userId/)
+      // A platform with a directory asks for the quote first: the facilitator is down, so 503.
+      const unquoted = yield* Effect.flip(lookup("codehost", "dev7", undefined))
+      expect(unquoted._tag).toBe("Unavailable")
+    }).pipe(Effect.provide(lookupsWith({ ...base, ...paid })))
+  )
+
+  it.scoped("off: every handle is 400 unsupported", () =>
+    Effect.gen(function* () {
+      const { lookup } = yield* HandleLookups
+      for (const platform of ["microblog", "codehost", "fedsocial"] as const)
+        expect((yield* Effect.flip(lookup(platform, "dev7", undefined)))._tag).toBe("Unsupported")
+    }).pipe(Effect.provide(lookupsWith(base)))
+  )
+})
