@@ -182,15 +182,17 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
       verifiedHead = plan.verifiedHead
     })
 
-  /** The work that allocates nonces or sends, done holding the key. */
-  const maintain = (s: Sender, taken: ReadonlySet<string>) =>
+  /**
+   * The work that allocates nonces or sends, done holding the key. The nonces are read again under
+   * the lock; the fee estimate is the round's own, read moments before.
+   */
+  const maintain = (s: Sender, taken: ReadonlySet<string>, estimate: Fees) =>
     Effect.gen(function* () {
-      const [live, latest, chainNext, estimate] = yield* Effect.all(
+      const [live, latest, chainNext] = yield* Effect.all(
         [
           store.pending(s),
           chain.getTransactionCount(address, "latest"),
-          chain.getTransactionCount(address, "pending"),
-          chain.estimateFeesPerGas
+          chain.getTransactionCount(address, "pending")
         ],
         { concurrency: "unbounded" }
       )
@@ -248,7 +250,7 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
     for (const { tx, mined } of plan.settle) yield* settle(tx, mined)
     suspects = plan.suspects
     yield* Metric.set(metrics.pendingTransactions, plan.stillPending)
-    if (plan.maintain) yield* withLock(maintain(s, plan.taken))
+    if (plan.maintain) yield* withLock(maintain(s, plan.taken, fees))
   })
 
   return {
