@@ -189,7 +189,8 @@ export const makeSenderCore = (options: {
             return Option.some<Mined>({
               attempt,
               outcome: minedOutcome(attempt, receipt.value.status),
-              blockNumber: receipt.value.blockNumber
+              blockNumber: receipt.value.blockNumber,
+              blockHash: receipt.value.blockHash
             })
           }
         }

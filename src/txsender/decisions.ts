@@ -43,6 +43,7 @@ export interface Mined {
   readonly attempt: StoredAttempt
   readonly outcome: MinedOutcome
   readonly blockNumber: bigint
+  readonly blockHash: Hex
 }
 
 /** A mined no-op replacement means the transaction itself did not happen: `cancelled`. */
@@ -356,6 +357,36 @@ export interface MinedPlan {
   readonly verifiedHead: Hex | undefined
 }
 
+/**
+ * The blocks whose hash, read once each, tells where a round's mined transactions are: those that
+ * recorded the hash of their block and are not above the head.
+ */
+export const blocksToVerify = (mined: ReadonlyArray<StoredTx>, head: bigint): ReadonlyArray<bigint> => [
+  ...new Set(
+    mined.flatMap((tx) =>
+      tx.minedBlockHash !== null && tx.blockNumber !== null && tx.blockNumber <= head ? [tx.blockNumber] : []
+    )
+  )
+]
+
+/**
+ * Where `tx` is mined, known without its receipt: the block at its height still has the hash its
+ * receipt named, so it holds what it held then (a block's hash commits to its transactions and
+ * receipts). None when that cannot be told this way: its receipt is looked up instead.
+ */
+export const stillWhereRecorded = (
+  tx: StoredTx,
+  blockHashes: ReadonlyMap<bigint, Hex>
+): Mined | undefined => {
+  if (tx.minedBlockHash === null || tx.blockNumber === null || tx.minedHash === null) return undefined
+  if (blockHashes.get(tx.blockNumber) !== tx.minedBlockHash) return undefined
+  const attempt = tx.attempts.find((a) => a.hash === tx.minedHash)
+  const outcome = tx.outcome
+  if (attempt === undefined || (outcome !== "success" && outcome !== "reverted" && outcome !== "cancelled"))
+    return undefined
+  return { attempt, outcome, blockNumber: tx.blockNumber, blockHash: tx.minedBlockHash }
+}
+
 export const planMinedRound = (round: MinedRound): MinedPlan => {
   const steps: Array<MinedStep> = []
   const vanishing = new Set<string>()
@@ -369,7 +400,8 @@ export const planMinedRound = (round: MinedRound): MinedPlan => {
     if (
       found.attempt.hash !== tx.minedHash ||
       found.blockNumber !== tx.blockNumber ||
-      found.outcome !== tx.outcome
+      found.outcome !== tx.outcome ||
+      (tx.minedBlockHash !== null && found.blockHash !== tx.minedBlockHash)
     ) {
       steps.push({ _tag: "Moved", tx, mined: found })
     }

@@ -10,6 +10,7 @@ import { Clock, Effect, Metric, Option } from "effect"
 import type { Hex } from "viem"
 import { type SenderCore, sendOutcome } from "./core.js"
 import {
+  blocksToVerify,
   dueForReplacement,
   type Mined,
   maxBig,
@@ -22,11 +23,15 @@ import {
   type ReceiptLookup,
   renonceNeedsSimulation,
   replacementNeedsSimulation,
-  replacementsOf
+  replacementsOf,
+  stillWhereRecorded
 } from "./decisions.js"
 import { type Fees, initialFees } from "./fees.js"
 import type { KeyLock } from "./lock.js"
-import type { Sender, StoredTx } from "./store.js"
+import type { MinedRecord, Sender, StoredTx } from "./store.js"
+
+/** Headers read at once when verifying where mined transactions are. */
+const VERIFY_CONCURRENCY = 8
 
 export interface MonitorSettings {
   readonly replaceAfterMs: number
@@ -47,10 +52,23 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
   /** Transactions whose skipped replacement was already counted, so each is counted once. */
   const skipReported = new Set<string>()
 
-  const settle = (tx: StoredTx, found: Mined) =>
+  const recordOf = (tx: StoredTx, found: Mined): MinedRecord => ({
+    txId: tx.id,
+    outcome: found.outcome,
+    hash: found.attempt.hash,
+    blockNumber: found.blockNumber,
+    blockHash: found.blockHash
+  })
+
+  /** Records a round's mined transactions in one statement. */
+  const settle = (settled: ReadonlyArray<{ readonly tx: StoredTx; readonly mined: Mined }>) =>
     store
-      .markMined(tx.id, found.outcome, found.attempt.hash, found.blockNumber)
-      .pipe(Effect.zipRight(metrics.recordSettled(found.outcome)))
+      .markMined(settled.map(({ tx, mined }) => recordOf(tx, mined)))
+      .pipe(
+        Effect.zipRight(
+          Effect.forEach(settled, ({ mined }) => metrics.recordSettled(mined.outcome), { discard: true })
+        )
+      )
 
   /** Someone else used the nonce of `tx`: sign it again at a free one, unless it need not happen. */
   const renonce = (s: Sender, tx: StoredTx, estimate: Fees) =>
@@ -146,8 +164,23 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
         .pipe(Effect.catchTag("BlockNotFound", () => Effect.succeed(undefined)))
       // Nothing to look at again while the head is the one everything was verified at.
       if (head === undefined || head.hash === verifiedHead) return
+      // One header per block instead of one receipt per transaction: a block whose hash is
+      // unchanged holds what it held (`stillWhereRecorded`); only the others are looked up.
+      const blockHashes = new Map<bigint, Hex>()
+      yield* Effect.forEach(
+        blocksToVerify(mined, head.number),
+        (blockNumber) =>
+          chain.getBlock({ blockNumber }).pipe(
+            Effect.tap((block) => Effect.sync(() => blockHashes.set(blockNumber, block.hash))),
+            Effect.catchTag("BlockNotFound", () => Effect.void)
+          ),
+        { concurrency: VERIFY_CONCURRENCY, discard: true }
+      )
       const lookups = new Map<string, Mined | undefined>()
-      for (const tx of mined) lookups.set(tx.id, Option.getOrUndefined(yield* core.findMined(tx)))
+      for (const tx of mined) {
+        const known = stillWhereRecorded(tx, blockHashes)
+        lookups.set(tx.id, known ?? Option.getOrUndefined(yield* core.findMined(tx)))
+      }
       const plan = planMinedRound({
         mined,
         head: { number: head.number, hash: head.hash },
@@ -155,6 +188,7 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
         vanishing,
         confirmations: settings.confirmations
       })
+      const confirmed: Array<string> = []
       for (const step of plan.steps) {
         switch (step._tag) {
           case "Unmined":
@@ -165,19 +199,15 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
             )
             break
           case "Moved":
-            yield* store.remined(
-              step.tx.id,
-              step.mined.outcome,
-              step.mined.attempt.hash,
-              step.mined.blockNumber
-            )
+            yield* store.remined(recordOf(step.tx, step.mined))
             yield* Effect.logInfo("tx sender: a reorg moved a mined transaction to another block")
             break
           case "Confirmed":
-            yield* store.markConfirmed(step.tx.id)
+            confirmed.push(step.tx.id)
             break
         }
       }
+      yield* store.markConfirmed(confirmed)
       vanishing = plan.vanishing
       verifiedHead = plan.verifiedHead
     })
@@ -247,7 +277,7 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
       suspects,
       replaceAfterMs: settings.replaceAfterMs
     })
-    for (const { tx, mined } of plan.settle) yield* settle(tx, mined)
+    yield* settle(plan.settle)
     suspects = plan.suspects
     yield* Metric.set(metrics.pendingTransactions, plan.stillPending)
     if (plan.maintain) yield* withLock(maintain(s, plan.taken, fees))

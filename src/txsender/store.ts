@@ -61,6 +61,8 @@ export interface StoredTx {
   readonly blockNumber: bigint | null
   /** The attempt that was mined, while `state` is mined. */
   readonly minedHash: Hex | null
+  /** The hash of the block its receipt named (none for those mined before migration 0027). */
+  readonly minedBlockHash: Hex | null
   /** Mined and at least `TX_CONFIRMATIONS` deep: no longer watched for reorgs. */
   readonly confirmed: boolean
   /** Oldest first; never empty. */
@@ -79,6 +81,7 @@ interface TxRow {
   readonly outcome: string | null
   readonly block_number: string | null
   readonly mined_hash: string | null
+  readonly mined_block_hash: string | null
   readonly confirmed: boolean
 }
 
@@ -120,8 +123,26 @@ const txOf = (row: TxRow, attempts: ReadonlyArray<StoredAttempt>): StoredTx => (
   outcome: row.outcome,
   blockNumber: row.block_number === null ? null : BigInt(row.block_number),
   minedHash: row.mined_hash === null ? null : (row.mined_hash as Hex),
+  minedBlockHash: row.mined_block_hash === null ? null : (row.mined_block_hash as Hex),
   confirmed: row.confirmed === true,
   attempts
+})
+
+/** Where a transaction was mined: which attempt, how it went, and in which block. */
+export interface MinedRecord {
+  readonly txId: string
+  readonly outcome: MinedOutcome
+  readonly hash: Hex
+  readonly blockNumber: bigint
+  readonly blockHash: Hex
+}
+
+const recordOf = (record: MinedRecord) => ({
+  id: record.txId,
+  outcome: record.outcome,
+  hash: record.hash,
+  block_hash: record.blockHash,
+  block_number: record.blockNumber.toString()
 })
 
 export interface Sender {
@@ -176,7 +197,7 @@ export const makeTxStore = (guard: StatementGuard) =>
       )
 
     const columns = sql.literal(
-      "id, nonce, purpose, to_address, data, value, gas, state, outcome, block_number, mined_hash, confirmed_at IS NOT NULL AS confirmed"
+      "id, nonce, purpose, to_address, data, value, gas, state, outcome, block_number, mined_hash, mined_block_hash, confirmed_at IS NOT NULL AS confirmed"
     )
 
     const ops = {
@@ -226,23 +247,31 @@ export const makeTxStore = (guard: StatementGuard) =>
           yield* insertAttempt(txId, attempt)
         }).pipe(sql.withTransaction, Effect.mapError(failed("addAttempt"))),
 
-      markMined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
-        sql`
-        UPDATE relayer_txs
-        SET state = 'mined', outcome = ${outcome}, mined_hash = ${hash},
-          block_number = ${blockNumber.toString()}, settled_at = now()
-        WHERE id = ${txId} AND state = 'pending'`.pipe(Effect.asVoid, Effect.mapError(failed("markMined"))),
+      /**
+       * Records pending transactions as mined, all in one statement: a round settles every
+       * transaction of a block at once.
+       */
+      markMined: (settled: ReadonlyArray<MinedRecord>) =>
+        settled.length === 0
+          ? Effect.void
+          : sql`
+        UPDATE relayer_txs t
+        SET state = 'mined', outcome = r.outcome, mined_hash = r.hash, mined_block_hash = r.block_hash,
+          block_number = r.block_number, settled_at = now()
+        FROM jsonb_to_recordset(${JSON.stringify(settled.map(recordOf))}::jsonb)
+          AS r(id bigint, outcome text, hash text, block_hash text, block_number bigint)
+        WHERE t.id = r.id AND t.state = 'pending'`.pipe(Effect.asVoid, Effect.mapError(failed("markMined"))),
 
       /**
        * A reorg moved a mined, unconfirmed transaction: another of its attempts, or another
        * block, holds it now.
        */
-      remined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
+      remined: (record: MinedRecord) =>
         sql`
         UPDATE relayer_txs
-        SET outcome = ${outcome}, mined_hash = ${hash}, block_number = ${blockNumber.toString()},
-          settled_at = now()
-        WHERE id = ${txId} AND state = 'mined' AND confirmed_at IS NULL`.pipe(
+        SET outcome = ${record.outcome}, mined_hash = ${record.hash}, mined_block_hash = ${record.blockHash},
+          block_number = ${record.blockNumber.toString()}, settled_at = now()
+        WHERE id = ${record.txId} AND state = 'mined' AND confirmed_at IS NULL`.pipe(
           Effect.asVoid,
           Effect.mapError(failed("remined"))
         ),
@@ -251,20 +280,23 @@ export const makeTxStore = (guard: StatementGuard) =>
       unmined: (txId: string) =>
         sql`
         UPDATE relayer_txs
-        SET state = 'pending', outcome = NULL, mined_hash = NULL, block_number = NULL, settled_at = NULL
+        SET state = 'pending', outcome = NULL, mined_hash = NULL, mined_block_hash = NULL, block_number = NULL,
+          settled_at = NULL
         WHERE id = ${txId} AND state = 'mined' AND confirmed_at IS NULL`.pipe(
           Effect.asVoid,
           Effect.mapError(failed("unmined"))
         ),
 
-      /** Deep enough: no longer watched for reorgs. */
-      markConfirmed: (txId: string) =>
-        sql`
+      /** Deep enough: no longer watched for reorgs. One statement for a round's transactions. */
+      markConfirmed: (txIds: ReadonlyArray<string>) =>
+        txIds.length === 0
+          ? Effect.void
+          : sql`
         UPDATE relayer_txs SET confirmed_at = now()
-        WHERE id = ${txId} AND state = 'mined' AND confirmed_at IS NULL`.pipe(
-          Effect.asVoid,
-          Effect.mapError(failed("markConfirmed"))
-        ),
+        WHERE id IN ${sql.in(txIds)} AND state = 'mined' AND confirmed_at IS NULL`.pipe(
+              Effect.asVoid,
+              Effect.mapError(failed("markConfirmed"))
+            ),
 
       /** For a transaction no node holds: its nonce is free again. */
       markDropped: (txId: string, reason: string) =>
@@ -304,7 +336,7 @@ export const makeTxStore = (guard: StatementGuard) =>
       byHash: (hash: Hex) =>
         sql<TxRow>`
         SELECT t.id, t.nonce, t.purpose, t.to_address, t.data, t.value, t.gas, t.state, t.outcome,
-          t.block_number, t.mined_hash, t.confirmed_at IS NOT NULL AS confirmed
+          t.block_number, t.mined_hash, t.mined_block_hash, t.confirmed_at IS NOT NULL AS confirmed
         FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
         WHERE a.hash = ${hash.toLowerCase()}
         ORDER BY t.state = 'dropped', a.seq DESC
@@ -319,13 +351,11 @@ export const makeTxStore = (guard: StatementGuard) =>
       insert: (sender: Sender, purpose: TxPurpose, payload: Payload, attempt: SignedAttempt) =>
         guard(ops.insert(sender, purpose, payload, attempt)),
       addAttempt: (txId: string, attempt: SignedAttempt) => guard(ops.addAttempt(txId, attempt)),
-      markMined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
-        guard(ops.markMined(txId, outcome, hash, blockNumber)),
+      markMined: (settled: ReadonlyArray<MinedRecord>) => guard(ops.markMined(settled)),
       markDropped: (txId: string, reason: string) => guard(ops.markDropped(txId, reason)),
-      remined: (txId: string, outcome: MinedOutcome, hash: Hex, blockNumber: bigint) =>
-        guard(ops.remined(txId, outcome, hash, blockNumber)),
+      remined: (record: MinedRecord) => guard(ops.remined(record)),
       unmined: (txId: string) => guard(ops.unmined(txId)),
-      markConfirmed: (txId: string) => guard(ops.markConfirmed(txId)),
+      markConfirmed: (txIds: ReadonlyArray<string>) => guard(ops.markConfirmed(txIds)),
       pending: (sender: Sender) => guard(ops.pending(sender)),
       unconfirmed: (sender: Sender) => guard(ops.unconfirmed(sender)),
       summary: (sender: Sender) => guard(ops.summary(sender)),

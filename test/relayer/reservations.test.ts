@@ -16,6 +16,8 @@ import { testDatabases } from "../support/database.js"
 
 const VAULT: Address = "0x00000000000000000000000000000000000000E1"
 const OTHER_VAULT: Address = "0x00000000000000000000000000000000000000E2"
+/** The block a stored transaction is recorded as mined in. */
+const BLOCK_HASH: Hex = keccak256(toHex("block 10"))
 const SENDER: Sender = { chainId: 31337, address: "0x00000000000000000000000000000000000000aa" }
 
 /** Real time: the database's `now()` decides liveness, and `it.effect` runs on a test clock. */
@@ -142,15 +144,39 @@ for (const database of testDatabases()) {
           })
 
           const success = yield* linked
-          yield* success.store.markMined(success.id, "success", success.hash, 10n)
+          yield* success.store.markMined([
+            {
+              txId: success.id,
+              outcome: "success",
+              hash: success.hash,
+              blockNumber: 10n,
+              blockHash: BLOCK_HASH
+            }
+          ])
           expect(yield* held(success.account)).toBeUndefined()
 
           const reverted = yield* linked
-          yield* reverted.store.markMined(reverted.id, "reverted", reverted.hash, 10n)
+          yield* reverted.store.markMined([
+            {
+              txId: reverted.id,
+              outcome: "reverted",
+              hash: reverted.hash,
+              blockNumber: 10n,
+              blockHash: BLOCK_HASH
+            }
+          ])
           expect(yield* held(reverted.account)).toBeUndefined()
 
           const cancelled = yield* linked
-          yield* cancelled.store.markMined(cancelled.id, "cancelled", cancelled.hash, 10n)
+          yield* cancelled.store.markMined([
+            {
+              txId: cancelled.id,
+              outcome: "cancelled",
+              hash: cancelled.hash,
+              blockNumber: 10n,
+              blockHash: BLOCK_HASH
+            }
+          ])
           expect(yield* held(cancelled.account)).toBeUndefined()
 
           const dropped = yield* linked
@@ -165,7 +191,9 @@ for (const database of testDatabases()) {
           const id = freshId()
           const tx = yield* storedTx
           yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(3n)]), tx.hash)
-          yield* tx.store.markMined(tx.id, "success", tx.hash, 10n)
+          yield* tx.store.markMined([
+            { txId: tx.id, outcome: "success", hash: tx.hash, blockNumber: 10n, blockHash: BLOCK_HASH }
+          ])
           yield* tx.store.unmined(tx.id)
           yield* sleep(20)
           expect((yield* refusal(reservations.take(VAULT, id, [nonce(3n)])))?._tag).toBe("NonceMismatch")
@@ -194,13 +222,46 @@ for (const database of testDatabases()) {
           const id = freshId()
           const tx = yield* storedTx
           yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(0n)]), tx.hash)
-          yield* tx.store.markMined(tx.id, "success", tx.hash, 10n)
-          yield* tx.store.markConfirmed(tx.id)
+          yield* tx.store.markMined([
+            { txId: tx.id, outcome: "success", hash: tx.hash, blockNumber: 10n, blockHash: BLOCK_HASH }
+          ])
+          yield* tx.store.markConfirmed([tx.id])
           yield* reservations.take(VAULT, id, [nonce(1n)])
           const rows = yield* sql<{ readonly value: string }>`
             SELECT value FROM relayer_nonce_reservations WHERE account_id = ${id.toLowerCase()}`
           expect(rows.map((r) => String(r.value))).toEqual(["1"])
         })
+      )
+
+      it.effect(
+        "a take prunes the account's settled rows and takes over a settled row of a key it takes",
+        () =>
+          Effect.gen(function* () {
+            const sql = yield* SqlClient
+            const reservations = yield* makeNonceReservations()
+            const id = freshId()
+            for (const value of [0n, 1n]) {
+              const tx = yield* storedTx
+              yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(value)]), tx.hash)
+              yield* tx.store.markMined([
+                { txId: tx.id, outcome: "success", hash: tx.hash, blockNumber: 10n, blockHash: BLOCK_HASH }
+              ])
+              yield* tx.store.markConfirmed([tx.id])
+            }
+            const taken = yield* reservations.take(VAULT, id, [nonce(1n), nonce(2n)])
+            const rows = yield* sql<{ readonly value: string; readonly token: string }>`
+            SELECT value, token FROM relayer_nonce_reservations WHERE account_id = ${id.toLowerCase()}
+            ORDER BY value`
+            expect(rows.map((r) => [String(r.value), r.token])).toEqual([
+              ["1", taken.token],
+              ["2", taken.token]
+            ])
+            // Released by the rows' own key: nothing of the account is left.
+            yield* reservations.release(taken)
+            const left =
+              yield* sql`SELECT 1 FROM relayer_nonce_reservations WHERE account_id = ${id.toLowerCase()}`
+            expect(left).toHaveLength(0)
+          })
       )
 
       it.effect("migrate applies the reservations migration to a database past it", () =>

@@ -7,6 +7,7 @@ import type { Hex } from "viem"
 import { describe, expect, it } from "vitest"
 import {
   type Broadcast,
+  blocksToVerify,
   dueForReplacement,
   MAX_GAP_FILLS,
   MAX_SUBMIT_ROUNDS,
@@ -22,7 +23,8 @@ import {
   planReplacement,
   type ReceiptLookup,
   renonceNeedsSimulation,
-  replacementNeedsSimulation
+  replacementNeedsSimulation,
+  stillWhereRecorded
 } from "../../src/txsender/decisions.js"
 import { bumped } from "../../src/txsender/fees.js"
 import type { AttemptKind, StoredAttempt, StoredTx } from "../../src/txsender/store.js"
@@ -65,6 +67,7 @@ const tx = (
   outcome: options.mined?.outcome ?? null,
   blockNumber: options.mined?.blockNumber ?? null,
   minedHash: options.mined?.attempt.hash ?? null,
+  minedBlockHash: options.mined?.blockHash ?? null,
   confirmed: false,
   attempts: options.attempts ?? [attempt(nonce)]
 })
@@ -235,7 +238,8 @@ describe("the pending round", () => {
   const mined = (t: StoredTx, i = 0): Mined => ({
     attempt: t.attempts[i]!,
     outcome: "success",
-    blockNumber: 100n
+    blockNumber: 100n,
+    blockHash: hashOf(0xb100)
   })
 
   it("settles a passed transaction whose receipt is found, and suspects one without", () => {
@@ -267,7 +271,12 @@ describe("the pending round", () => {
     const original = attempt(4n, { ageMs: 120_000 })
     const cancel = attempt(4n, { kind: "cancel" })
     const replaced = tx("r", 4n, { attempts: [original, cancel] })
-    const found: Mined = { attempt: cancel, outcome: minedOutcome(cancel, "success"), blockNumber: 50n }
+    const found: Mined = {
+      attempt: cancel,
+      outcome: minedOutcome(cancel, "success"),
+      blockNumber: 50n,
+      blockHash: hashOf(0xb050)
+    }
     const plan = planPendingRound({
       live: [replaced],
       latestNonce: 5n,
@@ -353,10 +362,16 @@ describe("a nonce another sender used", () => {
 
 describe("reorgs", () => {
   const head = { number: 110n, hash: hashOf(0xbeef) }
+  const blockHashOf = (n: bigint) => hashOf(0xb000 + Number(n))
   const minedTx = (id: string, blockNumber: bigint) => {
     const first = attempt(1n)
     const bump = attempt(1n, { kind: "bump" })
-    const found: Mined = { attempt: bump, outcome: "success", blockNumber }
+    const found: Mined = {
+      attempt: bump,
+      outcome: "success",
+      blockNumber,
+      blockHash: blockHashOf(blockNumber)
+    }
     return { tx: tx(id, 1n, { attempts: [first, bump], mined: found }), found, first }
   }
 
@@ -386,11 +401,18 @@ describe("reorgs", () => {
 
   it("records a move to another block or to a sibling attempt", () => {
     const { tx: t, found, first } = minedTx("a", 105n)
-    const lookups = new Map([["a", { ...found, blockNumber: 106n }]])
+    const lookups = new Map([["a", { ...found, blockNumber: 106n, blockHash: blockHashOf(106n) }]])
     const moved = planMinedRound({ mined: [t], head, lookups, vanishing: new Set(), confirmations: 12 })
-    expect(moved.steps).toEqual([{ _tag: "Moved", tx: t, mined: { ...found, blockNumber: 106n } }])
+    expect(moved.steps).toEqual([
+      { _tag: "Moved", tx: t, mined: { ...found, blockNumber: 106n, blockHash: blockHashOf(106n) } }
+    ])
     // The original is mined instead of its bump: the transaction's hashes now follow it.
-    const sibling: Mined = { attempt: first, outcome: "success", blockNumber: 105n }
+    const sibling: Mined = {
+      attempt: first,
+      outcome: "success",
+      blockNumber: 105n,
+      blockHash: blockHashOf(105n)
+    }
     const other = planMinedRound({
       mined: [t],
       head,
@@ -399,6 +421,36 @@ describe("reorgs", () => {
       confirmations: 12
     })
     expect(other.steps).toEqual([{ _tag: "Moved", tx: t, mined: sibling }])
+    // Re-included at the same height in another block: recorded too, so the next round's
+    // header check holds again.
+    const rebuilt: Mined = { ...found, blockHash: hashOf(0xfeed) }
+    const sameHeight = planMinedRound({
+      mined: [t],
+      head,
+      lookups: new Map([["a", rebuilt]]),
+      vanishing: new Set(),
+      confirmations: 12
+    })
+    expect(sameHeight.steps).toEqual([{ _tag: "Moved", tx: t, mined: rebuilt }])
+  })
+
+  it("knows a transaction is where it was recorded while its block keeps its hash", () => {
+    const { tx: t, found } = minedTx("a", 105n)
+    expect(blocksToVerify([t], head.number)).toEqual([105n])
+    expect(stillWhereRecorded(t, new Map([[105n, blockHashOf(105n)]]))).toEqual(found)
+    // Another block at that height, or none read: its receipt is looked up instead.
+    expect(stillWhereRecorded(t, new Map([[105n, hashOf(0xfeed)]]))).toBeUndefined()
+    expect(stillWhereRecorded(t, new Map())).toBeUndefined()
+    // Above the head (the chain went back below it): no header to read.
+    expect(blocksToVerify([t], 104n)).toEqual([])
+    // One header per block, however many transactions it holds.
+    const b = minedTx("b", 105n)
+    const c = minedTx("c", 107n)
+    expect(blocksToVerify([t, b.tx, c.tx], head.number)).toEqual([105n, 107n])
+    // Mined before block hashes were recorded: always by receipt.
+    const legacy = { ...t, minedBlockHash: null }
+    expect(blocksToVerify([legacy], head.number)).toEqual([])
+    expect(stillWhereRecorded(legacy, new Map([[105n, blockHashOf(105n)]]))).toBeUndefined()
   })
 
   it("confirms once deep enough, the including block counting as 1", () => {
