@@ -17,6 +17,7 @@
 import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import { Array as Arr, Context, Data, Duration, Effect, Layer } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { Address, Hex } from "viem"
@@ -32,6 +33,9 @@ export interface ReservationKey {
 
 /** The rows one request holds, told apart from a later taker's by `token`. */
 export interface Reservation {
+  /** Lowercase, as stored: with the account they find the rows by their primary key. */
+  readonly vault: string
+  readonly accountId: string
   readonly token: string
 }
 
@@ -88,8 +92,27 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
       EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
               WHERE a.hash = r.tx_hash AND t.state = 'mined' AND t.confirmed_at IS NULL)`)
 
-    const takeOne = (vault: string, id: string, key: ReservationKey, token: string) =>
+    // Rows of this account whose transaction is settled for good: nothing can revive them. Pruned
+    // Rows of this account whose transaction is settled for good: nothing can revive them. Pruned
+    // by the statement that takes the first key, leaving the keys being taken alone (one statement
+    // must not both delete and take over a row).
+    const pruneSettled = (vault: string, id: string, taking: ReadonlyArray<ReservationKey>) => sql`
+      WITH pruned AS (
+        DELETE FROM relayer_nonce_reservations r
+        WHERE r.vault = ${vault} AND r.account_id = ${id} AND r.tx_hash IS NOT NULL
+          AND (r.kind || ':' || r.value::text) NOT IN ${sql.in(taking.map((k) => `${k.kind}:${k.value.toString()}`))}
+          AND NOT ${pendingTx} AND NOT ${unconfirmedTx}
+      )`
+
+    const takeOne = (
+      vault: string,
+      id: string,
+      key: ReservationKey,
+      token: string,
+      prune: Statement.Fragment
+    ) =>
       sql<{ readonly token: string }>`
+        ${prune}
         INSERT INTO relayer_nonce_reservations AS r (vault, account_id, kind, value, token)
         VALUES (${vault}, ${id}, ${key.kind}, ${key.value.toString()}, ${token})
         ON CONFLICT (vault, account_id, kind, value) DO UPDATE
@@ -102,27 +125,21 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
         )
       )
 
-    // Rows of this account whose transaction is settled for good: nothing can revive them.
-    // Separate from the taking transaction so that its row locks are held only briefly.
-    const prune = (vault: string, id: string) =>
-      sql`
-        DELETE FROM relayer_nonce_reservations r
-        WHERE r.vault = ${vault} AND r.account_id = ${id} AND r.tx_hash IS NOT NULL
-          AND NOT ${pendingTx} AND NOT ${unconfirmedTx}`.pipe(Effect.ignore)
-
     const take: NonceReservationsShape["take"] = (vault, id, keys) =>
       Effect.gen(function* () {
         const scope = [vault.toLowerCase(), id.toLowerCase()] as const
-        yield* prune(...scope)
         const token = randomUUID()
         const taking = ordered(keys)
+        const prune = pruneSettled(...scope, taking)
         // One key is one statement, atomic on its own: no transaction's two extra round trips.
         yield* taking.length === 1 && taking[0] !== undefined
-          ? takeOne(...scope, taking[0], token)
-          : Effect.forEach(taking, (key) => takeOne(...scope, key, token), { discard: true }).pipe(
-              sql.withTransaction
-            )
-        return { token }
+          ? takeOne(...scope, taking[0], token, prune)
+          : Effect.forEach(
+              taking,
+              (key, i) => takeOne(...scope, key, token, i === 0 ? prune : sql.literal("")),
+              { discard: true }
+            ).pipe(sql.withTransaction)
+        return { vault: scope[0], accountId: scope[1], token }
       }).pipe(
         Effect.catchTags({
           Held: (held) => Effect.fail(inFlight(held.kind)),
@@ -133,7 +150,8 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
     const link: NonceReservationsShape["link"] = (reservation, txHash) =>
       sql`
         UPDATE relayer_nonce_reservations SET tx_hash = ${txHash.toLowerCase()}
-        WHERE token = ${reservation.token}`.pipe(
+        WHERE vault = ${reservation.vault} AND account_id = ${reservation.accountId}
+          AND token = ${reservation.token}`.pipe(
         Effect.asVoid,
         Effect.catchAll(() =>
           Effect.logWarning(
@@ -143,7 +161,10 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
       )
 
     const release: NonceReservationsShape["release"] = (reservation) =>
-      sql`DELETE FROM relayer_nonce_reservations WHERE token = ${reservation.token}`.pipe(
+      sql`
+        DELETE FROM relayer_nonce_reservations
+        WHERE vault = ${reservation.vault} AND account_id = ${reservation.accountId}
+          AND token = ${reservation.token}`.pipe(
         Effect.asVoid,
         Effect.catchAll(() =>
           Effect.logWarning("nonce reservations: could not release a reservation; it expires unlinked")
@@ -165,7 +186,7 @@ export class NonceReservations extends Context.Tag("NonceReservations")<
 
   /** Holds nothing: for pipelines under test that have no database and send nothing. */
   static readonly unguarded: Layer.Layer<NonceReservations> = Layer.succeed(NonceReservations, {
-    take: () => Effect.succeed({ token: "" }),
+    take: (vault, id) => Effect.succeed({ vault, accountId: id, token: "" }),
     link: () => Effect.void,
     release: () => Effect.void
   })

@@ -35,12 +35,12 @@ const harness = (options: {
 }) => {
   const log: Array<string> = []
   const reservations = Layer.succeed(NonceReservations, {
-    take: (_vault, _id, keys) =>
+    take: (vault, id, keys) =>
       Effect.suspend(() => {
         log.push(`take ${keys.map((k) => `${k.kind}:${k.value}`).join(",")}`)
         return options.held === true
           ? Effect.fail(new NonceMismatch({ message: "a transaction for this nonce is already in flight" }))
-          : Effect.succeed({ token: "t" })
+          : Effect.succeed({ vault, accountId: id, token: "t" })
       }),
     link: (_reservation, hash) => Effect.sync(() => void log.push(`link ${hash === HASH}`)),
     release: () => Effect.sync(() => void log.push("release"))
