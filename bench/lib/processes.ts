@@ -4,7 +4,7 @@
  * a server's memory is its own process's RSS.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -51,6 +51,8 @@ export interface Server {
   readonly url: string
   /** Resident set size now, and its peak so far (VmRSS, VmHWM), in bytes. */
   readonly memory: () => { rss: number; peak: number }
+  /** CPU time used so far (user + system), in ms: a figure the machine's other load barely moves. */
+  readonly cpuMs: () => number
   /** SIGTERM, then waits for the exit (so a `--cpu-prof` profile is written). */
   readonly stop: () => Promise<void>
   readonly output: () => string
@@ -80,6 +82,46 @@ export const processMemory = (pid: number) => {
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0)
   return { rss: kib("VmRSS") * 1024, peak: kib("VmHWM") * 1024 }
 }
+
+/** User plus system CPU time of a process from /proc (Linux), in ms. */
+export const processCpuMs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
+}
+
+/** The process listening on a TCP port of this machine (Linux, /proc), if one can be read. */
+export const pidListeningOn = (port: number): number | undefined => {
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, "0")}`
+  const inodes = new Set<string>()
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = ""
+    try {
+      text = readFileSync(table, "utf8")
+    } catch {
+      continue
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/)
+      // local address, state 0A (LISTEN), inode
+      if (f[1]?.endsWith(hexPort) && f[3] === "0A" && f[9] !== undefined) inodes.add(f[9])
+    }
+  }
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        const target = readlinkSync(`/proc/${pid}/fd/${fd}`)
+        const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1]
+        if (inode !== undefined && inodes.has(inode)) return Number(pid)
+      }
+    } catch {}
+  }
+  return undefined
+}
+
+/** `getconf CLK_TCK` on Linux. */
+const CLOCK_TICKS = 100
 
 let servers = 0
 
@@ -146,6 +188,7 @@ export const startServer = async (options: StartOptions): Promise<Server> => {
     pid: child.pid!,
     url,
     memory: () => processMemory(child.pid!),
+    cpuMs: () => processCpuMs(child.pid!),
     stop: async () => {
       if (exited === undefined) child.kill("SIGTERM")
       const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)

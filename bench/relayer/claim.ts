@@ -9,16 +9,19 @@
  * BENCH_THROUGHPUT_CONCURRENCY (32), BENCH_BLOCK_TIME (1 s).
  *
  * Anvil with the devnet contracts; a counting JSON-RPC proxy (bench/lib/proxy.ts) in front of it;
- * the relayer (src/bin/relayer.ts, devnet settings, indexer off, limits out of reach) whose RPC_URL
- * is the proxy; the claims sent by the load generator in its own process. Each claim is for a
- * fresh kind-1 account registered in the same transaction, direct to a fresh recipient. The
- * sender's monitor polls on a long interval so that its receipt polling stays out of the windows.
+ * the relayer (src/bin/relayer.ts, devnet settings, limits out of reach) whose RPC_URL is the
+ * proxy; the claims sent by the load generator in its own process. Each claim is for a fresh kind-1
+ * account registered in the same transaction, direct to a fresh recipient.
  *
  * 1. Throughput: interval mining, BENCH_THROUGHPUT_CLAIMS claims over BENCH_THROUGHPUT_CONCURRENCY
  *    connections: accepted per second; then every returned hash must be mined successfully with the
  *    relayer's nonces contiguous and no other transaction from it (no replacement, no gap).
- *    Baseline: as many pre-signed transfers sent bare through the proxy, same concurrency.
- * 2. Calls and latency: automine, claims one at a time; each proxy call is attributed to the claim
+ *    The relayer runs as on the devnet (indexer on, the sender's monitor at its default interval);
+ *    its CPU time, anvil's and every RPC call (the monitor's too) are counted per claim until all
+ *    are mined. Baseline: as many pre-signed transfers sent bare through the proxy, same
+ *    concurrency.
+ * 2. Calls and latency: a second relayer (indexer off, the monitor on a long interval so that its
+ *    receipt polling stays out of the windows), automine, claims one at a time; each proxy call is attributed to the claim
  *    whose request window it arrived in (median per claim, as a background poll may land in one).
  *    Baseline: the chain is reverted to before the claims and each claim's own calls are replayed
  *    one after another through the proxy, exactly as sent (the broadcasts too, in order), and
@@ -44,7 +47,7 @@ import { QuoteQuery } from "../../schema/relayer.js"
 import { relayerFetchClient } from "../../src/client.js"
 import { directClaimBody } from "../../test/support/directClaim.js"
 import { liftedRelayerLimits, startDevnet, startRelayer } from "../lib/devnet.js"
-import { runLoad } from "../lib/processes.js"
+import { pidListeningOn, processCpuMs, runLoad } from "../lib/processes.js"
 import { call, rpc, startProxy } from "../lib/proxy.js"
 import { record, row } from "../lib/results.js"
 import type { LoadRequest } from "../load.js"
@@ -96,12 +99,10 @@ try {
     await write({ address: vault, abi: feeVaultAbi, functionName: "deposit", args: [a.id, usdt, AMOUNT] })
   for (const hash of hashes) await publicClient.waitForTransactionReceipt({ hash })
 
-  const relayer = await startRelayer(devnet, {
-    ...liftedRelayerLimits,
-    RPC_URL: proxy.url,
-    INDEXER_ENABLED: "false",
-    TX_POLL_INTERVAL_MS: "600000"
-  })
+  // Throughput runs as the devnet runs the relayer: its indexer on, its sender's monitor polling
+  // at the default interval, both paid for in the figure. The one-at-a-time series runs on a
+  // relayer whose background polls stay out of the claims' windows (see the header).
+  let relayer = await startRelayer(devnet, { ...liftedRelayerLimits, RPC_URL: proxy.url })
   try {
     const client = await Effect.runPromise(relayerFetchClient(relayer.url))
     const urlParams = Schema.decodeUnknownSync(QuoteQuery)({
@@ -148,6 +149,11 @@ try {
       await call(rpcUrl, "evm_setAutomine", [false])
       await call(rpcUrl, "evm_setIntervalMining", [BLOCK_TIME])
       const firstNonce = await reader.getTransactionCount({ address: relayerAddress, blockTag: "latest" })
+      const anvilPid = pidListeningOn(devnet.chain.anvil.port)
+      const anvilCpuBefore = anvilPid === undefined ? Number.NaN : processCpuMs(anvilPid)
+      const cpuBefore = relayer.cpuMs()
+      proxy.calls.length = 0
+      proxy.recording = true
       const result = await runLoad({
         origin: relayer.url,
         requests: concurrent,
@@ -165,6 +171,17 @@ try {
         )
       )
       const allMinedMs = result.ms + (performance.now() - mineStarted)
+      // Everything the relayer did for these claims, its sender's monitor included, until all
+      // were mined: CPU time and RPC calls per claim.
+      const relayerCpuMsPerClaim = (relayer.cpuMs() - cpuBefore) / concurrent.length
+      const anvilCpuMsPerClaim =
+        anvilPid === undefined ? Number.NaN : (processCpuMs(anvilPid) - anvilCpuBefore) / concurrent.length
+      proxy.recording = false
+      const rpcCallsPerClaim = proxy.calls.length / concurrent.length
+      const rpcByMethod: Record<string, number> = {}
+      for (const c of proxy.calls) rpcByMethod[c.method] = (rpcByMethod[c.method] ?? 0) + 1
+      for (const method of Object.keys(rpcByMethod))
+        rpcByMethod[method] = Math.round(((rpcByMethod[method] ?? 0) / concurrent.length) * 100) / 100
       const reverted = receipts.filter((r) => r.status !== "success").length
       const nonces = (
         await Promise.all(
@@ -231,6 +248,10 @@ try {
         blocks,
         acceptP50Ms: result.p50,
         acceptP99Ms: result.p99,
+        relayerCpuMsPerClaim: Math.round(relayerCpuMsPerClaim * 10) / 10,
+        anvilCpuMsPerClaim: Math.round(anvilCpuMsPerClaim * 10) / 10,
+        rpcCallsPerClaim: Math.round(rpcCallsPerClaim * 100) / 100,
+        rpcByMethod,
         statuses: result.statuses,
         bareSendsPerSecond: (transfers.length / bare.ms) * 1000,
         bareFailed,
@@ -239,10 +260,19 @@ try {
       console.log(
         `throughput: ${concurrent.length} claims over ${THROUGHPUT_CONCURRENCY} connections, ${BLOCK_TIME} s blocks`
       )
-      console.table([throughput])
+      console.table([{ ...throughput, rpcByMethod: undefined }])
+      console.log("RPC calls per claim during the throughput run, the sender's monitor included:")
+      console.table(rpcByMethod)
     }
 
     // ---- 2. calls and latency, one claim at a time, automine
+    await relayer.stop()
+    relayer = await startRelayer(devnet, {
+      ...liftedRelayerLimits,
+      RPC_URL: proxy.url,
+      INDEXER_ENABLED: "false",
+      TX_POLL_INTERVAL_MS: "600000"
+    })
     const snapshot = await call(rpcUrl, "evm_snapshot", [])
     proxy.calls.length = 0
     proxy.recording = true
