@@ -19,10 +19,10 @@
  *
  * Nothing of a message, signature, nonce or fid reaches a log line, a metric or an error message.
  */
-import { type CreateClientArgs, createAppClient, generateNonce } from "@farcaster/auth-client"
+import type { CreateClientArgs } from "@farcaster/auth-client"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type Address, createPublicClient, encodeAbiParameters, http, parseAbi } from "viem"
-import { parseSiweMessage } from "viem/siwe"
+import { generateSiweNonce, parseSiweMessage } from "viem/siwe"
 import type {
   FedsocialStartResponse,
   FedsocialVerifyRequest,
@@ -108,7 +108,13 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
   Effect.gen(function* () {
     const states = yield* OAuthStates
     const sessions = yield* SessionStore
-    const client = createAppClient({ ethereum: registries(config) })
+    // Loaded on the first verification, not at start: the library imports every chain viem knows
+    // (`viem/chains`), about 30 MB that an attestor whose users never sign in this way need not hold.
+    const appClient = yield* Effect.cached(
+      Effect.promise(() => import("@farcaster/auth-client")).pipe(
+        Effect.map(({ createAppClient }) => createAppClient({ ethereum: registries(config) }))
+      )
+    )
     const allowed = new Set(config.redirectAllowList)
 
     const start: FedsocialLoginsShape["start"] = (request) =>
@@ -117,7 +123,8 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
           return yield* Effect.fail(
             new BadRequest({ message: "redirect: not on this attestor's allow-list" })
           )
-        const nonce = generateNonce()
+        // The library's `generateNonce` is this function.
+        const nonce = generateSiweNonce()
         const { expiresAt } = yield* states
           .put(
             {
@@ -156,6 +163,7 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
           parsed.expirationTime.getTime() <= now
         )
           return yield* Effect.fail(refused)
+        const client = yield* appClient
         const verified = yield* Effect.promise(() =>
           client.verifySignInMessage({
             nonce: parsed.nonce as string,
