@@ -236,6 +236,7 @@ try {
 
       const valid = refused === 0 && reverted === 0 && contiguous && noOthers && bareFailed === 0
       throughput = {
+        database: process.env.BENCH_DATABASE_URL === undefined ? "PGlite" : "PostgreSQL",
         claims: concurrent.length,
         concurrency: THROUGHPUT_CONCURRENCY,
         blockTimeSeconds: BLOCK_TIME,
