@@ -88,6 +88,14 @@ for (const database of testDatabases()) {
 
     beforeAll(async () => {
       runtime = makeRuntime()
+      // Start-up (a fresh database, migrations, the first range) belongs to the hook, whose budget
+      // is larger: on a busy machine it alone can take most of one wait below.
+      await eventually(
+        "the hint index to start",
+        () => runtime.runPromise(Effect.flatMap(HintIndex, (i) => i.status)),
+        (status) => status.state === "ready",
+        100_000
+      )
     })
     afterAll(async () => {
       await runtime?.dispose()
