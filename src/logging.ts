@@ -38,11 +38,14 @@ const BARE_ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[a-z0-9.-]+(:\d+)?\/?$/i
  * a query, credentials: where keys sit) replaced by `<url>`.
  */
 export const redactUrls = (text: string): string =>
-  text
-    .split("\n")
-    .filter((line) => !DETAIL_LINE.test(line))
-    .join("\n")
-    .replace(URL_PATTERN, (url) => (BARE_ORIGIN.test(url) ? url : "<url>"))
+  // Both a detail line and a URL need a colon: most text (a method, a route) has none.
+  !text.includes(":")
+    ? text
+    : text
+        .split("\n")
+        .filter((line) => !DETAIL_LINE.test(line))
+        .join("\n")
+        .replace(URL_PATTERN, (url) => (BARE_ORIGIN.test(url) ? url : "<url>"))
 
 /** Free text for a log: its first line, URLs out, at most `max` characters. */
 export const safeText = (text: string, max = 200): string => {

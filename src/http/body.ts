@@ -92,17 +92,23 @@ const tooLarge = (maxBytes: number) =>
 const withBufferedBody = (
   request: HttpServerRequest.HttpServerRequest,
   text: string,
-  body: Uint8Array
+  body: Uint8Array,
+  parsed: unknown
 ): HttpServerRequest.HttpServerRequest => {
   const buffered = Object.create(request) as HttpServerRequest.HttpServerRequest
+  // The guard has parsed the body already; schema decoding reads it and leaves it as it is.
+  const json = Effect.succeed(parsed)
   Object.defineProperties(buffered, {
     text: { get: () => Effect.succeed(text) },
-    json: { get: () => Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => malformed }) },
+    json: { get: () => json },
     arrayBuffer: { get: () => Effect.succeed(body.slice().buffer) },
     stream: { get: () => Stream.succeed(body) }
   })
   return buffered
 }
+
+/** Stateless between calls (no `stream` option), so one serves every request. */
+const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 const malformed = new BadRequest({ message: "request body is not valid JSON" })
 
@@ -159,7 +165,7 @@ export const jsonBodyGuard =
       (body): Effect.Effect<HttpServerResponse.HttpServerResponse, E | BodyRefusal, R> => {
         let text: string
         try {
-          text = new TextDecoder("utf-8", { fatal: true }).decode(body)
+          text = utf8.decode(body)
         } catch {
           return Effect.fail(malformed)
         }
@@ -178,7 +184,7 @@ export const jsonBodyGuard =
         return Effect.provideService(
           enter(),
           HttpServerRequest.HttpServerRequest,
-          withBufferedBody(request, text, body)
+          withBufferedBody(request, text, body, parsed)
         )
       }
     )
