@@ -88,13 +88,22 @@ const redactValue = (value: unknown): unknown =>
         ? describeError(value)
         : value
 
+/** `annotations` through `redactValue`: the same map when that changes no value, as is usual. */
+const redactAnnotations = (
+  annotations: HashMap.HashMap<string, unknown>
+): HashMap.HashMap<string, unknown> => {
+  for (const [, value] of annotations)
+    if (redactValue(value) !== value) return HashMap.map(annotations, redactValue)
+  return annotations
+}
+
 /**
  * `logger` fed with safe input: a cause becomes a `failure` annotation (`describeFailure`), and
  * strings of the message and the annotations lose their URLs.
  */
 export const safeLogger = <O>(logger: Logger.Logger<unknown, O>): Logger.Logger<unknown, O> =>
   Logger.mapInputOptions(logger, (options) => {
-    const annotations = HashMap.map(options.annotations, redactValue)
+    const annotations = redactAnnotations(options.annotations)
     return {
       ...options,
       message: redactValue(options.message),
