@@ -8,7 +8,21 @@
  * its place and blanks out anything shaped like a URL in messages and annotations, for a log call
  * that forgot (the runtime's own "Fiber terminated with an unhandled error" at debug level too).
  */
-import { Cause, HashMap, type Layer, Logger, Option } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  DefaultServices,
+  type Fiber,
+  FiberRef,
+  HashMap,
+  HashSet,
+  Inspectable,
+  type Layer,
+  Logger,
+  LogLevel,
+  Option
+} from "effect"
 import { describeChainError, isChainError } from "./chain/errors.js"
 
 /** Anything with a scheme and `://`, up to the next blank or quote. */
@@ -24,11 +38,14 @@ const BARE_ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[a-z0-9.-]+(:\d+)?\/?$/i
  * a query, credentials: where keys sit) replaced by `<url>`.
  */
 export const redactUrls = (text: string): string =>
-  text
-    .split("\n")
-    .filter((line) => !DETAIL_LINE.test(line))
-    .join("\n")
-    .replace(URL_PATTERN, (url) => (BARE_ORIGIN.test(url) ? url : "<url>"))
+  // Both a detail line and a URL need a colon: most text (a method, a route) has none.
+  !text.includes(":")
+    ? text
+    : text
+        .split("\n")
+        .filter((line) => !DETAIL_LINE.test(line))
+        .join("\n")
+        .replace(URL_PATTERN, (url) => (BARE_ORIGIN.test(url) ? url : "<url>"))
 
 /** Free text for a log: its first line, URLs out, at most `max` characters. */
 export const safeText = (text: string, max = 200): string => {
@@ -71,13 +88,22 @@ const redactValue = (value: unknown): unknown =>
         ? describeError(value)
         : value
 
+/** `annotations` through `redactValue`: the same map when that changes no value, as is usual. */
+const redactAnnotations = (
+  annotations: HashMap.HashMap<string, unknown>
+): HashMap.HashMap<string, unknown> => {
+  for (const [, value] of annotations)
+    if (redactValue(value) !== value) return HashMap.map(annotations, redactValue)
+  return annotations
+}
+
 /**
  * `logger` fed with safe input: a cause becomes a `failure` annotation (`describeFailure`), and
  * strings of the message and the annotations lose their URLs.
  */
 export const safeLogger = <O>(logger: Logger.Logger<unknown, O>): Logger.Logger<unknown, O> =>
   Logger.mapInputOptions(logger, (options) => {
-    const annotations = HashMap.map(options.annotations, redactValue)
+    const annotations = redactAnnotations(options.annotations)
     return {
       ...options,
       message: redactValue(options.message),
@@ -119,3 +145,42 @@ export const serviceLogger: Layer.Layer<never> = Logger.replace(
   Logger.defaultLogger,
   Logger.map(safeLogger(Logger.logfmtLogger), writeLine)
 )
+
+/**
+ * What `Effect.logInfo(message).pipe(Effect.annotateLogs(annotations))` logs in `fiber`, logged
+ * synchronously from code that runs on that fiber: the fiber's own loggers, minimum level,
+ * annotations, log spans and clock, the same options handed to each logger, so every line is the
+ * one the Effect would write. It spares a hot path (the access log) the Effects that set the
+ * annotations and reach the fiber.
+ */
+export const unsafeLogInfo = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  message: string,
+  annotations: Readonly<Record<string, unknown>>
+): void => {
+  if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return
+  const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
+  if (HashSet.size(loggers) === 0) return
+  let all = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+  for (const key in annotations) all = HashMap.set(all, key, annotations[key])
+  const spans = fiber.getFiberRef(FiberRef.currentLogSpan)
+  const context = fiber.getFiberRefs()
+  const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
+  const date = new Date(clock.unsafeCurrentTimeMillis())
+  const fiberId = fiber.id()
+  // As `Effect.log*` passes its arguments.
+  const messages = [message]
+  Inspectable.withRedactableContext(context, () => {
+    for (const logger of loggers)
+      logger.log({
+        fiberId,
+        logLevel: LogLevel.Info,
+        message: messages,
+        cause: Cause.empty,
+        context,
+        spans,
+        annotations: all,
+        date
+      })
+  })
+}

@@ -4,10 +4,10 @@
  * services' logger prints no cause.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Logger } from "effect"
+import { Cause, Effect, Logger, LogLevel } from "effect"
 import { makeChainClient } from "../src/chain/ChainClient.js"
 import { ChainReverted, RpcRejected } from "../src/chain/errors.js"
-import { describeFailure, redactUrls, safeLogger, safeText } from "../src/logging.js"
+import { describeFailure, redactUrls, safeLogger, safeText, unsafeLogInfo } from "../src/logging.js"
 import { closedPort } from "./chain/rpcProxy.js"
 
 const SECRET = "SECRETKEY123abc"
@@ -89,6 +89,44 @@ describe("safeLogger", () => {
       expect(line).not.toContain(SECRET)
       expect(line).toContain('failure="RpcRejected: eth_gasPrice: HTTP 401, other"')
       expect(line).not.toContain("cause=")
+    })
+  )
+})
+
+describe("unsafeLogInfo", () => {
+  const fields = { method: "GET", route: "/v1/items/:id", status: 200, duration_ms: 1.25 }
+
+  /** The lines the services' logger writes for the same access log entry logged both ways. */
+  const bothWays = (around: <A>(effect: Effect.Effect<A>) => Effect.Effect<A>) =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const logger = Logger.replace(
+        Logger.defaultLogger,
+        safeLogger(Logger.map(Logger.logfmtLogger, (line) => lines.push(line)))
+      )
+      yield* around(Effect.logInfo("request").pipe(Effect.annotateLogs(fields))).pipe(Effect.provide(logger))
+      yield* around(
+        Effect.withFiberRuntime((fiber) => Effect.sync(() => unsafeLogInfo(fiber, "request", fields)))
+      ).pipe(Effect.provide(logger))
+      return lines
+    })
+
+  it.effect("writes the line Effect.logInfo with the same annotations writes", () =>
+    Effect.gen(function* () {
+      const lines = yield* bothWays((effect) =>
+        effect.pipe(Effect.annotateLogs("service", "relayer"), Effect.withLogSpan("outer"))
+      )
+      expect(lines).toHaveLength(2)
+      expect(lines[0]).toContain("message=request")
+      expect(lines[0]).toContain("route=/v1/items/:id")
+      expect(lines[1]).toBe(lines[0])
+    })
+  )
+
+  it.effect("respects the minimum log level", () =>
+    Effect.gen(function* () {
+      const lines = yield* bothWays((effect) => Logger.withMinimumLogLevel(effect, LogLevel.Warning))
+      expect(lines).toEqual([])
     })
   )
 })

@@ -1,9 +1,9 @@
 /**
  * The attestor's request metrics beyond the server's own: outcomes of commitments, logins and binds
- * (recorded by the server's outcome middleware, src/http/outcomes.ts, from `attestorOutcomes`) and
+ * (recorded by the server's middleware, src/http/outcomes.ts, from `attestorOutcomes`) and
  * the bind signatures issued. Labels are platforms and wire codes, never a user, handle or id.
  */
-import { Metric } from "effect"
+
 import { Platform } from "../../schema/attestor.js"
 import { counter, taggedOnce } from "../http/metrics.js"
 import type { RouteOutcomes } from "../http/outcomes.js"
@@ -61,15 +61,11 @@ const platformLabel = (path: string): string => {
 
 /** The attestor routes' outcome counters, by route template. */
 export const attestorOutcomes: RouteOutcomes = {
-  "/v1/commitment": (outcome) => Metric.increment(commitmentOutcome({ outcome })),
-  "/v1/public-handle": (outcome) => Metric.increment(publicHandleOutcome({ outcome })),
-  "/v1/oauth/messenger/verify": (outcome) =>
-    Metric.increment(loginOutcome({ platform: "messenger", outcome })),
-  "/v1/oauth/fedsocial/verify": (outcome) =>
-    Metric.increment(loginOutcome({ platform: "fedsocial", outcome })),
-  "/v1/oauth/:platform/callback": (outcome, path) =>
-    Metric.increment(loginOutcome({ platform: platformLabel(path), outcome })),
-  "/v1/oauth/:platform/start": (outcome, path) =>
-    Metric.increment(oauthStart({ platform: platformLabel(path), outcome })),
-  "/v1/bind": (outcome) => Metric.increment(bindOutcome({ outcome }))
+  "/v1/commitment": (outcome) => commitmentOutcome({ outcome }),
+  "/v1/public-handle": (outcome) => publicHandleOutcome({ outcome }),
+  "/v1/oauth/messenger/verify": (outcome) => loginOutcome({ platform: "messenger", outcome }),
+  "/v1/oauth/fedsocial/verify": (outcome) => loginOutcome({ platform: "fedsocial", outcome }),
+  "/v1/oauth/:platform/callback": (outcome, path) => loginOutcome({ platform: platformLabel(path), outcome }),
+  "/v1/oauth/:platform/start": (outcome, path) => oauthStart({ platform: platformLabel(path), outcome }),
+  "/v1/bind": (outcome) => bindOutcome({ outcome })
 }

@@ -8,9 +8,9 @@
 import type { IncomingMessage } from "node:http"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, FiberRef, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "../../schema/errors.js"
-import { currentRoute, type RouteDecision } from "./routes.js"
+import type { RouteDecision } from "./routes.js"
 
 /**
  * No request body of either service nests deeper than a few levels; refusing deeper ones before
@@ -87,22 +87,27 @@ const tooLarge = (maxBytes: number) =>
 
 /**
  * The same request with its body already read: later readers (the endpoint's schema decoding)
- * get the buffered bytes instead of a drained stream.
+ * get the buffered bytes instead of a drained stream, and the guard's parse of them (schema
+ * decoding reads it and leaves it as it is). The readers are own properties of an object literal
+ * over the request: defining accessors on a fresh object costs several times more, per request.
  */
 const withBufferedBody = (
   request: HttpServerRequest.HttpServerRequest,
   text: string,
-  body: Uint8Array
-): HttpServerRequest.HttpServerRequest => {
-  const buffered = Object.create(request) as HttpServerRequest.HttpServerRequest
-  Object.defineProperties(buffered, {
-    text: { get: () => Effect.succeed(text) },
-    json: { get: () => Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => malformed }) },
-    arrayBuffer: { get: () => Effect.succeed(body.slice().buffer) },
-    stream: { get: () => Stream.succeed(body) }
-  })
-  return buffered
-}
+  body: Uint8Array,
+  parsed: unknown
+): HttpServerRequest.HttpServerRequest =>
+  ({
+    __proto__: request,
+    text: Effect.succeed(text),
+    json: Effect.succeed(parsed),
+    // A copy each time it is read, as the request's own arrayBuffer would read the stream.
+    arrayBuffer: Effect.sync(() => body.slice().buffer),
+    stream: Stream.succeed(body)
+  }) as unknown as HttpServerRequest.HttpServerRequest
+
+/** Stateless between calls (no `stream` option), so one serves every request. */
+const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 const malformed = new BadRequest({ message: "request body is not valid JSON" })
 
@@ -121,52 +126,68 @@ const refusalOf = (decision: Exclude<RouteDecision, { _tag: "Route" }>) =>
       })
     : new NotFound({ message: "no such route" })
 
-/** HttpApi middleware: checks and buffers the body before routing decodes it. */
+/**
+ * Checks and buffers the body before routing decodes it, for the server's middleware
+ * (src/http/server.ts): the request, its route decision, and `enter`, which gives the app to run
+ * once the body is accepted (called only then). A read without a body goes straight to the app.
+ */
 export const jsonBodyGuard =
   (maxBodyBytes: number) =>
-  <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-    Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const declared = request.headers["content-length"]
-      if (declared !== undefined && Number(declared) > maxBodyBytes)
-        return yield* Effect.fail(tooLarge(maxBodyBytes))
-      const decision = yield* FiberRef.get(currentRoute)
-      if (decision._tag !== "Route") {
-        // Its body, up to the limit, is read and dropped so the connection closes cleanly (a
-        // socket closed on unread bytes resets, and the client may never see the answer).
-        if (hasBody(request))
-          yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes)
-        return yield* Effect.fail(refusalOf(decision))
-      }
-      if (!methodsWithBody.has(request.method)) {
-        // A read takes no body; one sent anyway is drained within the limit, never buffered whole.
-        if (hasBody(request))
-          yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes)
-        return yield* app
-      }
-      if (!isJsonContentType(request.headers["content-type"])) {
-        return yield* Effect.fail(new BadRequest({ message: "Content-Type must be application/json" }))
-      }
-      const body = yield* readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes)
-      const text = yield* Effect.try({
-        try: () => new TextDecoder("utf-8", { fatal: true }).decode(body),
-        catch: () => malformed
-      })
-      if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
-        return yield* Effect.fail(
-          new BadRequest({ message: `request body nests deeper than ${MAX_JSON_DEPTH} levels` })
+  <E, R>(
+    request: HttpServerRequest.HttpServerRequest,
+    decision: RouteDecision,
+    enter: () => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | BodyRefusal, R> => {
+    const declared = request.headers["content-length"]
+    if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.fail(tooLarge(maxBodyBytes))
+    if (decision._tag !== "Route") {
+      // Its body, up to the limit, is read and dropped so the connection closes cleanly (a
+      // socket closed on unread bytes resets, and the client may never see the answer).
+      const refusal = Effect.fail(refusalOf(decision))
+      return hasBody(request)
+        ? Effect.zipRight(
+            readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes),
+            refusal
+          )
+        : refusal
+    }
+    if (!methodsWithBody.has(request.method)) {
+      // A read takes no body; one sent anyway is drained within the limit, never buffered whole.
+      return hasBody(request)
+        ? Effect.flatMap(readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes), enter)
+        : enter()
+    }
+    if (!isJsonContentType(request.headers["content-type"]))
+      return Effect.fail(new BadRequest({ message: "Content-Type must be application/json" }))
+    return Effect.flatMap(
+      readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes),
+      (body): Effect.Effect<HttpServerResponse.HttpServerResponse, E | BodyRefusal, R> => {
+        let text: string
+        try {
+          text = utf8.decode(body)
+        } catch {
+          return Effect.fail(malformed)
+        }
+        if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH))
+          return Effect.fail(
+            new BadRequest({ message: `request body nests deeper than ${MAX_JSON_DEPTH} levels` })
+          )
+        let parsed: unknown
+        try {
+          parsed = JSON.parse(text)
+        } catch {
+          return Effect.fail(malformed)
+        }
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+          return Effect.fail(new BadRequest({ message: "request body must be a JSON object" }))
+        return Effect.provideService(
+          enter(),
+          HttpServerRequest.HttpServerRequest,
+          withBufferedBody(request, text, body, parsed)
         )
       }
-      const parsed = yield* Effect.try({
-        try: () => JSON.parse(text) as unknown,
-        catch: () => malformed
-      })
-      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-        return yield* Effect.fail(new BadRequest({ message: "request body must be a JSON object" }))
-      }
-      return yield* Effect.provideService(
-        app,
-        HttpServerRequest.HttpServerRequest,
-        withBufferedBody(request, text, body)
-      )
-    })
+    )
+  }
+
+/** What the guard may refuse a request with. */
+export type BodyRefusal = PayloadTooLarge | BadRequest | NotFound | MethodNotAllowed

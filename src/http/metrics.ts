@@ -3,7 +3,17 @@
  * status codes only: never a path with an id in it, an address, or a client IP.
  */
 import { createHash, timingSafeEqual } from "node:crypto"
-import { Effect, Metric, MetricBoundaries, type MetricPair, MetricState, Option, Redacted } from "effect"
+import {
+  Array as Arr,
+  Effect,
+  Metric,
+  MetricBoundaries,
+  MetricLabel,
+  type MetricPair,
+  MetricState,
+  Option,
+  Redacted
+} from "effect"
 
 /** A counter as every service declares them: named, described, and exposed as a counter. */
 export const counter = (name: string, description: string) =>
@@ -30,6 +40,10 @@ interface RequestLabels {
  * `metric` tagged with a label set, each label set built once: tagging derives a new metric key
  * per call, measurable work when done on every request. Label sets are bounded by design (routes,
  * methods, statuses, actions, codes).
+ *
+ * The tagged metric hands the underlying one the same label array on every update (the labels as
+ * `Metric.tagged` one by one would order them), so Effect's per-metric hook cache, which is keyed
+ * by that array, finds the series without building and hashing its key again.
  */
 export const taggedOnce = <T, In, Out>(metric: Metric.Metric<T, In, Out>) => {
   const cache = new Map<string, Metric.Metric<T, In, Out>>()
@@ -39,7 +53,15 @@ export const taggedOnce = <T, In, Out>(metric: Metric.Metric<T, In, Out>) => {
       .join("\u0000")
     let tagged = cache.get(key)
     if (tagged === undefined) {
-      tagged = Object.entries(labels).reduce((m, [k, v]) => Metric.tagged(m, k, v), metric)
+      const tags = Object.entries(labels).map(([k, v]) => MetricLabel.make(k, v))
+      const withTags = (extra: ReadonlyArray<MetricLabel.MetricLabel>) =>
+        extra.length === 0 ? tags : Arr.union(tags, extra)
+      tagged = Metric.make(
+        metric.keyType,
+        (input, extra) => metric.unsafeUpdate(input, withTags(extra)),
+        (extra) => metric.unsafeValue(withTags(extra)),
+        (input, extra) => metric.unsafeModify(input, withTags(extra))
+      )
       cache.set(key, tagged)
     }
     return tagged
@@ -49,12 +71,31 @@ export const taggedOnce = <T, In, Out>(metric: Metric.Metric<T, In, Out>) => {
 const requestCounter = taggedOnce(httpRequests)
 const requestHistogram = taggedOnce(httpRequestDuration)
 
-export const recordRequest = (labels: RequestLabels, seconds: number) => {
-  const tags = { route: labels.route, method: labels.method, status: String(labels.status) }
-  return Effect.zipRight(
-    Metric.increment(requestCounter(tags)),
-    Metric.update(requestHistogram(tags), seconds)
-  )
+/** The request counter and histogram of one label set, found once per (route, method, status). */
+const requestSeries = new Map<
+  string,
+  readonly [Metric.Metric.Counter<number>, Metric.Metric.Histogram<number>]
+>()
+
+/**
+ * Counts a finished request and its duration. Synchronous: the metrics' own update, as
+ * `Metric.increment`/`Metric.update` make it with the fiber's metric labels (`extraTags`,
+ * `FiberRef.currentMetricLabels`).
+ */
+export const recordRequest = (
+  labels: RequestLabels,
+  seconds: number,
+  extraTags: ReadonlyArray<MetricLabel.MetricLabel> = []
+): void => {
+  const key = `${labels.route} ${labels.method} ${labels.status}`
+  let series = requestSeries.get(key)
+  if (series === undefined) {
+    const tags = { route: labels.route, method: labels.method, status: String(labels.status) }
+    series = [requestCounter(tags), requestHistogram(tags)]
+    requestSeries.set(key, series)
+  }
+  series[0].unsafeUpdate(1, extraTags)
+  series[1].unsafeUpdate(seconds, extraTags)
 }
 
 const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')

@@ -1,20 +1,19 @@
 /**
- * Token-bucket rate limits on `@effect/experimental`'s RateLimiter: the per-client-IP limit both
- * servers apply to every request (as HttpApi middleware, see `serveApi`), and the helper services use
- * for their own keys (the relayer's per-id limit).
+ * Token-bucket rate limits: the per-client-IP limit both servers apply to every request (a
+ * synchronous check in the servers' middleware, see `serveApi`), and, on `@effect/experimental`'s
+ * RateLimiter, the helper services use for their own keys (the relayer's per-id limit).
  *
- * Buckets live in this process's memory (`boundedMemoryStore`): replicas behind a load balancer
+ * Buckets live in this process's memory (`tokenBuckets`): replicas behind a load balancer
  * each count on their own, and a restart refills every bucket. Keys are never logged or used as
  * metric labels.
  */
 
 import { isIP } from "node:net"
 import { RateLimiter } from "@effect/experimental"
-import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Duration, Effect, FiberRef, Layer, Metric, Option } from "effect"
+import type { HttpServerRequest } from "@effect/platform"
+import { Duration, Effect, Layer, Metric, Option } from "effect"
 import { RateLimited } from "../../schema/errors.js"
 import { counter } from "./metrics.js"
-import { currentRoute, routeLabel } from "./routes.js"
 
 /** A bucket that holds `burst` tokens and refills `perMinute` tokens a minute. */
 export interface TokenBucket {
@@ -73,34 +72,72 @@ export const makeLimit = (
     }
   })
 
+interface Bucket {
+  tokens: number
+  updatedAt: number
+  limit: number
+  refillMillis: number
+}
+
 /**
  * In-memory token buckets, refilled continuously (to the thousandth of a token the limiter
- * counts). Unlike the library's memory store it stays bounded: past `maxKeys` buckets it forgets
- * the ones that have refilled completely (forgetting them changes nothing), then the oldest.
+ * counts), taken from synchronously. Bounded: past `maxKeys` buckets it forgets the ones that have
+ * refilled completely (forgetting them changes nothing), then the oldest.
+ */
+const tokenBuckets = (maxKeys: number, onEvict: (now: number) => void = () => {}) => {
+  const buckets = new Map<string, Bucket>()
+
+  const refilled = (bucket: Bucket, now: number) =>
+    Math.min(bucket.limit, bucket.tokens + Math.floor((now - bucket.updatedAt) / bucket.refillMillis))
+
+  const evict = (now: number) => {
+    if (buckets.size <= maxKeys) return
+    for (const [key, bucket] of buckets) if (refilled(bucket, now) >= bucket.limit) buckets.delete(key)
+    for (const key of buckets.keys()) {
+      if (buckets.size <= maxKeys) break
+      buckets.delete(key)
+    }
+    onEvict(now)
+  }
+
+  /** Takes `tokens` from `key`'s bucket if it holds them (or `allowOverflow`); what is left, < 0 if too few. */
+  return (
+    key: string,
+    tokens: number,
+    limit: number,
+    refillMillis: number,
+    allowOverflow: boolean,
+    now: number
+  ): number => {
+    let bucket = buckets.get(key)
+    if (bucket === undefined) {
+      evict(now)
+      bucket = { tokens: limit, updatedAt: now, limit, refillMillis }
+      buckets.set(key, bucket)
+    } else {
+      const added = Math.floor((now - bucket.updatedAt) / refillMillis)
+      if (added > 0) {
+        bucket.tokens = Math.min(limit, bucket.tokens + added)
+        // Keep the partial token earned since the last whole one.
+        bucket.updatedAt = bucket.tokens === limit ? now : bucket.updatedAt + added * refillMillis
+      }
+    }
+    const remaining = bucket.tokens - tokens
+    if (allowOverflow || remaining >= 0) bucket.tokens = remaining
+    return remaining
+  }
+}
+
+/**
+ * In-memory token buckets for the library's RateLimiter (`tokenBuckets`). Unlike the library's
+ * memory store it stays bounded.
  */
 export const boundedMemoryStore = (maxKeys = 100_000): Layer.Layer<RateLimiter.RateLimiterStore> =>
   Layer.sync(RateLimiter.RateLimiterStore, () => {
-    interface Bucket {
-      tokens: number
-      updatedAt: number
-      limit: number
-      refillMillis: number
-    }
-    const buckets = new Map<string, Bucket>()
     const windows = new Map<string, { count: number; expiresAt: number }>()
-
-    const refilled = (bucket: Bucket, now: number) =>
-      Math.min(bucket.limit, bucket.tokens + Math.floor((now - bucket.updatedAt) / bucket.refillMillis))
-
-    const evict = (now: number) => {
-      if (buckets.size <= maxKeys) return
-      for (const [key, bucket] of buckets) if (refilled(bucket, now) >= bucket.limit) buckets.delete(key)
-      for (const key of buckets.keys()) {
-        if (buckets.size <= maxKeys) break
-        buckets.delete(key)
-      }
+    const take = tokenBuckets(maxKeys, (now) => {
       for (const [key, counter] of windows) if (counter.expiresAt <= now) windows.delete(key)
-    }
+    })
 
     return RateLimiter.RateLimiterStore.of({
       fixedWindow: (options) =>
@@ -121,27 +158,16 @@ export const boundedMemoryStore = (maxKeys = 100_000): Layer.Layer<RateLimiter.R
         ),
       tokenBucket: (options) =>
         Effect.clockWith((clock) =>
-          Effect.sync(() => {
-            const now = clock.unsafeCurrentTimeMillis()
-            const refillMillis = Duration.toMillis(options.refillRate)
-            let bucket = buckets.get(options.key)
-            if (bucket === undefined) {
-              evict(now)
-              bucket = { tokens: options.limit, updatedAt: now, limit: options.limit, refillMillis }
-              buckets.set(options.key, bucket)
-            } else {
-              const added = Math.floor((now - bucket.updatedAt) / refillMillis)
-              if (added > 0) {
-                bucket.tokens = Math.min(options.limit, bucket.tokens + added)
-                // Keep the partial token earned since the last whole one.
-                bucket.updatedAt =
-                  bucket.tokens === options.limit ? now : bucket.updatedAt + added * refillMillis
-              }
-            }
-            const remaining = bucket.tokens - options.tokens
-            if (options.allowOverflow || remaining >= 0) bucket.tokens = remaining
-            return remaining
-          })
+          Effect.sync(() =>
+            take(
+              options.key,
+              options.tokens,
+              options.limit,
+              Duration.toMillis(options.refillRate),
+              options.allowOverflow,
+              clock.unsafeCurrentTimeMillis()
+            )
+          )
         )
     })
   })
@@ -218,34 +244,41 @@ const expandIpv6 = (address: string): ReadonlyArray<string> => {
 }
 
 /**
- * HttpApi middleware charging each request `cost(method, route)` tokens of its client's bucket;
- * an empty bucket answers 429 `rate_limited` with `Retry-After` before the body is read.
+ * The per-IP check of the server's middleware (src/http/server.ts): charges the request
+ * `cost(method, route)` tokens of its client's bucket and answers nothing, or the `RateLimited`
+ * refusal (429 with `Retry-After`) to fail the request with before its body is read.
+ *
+ * Synchronous, on buckets of its own: the same token bucket as `makeLimit` over
+ * `memoryRateLimiter` (limit and window in thousandths of a token, `Retry-After` as the library
+ * computes it, refusals counted under scope `ip`), without an Effect per request.
  */
 export const ipRateLimit = (
-  options: IpRateLimitOptions
-): Effect.Effect<
-  <E, R>(
-    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-  ) => Effect.Effect<
-    HttpServerResponse.HttpServerResponse,
-    E | RateLimited,
-    R | HttpServerRequest.HttpServerRequest
-  >
-> =>
-  Effect.map(
-    makeLimit(options.bucket, "ip").pipe(Effect.provide(memoryRateLimiter())),
-    (limit) => (app) =>
-      Effect.flatMap(
-        Effect.zip(HttpServerRequest.HttpServerRequest, FiberRef.get(currentRoute)),
-        ([request, route]) => {
-          const cost = options.cost(request.method, routeLabel(route))
-          if (cost <= 0) return app
-          const key = clientKey(
-            Option.getOrUndefined(request.remoteAddress),
-            request.headers["x-forwarded-for"],
-            options.trustProxyHops
-          )
-          return Effect.zipRight(limit(`ip:${key}`, cost), app)
-        }
-      )
-  )
+  options: IpRateLimitOptions,
+  maxKeys = 100_000
+): ((request: HttpServerRequest.HttpServerRequest, route: string) => RateLimited | undefined) => {
+  const take = tokenBuckets(maxKeys)
+  const window = Duration.millis((60_000 * options.bucket.burst) / options.bucket.perMinute)
+  const limit = Math.round(options.bucket.burst * SCALE)
+  const refillRate = Duration.unsafeDivide(window, limit)
+  const refillMillis = Duration.toMillis(refillRate)
+  const refused = rateLimitedTotal.pipe(Metric.tagged("scope", "ip"))
+  const refusal = (retryAfter: Duration.Duration) => {
+    refused.unsafeUpdate(1, [])
+    return new RateLimited({
+      message: "too many requests, retry later",
+      retryAfterSeconds: Duration.toSeconds(retryAfter)
+    })
+  }
+  return (request, route) => {
+    const tokens = Math.round(options.cost(request.method, route) * SCALE)
+    if (tokens <= 0) return undefined
+    if (tokens > limit) return refusal(window)
+    const key = clientKey(
+      Option.getOrUndefined(request.remoteAddress),
+      request.headers["x-forwarded-for"],
+      options.trustProxyHops
+    )
+    const remaining = take(`ip:${key}`, tokens, limit, refillMillis, false, Date.now())
+    return remaining < 0 ? refusal(Duration.times(refillRate, -remaining)) : undefined
+  }
+}

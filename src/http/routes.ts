@@ -7,7 +7,6 @@
  * strict, see `strictRouter`) never serves a request the guards did not see as that route.
  */
 import { HttpApi, type HttpApiGroup, HttpRouter } from "@effect/platform"
-import { FiberRef } from "effect"
 
 export const OPENAPI_PATH = "/v1/openapi.json"
 
@@ -77,12 +76,6 @@ export const resolveRoute = (
 /** The label metrics, logs and rate-limit costs use for a decision. */
 export const routeLabel = (decision: RouteDecision): string =>
   decision._tag === "Route" ? decision.template : UNMATCHED
-
-/**
- * The decision of the request being served, set by the outermost middleware (`serveApi`) and read
- * by the guards inside it, so no layer matches the URL a second time.
- */
-export const currentRoute: FiberRef.FiberRef<RouteDecision> = FiberRef.unsafeMake<RouteDecision>(unknown)
 
 /**
  * The router made as strict as `resolveRoute`: case-sensitive, no trailing-slash or double-slash

@@ -1,5 +1,5 @@
 /**
- * Metrics of the relayed write path: requests by outcome code (recorded by the server's outcome
+ * Metrics of the relayed write path: requests by outcome code (recorded by the server's
  * middleware, src/http/outcomes.ts, from `relayerOutcomes`) and failed simulations. Labels are
  * action names, wire codes and the vault's own error names, never an id, address or amount.
  */
@@ -27,10 +27,9 @@ const claimOutcome = taggedOnce(claimOutcomes)
 const actionOutcome = taggedOnce(actionOutcomes)
 const simulationFailure = taggedOnce(simulationFailures)
 
-const recordClaimOutcome = (code: string) => Metric.increment(claimOutcome({ code }))
+const recordClaimOutcome = (code: string) => claimOutcome({ code })
 
-const recordActionOutcome = (action: string) => (code: string) =>
-  Metric.increment(actionOutcome({ action, code }))
+const recordActionOutcome = (action: string) => (code: string) => actionOutcome({ action, code })
 
 /** The relayed write routes' outcome counters, by route template; `action` is the path's name. */
 export const relayerOutcomes: RouteOutcomes = {

@@ -5,8 +5,9 @@
  */
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { HttpApi, HttpApiBuilder, HttpApiGroup, HttpServer } from "@effect/platform"
 import { it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { type Address, getAddress, zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect } from "vitest"
 import { mockAggregatorV3Abi } from "../../contracts/abi.js"
@@ -23,8 +24,10 @@ import {
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { RelayerLive } from "../../layers/relayer.js"
+import { QuoteResponse } from "../../schema/relayer.js"
 import { chainClientLayer } from "../../src/chain/ChainClient.js"
 import { loadRelayerSettings, RelayerSettings } from "../../src/config/relayer.js"
+import { quoteEndpoint } from "../../src/relayer/api/quote.js"
 import { FeeOracle, feeOracleLayer, gasTable, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
 
 /** The devnet's chain and relayer only: these tests never reach the attestor. */
@@ -241,6 +244,35 @@ describe("GET /v1/quote", () => {
     expect(b.status).toBe(200)
     expect(b.body).toEqual(a.body)
     expect(b.body.asset).toBe(usdt)
+  })
+
+  it("answers a cached quote with the bytes and headers HttpApiBuilder encodes for the quote", async () => {
+    const path = `/v1/quote?${new URLSearchParams({ asset: usdt, adapter: zeroAddress, action: "ping" })}`
+    const answers = await Promise.all([0, 1, 2].map(() => fetch(`${devnet.relayerUrl}${path}`)))
+    const texts = await Promise.all(answers.map((answer) => answer.text()))
+    const headersOf = (answer: Response) =>
+      [...answer.headers.entries()].filter(([name]) => name !== "date").sort()
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200])
+    // The same quote, encoded once, served to every client asking the same question.
+    expect(new Set(texts).size).toBe(1)
+    expect(headersOf(answers[1]!)).toEqual(headersOf(answers[0]!))
+    // What a handler returning the quote as a value answers: the schema's encoding, as JSON.
+    const value = Schema.decodeUnknownSync(QuoteResponse)(JSON.parse(texts[0]!))
+    const bareApi = HttpApi.make("bare").add(HttpApiGroup.make("quote").add(quoteEndpoint))
+    const bareQuote = HttpApiBuilder.group(bareApi, "quote", (handlers) =>
+      handlers.handle("quote", () => Effect.succeed(value))
+    )
+    const bare = HttpApiBuilder.toWebHandler(
+      Layer.mergeAll(HttpApiBuilder.api(bareApi).pipe(Layer.provide(bareQuote)), HttpServer.layerContext)
+    )
+    try {
+      const expected = await bare.handler(new Request(`http://bare${path}`))
+      expect(texts[0]).toBe(await expected.text())
+      expect(answers[0]!.headers.get("content-type")).toBe(expected.headers.get("content-type"))
+      expect(answers[0]!.headers.get("content-length")).toBe(String(Buffer.byteLength(texts[0]!)))
+    } finally {
+      await bare.dispose()
+    }
   })
 
   const refusals: ReadonlyArray<readonly [string, () => Record<string, string>, number, string]> = [

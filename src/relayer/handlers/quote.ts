@@ -2,14 +2,15 @@
  * The handlers of `GET /v1/config` and `GET /v1/quote` (src/relayer/api/quote.ts), over the fee
  * oracle (src/relayer/FeeOracle.ts) the relayer's wiring provides once.
  */
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Redacted } from "effect"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Redacted, Schema } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
 import { AddressFromSelf, ZeroAddress } from "../../../schema/primitives.js"
+import { QuoteResponse } from "../../../schema/relayer.js"
 import { ChainId } from "../../chain/chainId.js"
 import { RelayerSettings } from "../../config/relayer.js"
 import { RelayerApi } from "../api/index.js"
-import { FeeOracle } from "../FeeOracle.js"
+import { FeeOracle, type Quote } from "../FeeOracle.js"
 import { recordQuoteServed } from "../fees/metrics.js"
 
 export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
@@ -25,6 +26,16 @@ export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
     const shieldAdapter = AddressFromSelf.make(settings.shieldAdapter)
     // The configured chain id when there is one; else the RPC's, read once it answers.
     const chainId = (yield* ChainId).get
+
+    /**
+     * A cached quote's answer, encoded once per quote: `QuoteResponse` encoded and written as JSON
+     * exactly as HttpApiBuilder does for a handler's value (which passes a response through as it
+     * is), so every client asking the same question in the quote's lifetime gets the same bytes
+     * and headers without the schema work on each request. Kept by the oracle's quote object
+     * (a new quote is a new object), for the question it answered.
+     */
+    const encoded = new WeakMap<Quote, QuoteAnswer>()
+    const encodeResponse = Schema.encode(QuoteResponse)
 
     return handlers
       .handle("config", () =>
@@ -50,8 +61,19 @@ export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
             consolidate: query.consolidate,
             register: query.register
           })
-          const response = {
-            chainId: yield* chainId,
+          const id = yield* chainId
+          yield* recordQuoteServed(query.action)
+          const known = encoded.get(quote)
+          if (
+            known !== undefined &&
+            known.chainId === id &&
+            known.asset === query.asset &&
+            known.adapter === query.adapter &&
+            known.action === query.action
+          )
+            return known.response
+          const answer = {
+            chainId: id,
             vault,
             asset: query.asset,
             adapter: query.adapter,
@@ -62,9 +84,27 @@ export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
             gasPrice: quote.gasPrice,
             validUntil: quote.validUntil
           }
-          yield* recordQuoteServed(query.action)
+          const body = yield* Effect.either(encodeResponse(answer))
+          // Left to HttpApiBuilder, which fails it as it always has.
+          if (body._tag === "Left") return answer
+          const response = HttpServerResponse.unsafeJson(body.right)
+          encoded.set(quote, {
+            chainId: id,
+            asset: query.asset,
+            adapter: query.adapter,
+            action: query.action,
+            response
+          })
           return response
         })
       )
   })
 )
+
+interface QuoteAnswer {
+  readonly chainId: number
+  readonly asset: string
+  readonly adapter: string
+  readonly action: string
+  readonly response: HttpServerResponse.HttpServerResponse
+}
