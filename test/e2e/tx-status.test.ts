@@ -11,10 +11,11 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import type { Address, Hex } from "viem"
 import { keccak256, toHex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freeLoopbackPort, withSettings } from "../../layers/devnet.js"
+import { withSettings } from "../../layers/devnet.js"
 import { relayerServer, relayerServices } from "../../layers/relayer.js"
 import { type AnvilInstance, spawnAnvil } from "../../src/chain/anvil.js"
 import { RelayerSettings } from "../../src/config/relayer.js"
+import { serverUrl } from "../../src/http/server.js"
 import { type TxRequest, TxSender } from "../../src/txsender/TxSender.js"
 import { poolOf, rpc, testKey } from "../relayer/txsender-support.js"
 
@@ -58,11 +59,19 @@ const start = () =>
       TX_MAX_REPLACEMENTS: "1",
       TX_POLL_INTERVAL_MS: "100",
       HOST: "127.0.0.1",
-      PORT: String(port)
+      // Any free port, read back once bound: a port picked beforehand can be taken meanwhile.
+      PORT: "0"
     })
   )
 
 let running: ReturnType<typeof start>
+
+/** Starts the relayer and learns the port it is bound to. */
+const startRelayer = async () => {
+  running = start()
+  await running.runtime()
+  port = Number(new URL(await running.runPromise(serverUrl)).port)
+}
 
 const submit = (request: TxRequest) =>
   running.runPromise(Effect.flatMap(TxSender, (sender) => sender.submit(request)))
@@ -101,9 +110,7 @@ const transfer = (value: bigint): TxRequest => ({ to: SINK, data: "0x", value, g
 
 beforeAll(async () => {
   anvil = await spawnAnvil()
-  port = await Effect.runPromise(freeLoopbackPort)
-  running = start()
-  await running.runtime()
+  await startRelayer()
 }, 120_000)
 
 afterAll(async () => {
@@ -156,8 +163,7 @@ describe("POST /v1/tx-status", () => {
       const first = await submit(transfer(2n))
       const nonce = await nonceOf(first)
       await running.dispose()
-      running = start()
-      await running.runtime()
+      await startRelayer()
       expect((await txStatus(first)).body).toEqual({ txHash: first, status: "pending" })
       const second = await submit(transfer(3n))
       expect(await nonceOf(second)).toBe(nonce + 1)
