@@ -19,7 +19,9 @@
  * - Serving: a fresh relayer process on the filled database (the indexer at the head, nothing to
  *   do), then GET /v1/accounts by the load generator: one cold request, then identity, gzip and
  *   If-None-Match series. Its peak RSS (VmHWM) is the figure. Baseline: a raw `node:http` server
- *   answering the same bytes (identity and gzip) to the same series, its peak RSS.
+ *   answering the same bytes (identity and gzip) to the same series, its peak RSS. Beside it, in
+ *   the details, the same measurement of the relayer compiled to JavaScript under plain node (as
+ *   the image runs it; bench/lib/build.ts), to tell its own memory from what tsx adds.
  */
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -47,6 +49,7 @@ import { spawnAnvil } from "../../src/chain/anvil.js"
 import { decodeVaultLog, minedLog } from "../../src/indexer/logs.js"
 import type { StoredEvent } from "../../src/store/EventStore.js"
 import { storageLayer } from "../../src/store/sql.js"
+import { compiled, ensureBuild } from "../lib/build.js"
 import { freePort, startRaw } from "../lib/devnet.js"
 import { mib, runLoad, type Server, scratchFile, sleep, startServer } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
@@ -135,6 +138,7 @@ const line = (label: string, r: LoadResult | undefined) =>
     : `  ${label.padEnd(30)} ${r.perSecond.toFixed(1).padStart(8)} req/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  ${Math.round(r.bytes / Math.max(1, r.requests)).toLocaleString("en-US")} bytes  ${JSON.stringify(r.statuses)}`
 
 async function main() {
+  ensureBuild()
   const kinds: Array<"PGlite" | "PostgreSQL"> =
     DATABASE_URL === undefined ? ["PGlite"] : ["PGlite", "PostgreSQL"]
   console.log(
@@ -223,10 +227,11 @@ async function main() {
       PORT: String(port),
       ...db.env
     })
-    const startRelayer = async (db: Database) => {
+    const startRelayer = async (db: Database, options: { readonly compiled?: boolean } = {}) => {
       const port = await freePort()
       return startServer({
-        script: "src/bin/relayer.ts",
+        script: options.compiled === true ? compiled("src/bin/relayer.ts") : "src/bin/relayer.ts",
+        compiled: options.compiled === true,
         env: relayerEnv(db, port),
         readyPath: "/v1/config",
         port,
@@ -309,6 +314,14 @@ async function main() {
         })
         const listed = JSON.parse(identityBytes.toString("utf8")) as { block: number; accounts: unknown[] }
         await serving.stop()
+
+        // ---- the same, compiled to JavaScript under plain node
+        const servingCompiled = await startRelayer(db, { compiled: true })
+        await untilHead(servingCompiled)
+        const compiledStartedRss = servingCompiled.memory().rss
+        const compiledService = await serveAccounts(servingCompiled.url, true)
+        const compiledPeak = servingCompiled.memory().peak
+        await servingCompiled.stop()
         if (listed.block !== head || listed.accounts.length !== ACCOUNTS)
           throw new Error(`/v1/accounts lists ${listed.accounts.length} accounts at block ${listed.block}`)
 
@@ -347,6 +360,9 @@ async function main() {
         console.log(
           `  relayer RSS: ${mib(startedRss)} MiB at start, peak ${mib(servingPeak)} MiB, ${mib(servingRss)} MiB after`
         )
+        console.log(
+          `  relayer compiled (plain node) RSS: ${mib(compiledStartedRss)} MiB at start, peak ${mib(compiledPeak)} MiB (identity p50 ${compiledService.identity.p50.toFixed(1)} ms)`
+        )
         console.log(`  raw node:http RSS: ${mib(rawStartedRss)} MiB at start, peak ${mib(rawPeak)} MiB`)
 
         const bench = "bench/indexer/main.ts"
@@ -359,7 +375,9 @@ async function main() {
           backfillPeakMiB: mib(backfillPeak),
           identityP50Ms: service.identity.p50,
           gzipP50Ms: service.gzip.p50,
-          rawIdentityP50Ms: baseline.identity.p50
+          rawIdentityP50Ms: baseline.identity.p50,
+          compiledStartedMiB: mib(compiledStartedRss),
+          compiledPeakMiB: mib(compiledPeak)
         }
         record({
           [kind === "PGlite" ? "accounts_peak_rss_pglite" : "accounts_peak_rss_postgres"]: row(bench, {

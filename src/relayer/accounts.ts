@@ -1,8 +1,9 @@
 /**
  * `GET /v1/accounts` (docs/relayer.md §4): every indexed account as `{ chainId, vault, block,
  * accounts }`. The body is precomputed once per projection version, re-serializing only the
- * accounts near a change, and compressed at most once per version, so a request costs a copy of
- * bytes, not a rebuild.
+ * accounts near a change, and compressed at most once per version, so a request costs writing
+ * bytes already there, not a rebuild. The identity body is never assembled in one buffer: it is
+ * written as the buckets' own buffers in order, so the relayer holds each byte of it once.
  *
  * The `ETag` is a digest of the body's content, so it changes exactly when the content does; the gzip
  * representation carries the same tag with a `-gzip` suffix, and `If-None-Match` with either
@@ -11,10 +12,9 @@
  * rule of `src/indexer/freshness.ts`), with 503 `unavailable`.
  */
 import { createHash } from "node:crypto"
-import { promisify } from "node:util"
-import { gzip } from "node:zlib"
+import { createGzip } from "node:zlib"
 import { HttpServerResponse } from "@effect/platform"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Stream } from "effect"
 import { Unavailable, Unsupported } from "../../schema/errors.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { requireServable } from "../indexer/freshness.js"
@@ -23,8 +23,6 @@ import { ACCOUNT_BUCKETS } from "../store/projections/AccountsProjection.js"
 import { accountJson } from "../store/projections/accounts.js"
 
 export const ACCOUNTS_CACHE_CONTROL = "public, max-age=15"
-
-const gzipAsync = promisify(gzip)
 
 export interface AccountsRequestHeaders {
   readonly "if-none-match"?: string | undefined
@@ -37,7 +35,13 @@ interface PreparedBody {
   readonly version: number
   /** Identifies the content: a digest over the body's parts, without quotes. */
   readonly digest: string
-  readonly identity: Uint8Array
+  /**
+   * The identity body in order: the prefix, the non-empty buckets' buffers with commas between,
+   * the suffix. The buckets' buffers are shared with the cache, not copied.
+   */
+  readonly parts: ReadonlyArray<Uint8Array>
+  /** Bytes of the identity body: the sum of the parts' lengths. */
+  readonly length: number
   gzipped: Promise<Uint8Array> | undefined
 }
 
@@ -92,16 +96,31 @@ export class AccountsBodyCache {
       digest.update(bucket.digest)
     }
     parts.push(SUFFIX)
+    let length = 0
+    for (const part of parts) length += part.length
     this.current = {
       epoch,
       version: snapshot.version,
       digest: digest.digest("base64url").slice(0, 32),
-      identity: Buffer.concat(parts),
+      parts,
+      length,
       gzipped: undefined
     }
     return this.current
   }
 }
+
+/** The gzip representation of a body given in parts, compressed as one stream (no whole identity copy). */
+export const gzipParts = (parts: ReadonlyArray<Uint8Array>): Promise<Buffer> =>
+  new Promise((resolve, reject) => {
+    const gzip = createGzip()
+    const out: Array<Buffer> = []
+    gzip.on("data", (chunk: Buffer) => out.push(chunk))
+    gzip.on("end", () => resolve(Buffer.concat(out)))
+    gzip.on("error", reject)
+    for (const part of parts) gzip.write(part)
+    gzip.end()
+  })
 
 const GZIP_SUFFIX = "-gzip"
 
@@ -167,11 +186,12 @@ export const makeAccountsFeed = Effect.gen(function* () {
       if (etagMatches(headers["if-none-match"], body.digest))
         return HttpServerResponse.empty({ status: 304, headers: common })
       if (!gzipped)
-        return HttpServerResponse.uint8Array(body.identity, {
+        return HttpServerResponse.stream(Stream.fromIterable(body.parts), {
           contentType: "application/json",
+          contentLength: body.length,
           headers: common
         })
-      body.gzipped ??= gzipAsync(body.identity)
+      body.gzipped ??= gzipParts(body.parts)
       const compressed = yield* Effect.promise(() => body.gzipped as Promise<Uint8Array>)
       return HttpServerResponse.uint8Array(compressed, {
         contentType: "application/json",

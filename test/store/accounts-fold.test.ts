@@ -231,6 +231,51 @@ describe("the Accounts fold", () => {
     expect(consuming(registered(idA))).toBe(false)
   })
 
+  it("empties a balance to nothing, keeps the other assets, and never changes an earlier state's amounts", () => {
+    const deposited = one([
+      registered(idA),
+      at(11, { name: "Deposited", id: idA, asset: USDT, from: ownerB, amount: 4n }),
+      at(11, { name: "Deposited", id: idA, asset: WETH, from: ownerB, amount: 9n })
+    ])
+    const claim = (asset: typeof USDT, amount: bigint, nonce: bigint) =>
+      at(12, {
+        name: "Claimed",
+        id: idA,
+        asset,
+        adapter: ZERO,
+        relayer: ownerB,
+        amount,
+        relayerFee: 0n,
+        nonce
+      })
+    const usdtGone = applyToAccount(context, deposited, claim(USDT, 4n, 0n))
+    expect(usdtGone.balances).toEqual({ [WETH]: 9n })
+    expect(Object.keys(usdtGone.balances)).toEqual([WETH])
+    const allGone = applyToAccount(context, usdtGone, claim(WETH, 20n, 1n))
+    expect(allGone.balances).toEqual({})
+    expect(accountJson(allGone)).toContain(`"balances":{},"totalDeposited":{"${USDT}":"4","${WETH}":"9"}`)
+    // A claim of an asset it does not hold changes no amount.
+    expect(applyToAccount(context, allGone, claim(USDT, 1n, 2n)).balances).toEqual({})
+    expect(deposited.balances).toEqual({ [USDT]: 4n, [WETH]: 9n })
+    expect(usdtGone.balances).toEqual({ [WETH]: 9n })
+    // Deposits after everything was emptied start from nothing again.
+    const again = applyToAccount(
+      context,
+      allGone,
+      at(13, { name: "Deposited", id: idA, asset: USDT, from: ownerB, amount: 2n })
+    )
+    expect(again.balances).toEqual({ [USDT]: 2n })
+    expect(allGone.balances).toEqual({})
+  })
+
+  it("gives accounts without a fallback the same record as before, zero address and all", () => {
+    const a = one([registered(idA, ownerA, 10, getAddress("0x0000000000000000000000000000000000000000"), 0n)])
+    expect(accountRecord(a)).toMatchObject({ fallbackRecipient: null, fallbackDelay: null })
+    expect(a.registration?.fallbackRecipient).toBe(ZERO)
+    expect(a.registration?.fallbackDelay).toBe(0n)
+    expect(accountJson(a)).toContain('"fallbackRecipient":null,"fallbackDelay":null')
+  })
+
   it("does not change the map it starts from", () => {
     const first = fold([registered(idA)])
     const second = foldAccounts(context, [at(11, { name: "Pinged", id: idA, nonce: 0n })], first)
