@@ -82,11 +82,12 @@ for (const kind of databaseKinds()) {
         )
       )
     /** Waits until the projection covers the chain's head, number and hash. */
-    const coversHead = async () => {
+    const coversHead = async (timeoutMs?: number) => {
       const { covered } = await eventually(
         "the projection to cover the head",
         async () => ({ head: await latestBlock(ctx), covered: await served() }),
-        ({ head, covered }) => covered?.block === Number(head.number) && covered.hash === head.hash
+        ({ head, covered }) => covered?.block === Number(head.number) && covered.hash === head.hash,
+        timeoutMs
       )
       return covered as NonNullable<typeof covered>
     }
@@ -139,7 +140,9 @@ for (const kind of databaseKinds()) {
           )
         )
       )
-      await coversHead()
+      // The first wait includes start-up (a fresh database, migrations, the backfill): the hook's
+      // budget, which on a busy machine it needs.
+      await coversHead(100_000)
     })
     afterAll(async () => {
       await runtime?.dispose()
