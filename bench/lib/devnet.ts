@@ -3,9 +3,12 @@
  * and the services started as their own processes (src/bin/*.ts) with the devnet's settings
  * (`relayerEnv`, `attestorEnv`) plus a bench's overrides.
  */
+import { randomBytes } from "node:crypto"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Exit, Scope } from "effect"
+import { Reactivity } from "@effect/experimental"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Exit, Redacted, Scope } from "effect"
 import {
   attestorEnv,
   type DevnetChain,
@@ -66,19 +69,38 @@ export interface RunOptions {
 const script = (source: string, options: RunOptions) =>
   options.compiled === true ? { script: compiled(source), compiled: true } : { script: source }
 
-export const startRelayer = (
+/**
+ * A schema of its own on BENCH_DATABASE_URL for one relayer process, dropped when it stops: a
+ * store left by an earlier run (another chain under the same hot key) must not be what it resumes.
+ */
+const freshSchema = async (databaseUrl: string) => {
+  const schema = `bench_${randomBytes(6).toString("hex")}`
+  const admin = PgClient.make({ url: Redacted.make(databaseUrl), maxConnections: 1 }).pipe(
+    Effect.provide(Reactivity.layer)
+  )
+  const run = (statement: string) =>
+    Effect.runPromise(Effect.scoped(Effect.flatMap(admin, (sql) => sql.unsafe(statement))))
+  await run(`CREATE SCHEMA ${schema}`)
+  const url = new URL(databaseUrl)
+  url.searchParams.set("options", `-c search_path=${schema}`)
+  return { url: url.toString(), drop: () => run(`DROP SCHEMA ${schema} CASCADE`).then(() => {}) }
+}
+
+export const startRelayer = async (
   devnet: BenchDevnet,
   overrides: Record<string, string> = {},
   options: RunOptions = {}
-): Promise<Server> =>
-  startServer({
+): Promise<Server> => {
+  // BENCH_DATABASE_URL runs the relayer on PostgreSQL instead of the embedded database.
+  const database =
+    process.env.BENCH_DATABASE_URL === undefined
+      ? undefined
+      : await freshSchema(process.env.BENCH_DATABASE_URL)
+  const server = await startServer({
     ...script("src/bin/relayer.ts", options),
     env: {
       ...relayerEnv(devnet.chain, devnet.relayerPort),
-      // BENCH_DATABASE_URL runs the relayer on PostgreSQL instead of the embedded database.
-      ...(process.env.BENCH_DATABASE_URL === undefined
-        ? {}
-        : { DATABASE_URL: process.env.BENCH_DATABASE_URL }),
+      ...(database === undefined ? {} : { DATABASE_URL: database.url }),
       ...overrides
     },
     readyPath: "/v1/config",
@@ -87,6 +109,10 @@ export const startRelayer = (
     nodeArgs:
       options.nodeArgs ?? process.env.BENCH_RELAYER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []
   })
+  return database === undefined
+    ? server
+    : { ...server, stop: () => server.stop().then(() => database.drop()) }
+}
 
 export const startAttestor = (
   devnet: BenchDevnet,
