@@ -11,6 +11,7 @@
  */
 import { readFileSync } from "node:fs"
 import http from "node:http"
+import { processCpuMs } from "./lib/processes.js"
 
 export interface LoadRequest {
   readonly method?: string
@@ -33,6 +34,11 @@ export interface LoadPlan {
   readonly warmupMs?: number
   /** Every request exactly once, answers kept. */
   readonly once?: boolean
+  /**
+   * The server's process: its CPU time over the timed window is reported per request, a figure
+   * other load on a shared machine barely moves (unlike requests per second).
+   */
+  readonly serverPid?: number
 }
 
 export interface LoadResult {
@@ -50,6 +56,8 @@ export interface LoadResult {
   readonly bodies?: ReadonlyArray<string>
   /** With `once`: each request's start and end, µs on the system's monotonic clock. */
   readonly timings?: ReadonlyArray<readonly [number, number]>
+  /** With `serverPid`: the server's CPU time (user + system) per timed request, µs. */
+  readonly serverCpuUsPerRequest?: number
 }
 
 const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n)
@@ -150,6 +158,7 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
     const until = performance.now() + plan.warmupMs!
     await series((_, now) => now >= until, false)
   }
+  const serverCpuBefore = plan.serverPid === undefined ? 0 : processCpuMs(plan.serverPid)
   const measured = keep
     ? await series((i) => i >= prepared.length, true)
     : plan.count !== undefined
@@ -158,6 +167,7 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
           const until = performance.now() + (plan.durationMs ?? 5_000)
           return series((_, now) => now >= until, true)
         })()
+  const serverCpuMs = plan.serverPid === undefined ? 0 : processCpuMs(plan.serverPid) - serverCpuBefore
   agent.destroy()
 
   const sorted = measured.latencies.sort((a, b) => a - b)
@@ -174,7 +184,10 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
     bytes: measured.bytes,
     statuses: measured.statuses,
     errors: measured.errors,
-    ...(keep ? { bodies: measured.bodies, timings: measured.timings } : {})
+    ...(keep ? { bodies: measured.bodies, timings: measured.timings } : {}),
+    ...(plan.serverPid === undefined || requests === 0
+      ? {}
+      : { serverCpuUsPerRequest: (serverCpuMs * 1000) / requests })
   }
 }
 

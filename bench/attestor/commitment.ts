@@ -11,10 +11,11 @@
  * devnet's settings (`attestorEnv`), its rate limit out of reach; each answer draws a fresh nonce
  * and derives the commitment, as it does for a client.
  */
+import { ensureBuild } from "../lib/build.js"
 import { liftedRelayerLimits, startAttestor, startBare, startDevnet, startRaw } from "../lib/devnet.js"
 import { scratchFile } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
-import { CONCURRENCY, printSeries, runSeries } from "../lib/series.js"
+import { CONCURRENCY, cpuComparison, noted, printSeries, runSeries } from "../lib/series.js"
 
 const request = {
   method: "POST",
@@ -22,12 +23,20 @@ const request = {
   body: JSON.stringify({ platform: "messenger", userId: "7012345678" })
 }
 
+// Every server compiled to JavaScript under plain node, as `npm run start:attestor` runs the attestor.
+ensureBuild()
+const asOperatorsRun = { compiled: true }
+
 const devnet = await startDevnet("commitment")
 try {
-  const attestor = await startAttestor(devnet, {
-    RATE_LIMIT_BURST: liftedRelayerLimits.RATE_LIMIT_IP_BURST,
-    RATE_LIMIT_PER_MINUTE: liftedRelayerLimits.RATE_LIMIT_IP_PER_MINUTE
-  })
+  const attestor = await startAttestor(
+    devnet,
+    {
+      RATE_LIMIT_BURST: liftedRelayerLimits.RATE_LIMIT_IP_BURST,
+      RATE_LIMIT_PER_MINUTE: liftedRelayerLimits.RATE_LIMIT_IP_PER_MINUTE
+    },
+    asOperatorsRun
+  )
   try {
     const sample = await fetch(`${attestor.url}/v1/commitment`, {
       method: "POST",
@@ -38,14 +47,19 @@ try {
       throw new Error(`the attestor answered ${sample.status}: ${await sample.text()}`)
     const body = Buffer.from(await sample.arrayBuffer())
     const bodyFile = scratchFile("commitment.json", body)
-    const raw = await startRaw(bodyFile)
-    const bare = await startBare("post", bodyFile)
+    const raw = await startRaw(bodyFile, undefined, asOperatorsRun)
+    const bare = await startBare("post", bodyFile, asOperatorsRun)
     try {
       const all = await runSeries([
-        { name: "raw node:http POST, same bytes", origin: raw.url, requests: [request] },
-        { name: "bare HttpApi POST, same schemas", origin: bare.url, requests: [request] },
-        { name: "attestor POST /v1/commitment", origin: attestor.url, requests: [request] },
-        { name: "attestor GET /v1/info", origin: attestor.url, requests: [{ path: "/v1/info" }] }
+        { name: "raw node:http POST, same bytes", origin: raw.url, server: raw, requests: [request] },
+        { name: "bare HttpApi POST, same schemas", origin: bare.url, server: bare, requests: [request] },
+        { name: "attestor POST /v1/commitment", origin: attestor.url, server: attestor, requests: [request] },
+        {
+          name: "attestor GET /v1/info",
+          origin: attestor.url,
+          server: attestor,
+          requests: [{ path: "/v1/info" }]
+        }
       ])
       printSeries(
         `POST /v1/commitment, ${CONCURRENCY} keep-alive connections, ${body.length}-byte answer`,
@@ -60,6 +74,7 @@ try {
           baseline: bareSeries!.perSecond,
           baselineLabel: "bare HttpApi POST",
           goal: ">= 0.8x",
+          ...noted(cpuComparison(commitmentSeries!, bareSeries!)),
           details: {
             concurrency: CONCURRENCY,
             rawPerSecond: Math.round(rawSeries!.perSecond),

@@ -128,10 +128,10 @@ export const startAttestor = (
   })
 
 /** The two baseline servers (bench/baselines), on free ports. */
-export const startRaw = async (bodyFile: string, gzipFile?: string) => {
+export const startRaw = async (bodyFile: string, gzipFile?: string, options: RunOptions = {}) => {
   const port = await freePort()
   return startServer({
-    script: "bench/baselines/raw.ts",
+    ...script("bench/baselines/raw.ts", options),
     env: {
       PORT: String(port),
       BODY_FILE: bodyFile,

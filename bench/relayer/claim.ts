@@ -9,8 +9,8 @@
  * BENCH_THROUGHPUT_CONCURRENCY (32), BENCH_BLOCK_TIME (1 s).
  *
  * Anvil with the devnet contracts; a counting JSON-RPC proxy (bench/lib/proxy.ts) in front of it;
- * the relayer (src/bin/relayer.ts, devnet settings, limits out of reach) whose RPC_URL is the
- * proxy; the claims sent by the load generator in its own process. Each claim is for a fresh kind-1
+ * the relayer compiled to JavaScript under plain node, as `npm run start:relayer` runs it
+ * (bench/lib/build.ts; devnet settings, limits out of reach), whose RPC_URL is the proxy; the claims sent by the load generator in its own process. Each claim is for a fresh kind-1
  * account registered in the same transaction, direct to a fresh recipient.
  *
  * 1. Throughput: interval mining, BENCH_THROUGHPUT_CLAIMS claims over BENCH_THROUGHPUT_CONCURRENCY
@@ -46,6 +46,7 @@ import { computeId, ownerCommitment } from "../../schema/ids.js"
 import { QuoteQuery } from "../../schema/relayer.js"
 import { relayerFetchClient } from "../../src/client.js"
 import { directClaimBody } from "../../test/support/directClaim.js"
+import { ensureBuild } from "../lib/build.js"
 import { liftedRelayerLimits, startDevnet, startRelayer } from "../lib/devnet.js"
 import { pidListeningOn, processCpuMs, runLoad } from "../lib/processes.js"
 import { call, rpc, startProxy } from "../lib/proxy.js"
@@ -57,6 +58,8 @@ const THROUGHPUT_CLAIMS = Math.max(0, Number(process.env.BENCH_THROUGHPUT_CLAIMS
 const THROUGHPUT_CONCURRENCY = Math.max(1, Number(process.env.BENCH_THROUGHPUT_CONCURRENCY ?? 32))
 const BLOCK_TIME = Math.max(1, Number(process.env.BENCH_BLOCK_TIME ?? 1))
 const AMOUNT = 10n * 10n ** 18n
+
+ensureBuild()
 
 const median = (xs: readonly number[]) => {
   const sorted = [...xs].sort((a, b) => a - b)
@@ -102,7 +105,7 @@ try {
   // Throughput runs as the devnet runs the relayer: its indexer on, its sender's monitor polling
   // at the default interval, both paid for in the figure. The one-at-a-time series runs on a
   // relayer whose background polls stay out of the claims' windows (see the header).
-  let relayer = await startRelayer(devnet, { ...liftedRelayerLimits, RPC_URL: proxy.url })
+  let relayer = await startRelayer(devnet, { ...liftedRelayerLimits, RPC_URL: proxy.url }, { compiled: true })
   try {
     const client = await Effect.runPromise(relayerFetchClient(relayer.url))
     const urlParams = Schema.decodeUnknownSync(QuoteQuery)({
@@ -268,12 +271,16 @@ try {
 
     // ---- 2. calls and latency, one claim at a time, automine
     await relayer.stop()
-    relayer = await startRelayer(devnet, {
-      ...liftedRelayerLimits,
-      RPC_URL: proxy.url,
-      INDEXER_ENABLED: "false",
-      TX_POLL_INTERVAL_MS: "600000"
-    })
+    relayer = await startRelayer(
+      devnet,
+      {
+        ...liftedRelayerLimits,
+        RPC_URL: proxy.url,
+        INDEXER_ENABLED: "false",
+        TX_POLL_INTERVAL_MS: "600000"
+      },
+      { compiled: true }
+    )
     const snapshot = await call(rpcUrl, "evm_snapshot", [])
     proxy.calls.length = 0
     proxy.recording = true

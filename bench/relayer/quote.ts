@@ -21,14 +21,23 @@ import { Effect, Schema } from "effect"
 import { zeroAddress } from "viem"
 import { QuoteQuery } from "../../schema/relayer.js"
 import { relayerFetchClient } from "../../src/client.js"
+import { ensureBuild } from "../lib/build.js"
 import { liftedRelayerLimits, startBare, startDevnet, startRaw, startRelayer } from "../lib/devnet.js"
 import { scratchFile } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
-import { CONCURRENCY, printSeries, runSeries } from "../lib/series.js"
+import { CONCURRENCY, cpuComparison, noted, printSeries, runSeries } from "../lib/series.js"
+
+// Every server compiled to JavaScript under plain node, as `npm run start:relayer` runs the relayer.
+ensureBuild()
+const asOperatorsRun = { compiled: true }
 
 const devnet = await startDevnet("quote")
 try {
-  const relayer = await startRelayer(devnet, { ...liftedRelayerLimits, INDEXER_ENABLED: "false" })
+  const relayer = await startRelayer(
+    devnet,
+    { ...liftedRelayerLimits, INDEXER_ENABLED: "false" },
+    asOperatorsRun
+  )
   try {
     const usdt = devnet.chain.deployment.settlementAsset
     const tokens = devnet.chain.deployment.tokens
@@ -59,17 +68,28 @@ try {
       throw new Error(`the relayer answered ${sample.status}: ${await sample.text()}`)
     const body = Buffer.from(await sample.arrayBuffer())
     const bodyFile = scratchFile("quote.json", body)
-    const raw = await startRaw(bodyFile)
-    const bare = await startBare("get", bodyFile)
+    const raw = await startRaw(bodyFile, undefined, asOperatorsRun)
+    const bare = await startBare("get", bodyFile, asOperatorsRun)
     try {
       const [rawSeries, bareSeries, , quoteSeries] = await runSeries([
-        { name: "raw node:http, same bytes", origin: raw.url, requests: [{ path: single }] },
-        { name: "bare HttpApi, same schemas", origin: bare.url, requests: [{ path: single }] },
-        { name: "relayer GET /v1/config", origin: relayer.url, requests: [{ path: "/v1/config" }] },
-        { name: "relayer GET /v1/quote, one question", origin: relayer.url, requests: [{ path: single }] },
+        { name: "raw node:http, same bytes", origin: raw.url, server: raw, requests: [{ path: single }] },
+        { name: "bare HttpApi, same schemas", origin: bare.url, server: bare, requests: [{ path: single }] },
+        {
+          name: "relayer GET /v1/config",
+          origin: relayer.url,
+          server: relayer,
+          requests: [{ path: "/v1/config" }]
+        },
+        {
+          name: "relayer GET /v1/quote, one question",
+          origin: relayer.url,
+          server: relayer,
+          requests: [{ path: single }]
+        },
         {
           name: "relayer GET /v1/quote, 8 questions",
           origin: relayer.url,
+          server: relayer,
           requests: mixed.map((path) => ({ path }))
         }
       ]).then((all) => {
@@ -85,6 +105,7 @@ try {
           baseline: rawSeries!.perSecond,
           baselineLabel: "raw node:http",
           goal: ">= 0.6x",
+          ...noted(cpuComparison(quoteSeries!, rawSeries!)),
           details: {
             ...details,
             quoteP50Ms: quoteSeries!.p50,
@@ -99,6 +120,7 @@ try {
           baseline: bareSeries!.perSecond,
           baselineLabel: "bare HttpApi GET",
           goal: ">= 0.85x",
+          ...noted(cpuComparison(quoteSeries!, bareSeries!)),
           details: {
             ...details,
             bareP50Ms: bareSeries!.p50,
