@@ -3,13 +3,16 @@
  * embedded PGlite database under `DATA_DIR`, served over the Postgres wire protocol on a loopback
  * port so that the very same `@effect/sql-pg` client (and the same SQL) talks to either.
  */
+import { spawn } from "node:child_process"
 import { access, mkdir, rm } from "node:fs/promises"
-import { join } from "node:path"
+import { extname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Data, Effect, Layer, Option, type Redacted } from "effect"
+import { EMBEDDED_POSTGRESQL_CONF } from "./embeddedConf.js"
 import { migrate } from "./migrations.js"
 
 /** Pool size of the client on PostgreSQL. */
@@ -23,17 +26,7 @@ const EMBEDDED_POOL_SIZE = 1
 /** The socket server accepts a few more, so a replaced connection never waits for a slot. */
 const EMBEDDED_MAX_CONNECTIONS = 4
 
-/**
- * The embedded database's memory. PostgreSQL's defaults (128 MB of shared buffers) are sized for a
- * server; one service's tables fit in far less, and every megabyte of PGlite's heap is resident.
- * With these an idle embedded database holds about 170 MB instead of 300-750 MB.
- */
-export const EMBEDDED_POSTGRESQL_CONF = [
-  "shared_buffers = 16MB",
-  "maintenance_work_mem = 16MB",
-  "wal_buffers = 1MB",
-  "temp_buffers = 2MB"
-] as const
+export { EMBEDDED_POSTGRESQL_CONF }
 
 export class EmbeddedDatabaseError extends Data.TaggedError("EmbeddedDatabaseError")<{
   readonly message: string
@@ -45,6 +38,39 @@ export interface StorageOptions {
   /** Directory of the embedded database, or `memory://` for a throwaway one. */
   readonly dataDir: string
   readonly applicationName: string
+}
+
+/** This process's loader flags, not a profiler's or a debugger's (whose port is taken). */
+const runtimeFlags = () => process.execArgv.filter((flag) => !/^--(inspect|cpu-prof|heap-prof)/.test(flag))
+
+/**
+ * Runs src/store/createCluster with this process's runtime (plain node on the compiled `.js`, or
+ * the same loader flags on the `.ts` source). False when the child did not create the cluster.
+ */
+export const createClusterInChild = async (
+  dataDir: string,
+  runtime: ReadonlyArray<string> = runtimeFlags()
+): Promise<boolean> => {
+  const here = fileURLToPath(import.meta.url)
+  const script = join(here, "..", `createCluster${extname(here)}`)
+  const exitCode = await new Promise<number | null>((resolve) => {
+    const child = spawn(process.execPath, [...runtime, script, dataDir], {
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    // Drained so the child never blocks on a full pipe; on failure the in-process creation that
+    // follows reports the cause itself.
+    child.stderr.resume()
+    child.on("error", () => resolve(null))
+    child.on("exit", (code) => resolve(code))
+  })
+  // Exiting 0 is not enough: the cluster must be there.
+  return (
+    exitCode === 0 &&
+    access(join(dataDir, "PG_VERSION")).then(
+      () => true,
+      () => false
+    )
+  )
 }
 
 /** Starts PGlite and its socket server; both stop when the scope closes. */
@@ -64,9 +90,11 @@ export const embeddedPostgres = (dataDir: string) =>
             () => false
           )
           if (!initialized) {
-            // Creating the cluster keeps several hundred megabytes of PGlite's memory for the
-            // life of that instance; a second instance over the created cluster does not.
-            await (await PGlite.create(dataDir, options)).close()
+            // Creating the cluster grows PGlite's heap by several hundred megabytes that this
+            // process would keep after the instance closes: it is created by a child process
+            // (src/store/createCluster.ts), whose memory goes when it exits. Where no child can
+            // run this module (a test runner's transform), it is created here as before.
+            if (!(await createClusterInChild(dataDir))) await (await PGlite.create(dataDir, options)).close()
             await freshConf()
           }
         }
