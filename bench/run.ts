@@ -2,7 +2,8 @@
  * `npm run bench`: every benchmark in turn, each in its own process (so one's memory and JIT state
  * never colour the next), then the table of bench/results.json.
  *
- * BENCH_ONLY=quote,commitment,claim,idle,indexer runs a subset. A bench that fails is reported
+ * BENCH_ONLY=quote,commitment,claim,idle,indexer runs a subset. With DATABASE_URL set, the
+ * relayers of the quote and claim benches run on it (BENCH_DATABASE_URL, bench/lib/devnet.ts). A bench that fails is reported
  * and the others still run; the exit code says whether all passed.
  */
 import { spawn } from "node:child_process"
@@ -18,6 +19,15 @@ const BENCHES = {
   indexer: "bench/indexer/main.ts"
 } as const
 
+/**
+ * With DATABASE_URL (and no BENCH_DATABASE_URL), the relayers of the HTTP and claim benches run on
+ * PostgreSQL, as a deployment at these rates would; the idle bench keeps the embedded database.
+ */
+const benchDatabase =
+  process.env.BENCH_DATABASE_URL === undefined && process.env.DATABASE_URL !== undefined
+    ? { BENCH_DATABASE_URL: process.env.DATABASE_URL }
+    : {}
+
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim())
 const selected = Object.entries(BENCHES).filter(([name]) => only === undefined || only.includes(name))
 const failed: string[] = []
@@ -26,10 +36,11 @@ for (const [name, script] of selected) {
   console.log(`\n=== ${name} (${script})`)
   const t = performance.now()
   const code = await new Promise<number | null>((resolve) =>
-    spawn(process.execPath, ["--import", "tsx", join(ROOT, script)], { cwd: ROOT, stdio: "inherit" }).on(
-      "exit",
-      resolve
-    )
+    spawn(process.execPath, ["--import", "tsx", join(ROOT, script)], {
+      cwd: ROOT,
+      stdio: "inherit",
+      env: { ...process.env, ...benchDatabase }
+    }).on("exit", resolve)
   )
   console.log(
     `=== ${name}: ${code === 0 ? "done" : `failed (${code})`} in ${((performance.now() - t) / 1000).toFixed(0)} s`

@@ -209,3 +209,29 @@ export const scratchFile = (name: string, contents: string | Buffer) => {
   writeFileSync(file, contents)
   return file
 }
+
+/**
+ * CPU time the whole machine spent busy so far (user, nice, system, irq, softirq of every core;
+ * idle, I/O wait and time stolen by the hypervisor left out), from /proc/stat, in ms.
+ */
+export const machineBusyMs = (): number => {
+  const line = readFileSync("/proc/stat", "utf8").split("\n")[0]!
+  const [user, nice, system, , , irq, softirq] = line.trim().split(/\s+/).slice(1).map(Number)
+  return (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0)) * 1000) / CLOCK_TICKS
+}
+
+/** CPU time so far of every process whose command name is `name` (e.g. `postgres`), in ms. */
+export const commandCpuMs = (name: string): number => {
+  let total = 0
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === name)
+        total += processCpuMs(Number(entry))
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total
+}
