@@ -14,6 +14,7 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { zeroAddress } from "viem"
+import { ensureBuild } from "./lib/build.js"
 import { markdown, monotonicMicros, summarise } from "./lib/cpuprofile.js"
 import {
   liftedRelayerLimits,
@@ -26,6 +27,9 @@ import {
 import { ROOT, runLoad, type Server, scratchFile } from "./lib/processes.js"
 import { CONCURRENCY } from "./lib/series.js"
 import type { LoadRequest } from "./load.js"
+
+// Compiled under plain node, as the benches and operators run the services.
+ensureBuild()
 
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 8_000)
 const DIR = join(ROOT, "bench", ".profiles")
@@ -88,7 +92,7 @@ try {
         const relayer = await startRelayer(
           devnet,
           { ...liftedRelayerLimits, INDEXER_ENABLED: "false" },
-          { nodeArgs }
+          { nodeArgs, compiled: true }
         )
         quoteSample = await fetch(`${relayer.url}${quote.path}`).then((r) => r.text())
         return relayer
@@ -101,7 +105,7 @@ try {
     await profiled(
       "bare HttpApi GET",
       join(DIR, "bare-get"),
-      (nodeArgs) => startBare("get", quoteFile, { nodeArgs }),
+      (nodeArgs) => startBare("get", quoteFile, { nodeArgs, compiled: true }),
       quote
     )
   )
@@ -117,7 +121,7 @@ try {
             RATE_LIMIT_BURST: liftedRelayerLimits.RATE_LIMIT_IP_BURST,
             RATE_LIMIT_PER_MINUTE: liftedRelayerLimits.RATE_LIMIT_IP_PER_MINUTE
           },
-          { nodeArgs }
+          { nodeArgs, compiled: true }
         )
         commitmentSample = await fetch(`${attestor.url}/v1/commitment`, {
           method: "POST",
@@ -134,7 +138,7 @@ try {
     await profiled(
       "bare HttpApi POST",
       join(DIR, "bare-post"),
-      (nodeArgs) => startBare("post", commitmentFile, { nodeArgs }),
+      (nodeArgs) => startBare("post", commitmentFile, { nodeArgs, compiled: true }),
       commitment
     )
   )
