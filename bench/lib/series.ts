@@ -6,7 +6,7 @@ export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 export const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5_000)
 export const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 1_500)
 /** Every series runs this many times, interleaved with the others; the best run counts. */
-export const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
+export const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3))
 
 export interface SeriesSpec {
   readonly name: string
