@@ -189,7 +189,46 @@ export const renderPrometheus = (pairs: ReadonlyArray<MetricPair.MetricPair.Unty
   return `${out.join("\n")}\n`
 }
 
-export const prometheusText = Effect.map(Metric.snapshot, renderPrometheus)
+/**
+ * The process's own figures, the ones Prometheus client libraries export by default, read when
+ * scraped: what an operator watches for memory growth and CPU saturation (a service's JavaScript
+ * runs on one thread).
+ */
+const residentMemory = Metric.gauge("process_resident_memory_bytes", {
+  description: "Resident memory size of the process in bytes"
+})
+const heapTotal = Metric.gauge("nodejs_heap_size_total_bytes", {
+  description: "V8 heap reserved by the process in bytes"
+})
+const heapUsed = Metric.gauge("nodejs_heap_size_used_bytes", {
+  description: "V8 heap in use by the process in bytes"
+})
+const externalMemory = Metric.gauge("nodejs_external_memory_bytes", {
+  description:
+    "Memory outside the V8 heap held by JavaScript objects (buffers, the embedded database's WebAssembly memory) in bytes"
+})
+const cpuSeconds = counter("process_cpu_seconds_total", "User and system CPU time of the process in seconds")
+
+let cpuMicrosReported = 0
+const sampleProcess = Effect.suspend(() => {
+  const memory = process.memoryUsage()
+  const { user, system } = process.cpuUsage()
+  const cpuMicros = user + system
+  const cpuDelta = cpuMicros - cpuMicrosReported
+  cpuMicrosReported = cpuMicros
+  return Effect.all(
+    [
+      Metric.set(residentMemory, memory.rss),
+      Metric.set(heapTotal, memory.heapTotal),
+      Metric.set(heapUsed, memory.heapUsed),
+      Metric.set(externalMemory, memory.external),
+      Metric.incrementBy(cpuSeconds, cpuDelta / 1e6)
+    ],
+    { discard: true }
+  )
+})
+
+export const prometheusText = Effect.zipRight(sampleProcess, Effect.map(Metric.snapshot, renderPrometheus))
 
 const digest = (s: string) => createHash("sha256").update(s, "utf8").digest()
 

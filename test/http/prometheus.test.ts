@@ -58,6 +58,30 @@ describe("the metrics exposition", () => {
     expect(families.get("effect_fiber_active")?.type).toBe("gauge")
   })
 
+  it("reports the process's memory and CPU time as read at each scrape", async () => {
+    const first = parsePrometheus(await Effect.runPromise(prometheusText))
+    const value = (families: typeof first, name: string) =>
+      families.get(name)?.samples[0]?.value ?? Number.NaN
+    const rss = value(first, "process_resident_memory_bytes")
+    // The same figure the kernel has for this process, within what a scrape allocates.
+    const kernelRss = process.memoryUsage().rss
+    expect(first.get("process_resident_memory_bytes")?.type).toBe("gauge")
+    expect(Math.abs(rss - kernelRss)).toBeLessThan(64 * 1024 * 1024)
+    expect(value(first, "nodejs_heap_size_used_bytes")).toBeGreaterThan(0)
+    expect(value(first, "nodejs_heap_size_used_bytes")).toBeLessThanOrEqual(
+      value(first, "nodejs_heap_size_total_bytes")
+    )
+    expect(value(first, "nodejs_external_memory_bytes")).toBeGreaterThan(0)
+    expect(first.get("process_cpu_seconds_total")?.type).toBe("counter")
+    const cpuBefore = value(first, "process_cpu_seconds_total")
+    expect(cpuBefore).toBeCloseTo((process.cpuUsage().user + process.cpuUsage().system) / 1e6, 0)
+    // CPU spent between two scrapes shows up in the second.
+    const until = process.cpuUsage().user + 50_000
+    while (process.cpuUsage().user < until) JSON.stringify({ burn: Math.random() })
+    const second = parsePrometheus(await Effect.runPromise(prometheusText))
+    expect(value(second, "process_cpu_seconds_total")).toBeGreaterThanOrEqual(cpuBefore + 0.05)
+  })
+
   it("the reader refuses what a scraper would refuse", () => {
     expect(() => parsePrometheus("x_total 1\n")).toThrow(/no # TYPE/)
     expect(() =>
