@@ -113,7 +113,18 @@ const indexerProgress = async (server: Server) => {
   }).then((r) => r.text())
   const value = (name: string) =>
     Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, "m").exec(text)?.[1] ?? Number.NaN)
-  return { block: value("indexer_block"), events: value("indexer_events_total") }
+  const mibOf = (name: string) => Math.round(value(name) / 1048576)
+  return {
+    block: value("indexer_block"),
+    events: value("indexer_events_total"),
+    // What holds the process's memory, from its own metrics (src/http/metrics.ts).
+    memory: {
+      rssMiB: mibOf("process_resident_memory_bytes"),
+      heapUsedMiB: mibOf("nodejs_heap_size_used_bytes"),
+      heapTotalMiB: mibOf("nodejs_heap_size_total_bytes"),
+      externalMiB: mibOf("nodejs_external_memory_bytes")
+    }
+  }
 }
 
 /** GET /v1/accounts series by the load generator: cold (builds the body), identity, gzip, 304. */
@@ -317,10 +328,11 @@ async function main() {
 
         // ---- the same, compiled to JavaScript under plain node
         const servingCompiled = await startRelayer(db, { compiled: true })
-        await untilHead(servingCompiled)
+        const compiledStarted = (await untilHead(servingCompiled)).memory
         const compiledStartedRss = servingCompiled.memory().rss
         const compiledService = await serveAccounts(servingCompiled.url, true)
         const compiledPeak = servingCompiled.memory().peak
+        const compiledServed = (await indexerProgress(servingCompiled)).memory
         await servingCompiled.stop()
         if (listed.block !== head || listed.accounts.length !== ACCOUNTS)
           throw new Error(`/v1/accounts lists ${listed.accounts.length} accounts at block ${listed.block}`)
@@ -364,6 +376,9 @@ async function main() {
         console.log(
           `  relayer compiled (plain node) RSS: ${mib(compiledStartedRss)} MiB at start, peak ${mib(compiledPeak)} MiB (identity p50 ${compiledService.identity.p50.toFixed(1)} ms)`
         )
+        console.log(
+          `  relayer compiled, its own metrics at start: ${JSON.stringify(compiledStarted)}; after the series: ${JSON.stringify(compiledServed)}`
+        )
         console.log(`  raw node:http RSS: ${mib(rawStartedRss)} MiB at start, peak ${mib(rawPeak)} MiB`)
 
         const bench = "bench/indexer/main.ts"
@@ -378,7 +393,9 @@ async function main() {
           gzipP50Ms: service.gzip.p50,
           rawIdentityP50Ms: baseline.identity.p50,
           compiledStartedMiB: mib(compiledStartedRss),
-          compiledPeakMiB: mib(compiledPeak)
+          compiledPeakMiB: mib(compiledPeak),
+          compiledMemoryAtStart: compiledStarted,
+          compiledMemoryAfterSeries: compiledServed
         }
         record({
           [kind === "PGlite" ? "accounts_peak_rss_pglite" : "accounts_peak_rss_postgres"]: row(bench, {
