@@ -11,7 +11,7 @@
 import { PGlite } from "@electric-sql/pglite"
 import { EMBEDDED_POSTGRESQL_CONF } from "./embeddedConf.js"
 
-export const createCluster = async (dataDir: string) =>
+const createCluster = async (dataDir: string) =>
   (await PGlite.create(dataDir, { postgresqlconf: [...EMBEDDED_POSTGRESQL_CONF] })).close()
 
 const dataDir = process.argv[2]

@@ -26,8 +26,6 @@ const EMBEDDED_POOL_SIZE = 1
 /** The socket server accepts a few more, so a replaced connection never waits for a slot. */
 const EMBEDDED_MAX_CONNECTIONS = 4
 
-export { EMBEDDED_POSTGRESQL_CONF }
-
 export class EmbeddedDatabaseError extends Data.TaggedError("EmbeddedDatabaseError")<{
   readonly message: string
   readonly cause: unknown
@@ -39,6 +37,12 @@ export interface StorageOptions {
   readonly dataDir: string
   readonly applicationName: string
 }
+
+const clusterExists = (dataDir: string) =>
+  access(join(dataDir, "PG_VERSION")).then(
+    () => true,
+    () => false
+  )
 
 /** This process's loader flags, not a profiler's or a debugger's (whose port is taken). */
 const runtimeFlags = () => process.execArgv.filter((flag) => !/^--(inspect|cpu-prof|heap-prof)/.test(flag))
@@ -64,13 +68,7 @@ export const createClusterInChild = async (
     child.on("exit", (code) => resolve(code))
   })
   // Exiting 0 is not enough: the cluster must be there.
-  return (
-    exitCode === 0 &&
-    access(join(dataDir, "PG_VERSION")).then(
-      () => true,
-      () => false
-    )
-  )
+  return exitCode === 0 && clusterExists(dataDir)
 }
 
 /** Starts PGlite and its socket server; both stop when the scope closes. */
@@ -85,11 +83,7 @@ export const embeddedPostgres = (dataDir: string) =>
         if (!dataDir.startsWith("memory://")) {
           await mkdir(dataDir, { recursive: true })
           await freshConf()
-          const initialized = await access(join(dataDir, "PG_VERSION")).then(
-            () => true,
-            () => false
-          )
-          if (!initialized) {
+          if (!(await clusterExists(dataDir))) {
             // Creating the cluster grows PGlite's heap by several hundred megabytes that this
             // process would keep after the instance closes: it is created by a child process
             // (src/store/createCluster.ts), whose memory goes when it exits. Where no child can
