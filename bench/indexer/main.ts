@@ -244,6 +244,7 @@ async function main() {
         script: options.compiled === true ? compiled("src/bin/relayer.ts") : "src/bin/relayer.ts",
         compiled: options.compiled === true,
         env: relayerEnv(db, port),
+        nodeArgs: process.env.BENCH_RELAYER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [],
         readyPath: "/v1/config",
         port,
         startTimeoutMs: 600_000
