@@ -1,14 +1,6 @@
-/**
- * The devnet of a bench: anvil with the reference contracts (`devnetChain`), the deployment file,
- * and the services started as their own processes (src/bin/*.ts) with the devnet's settings
- * (`relayerEnv`, `attestorEnv`) plus a bench's overrides.
- */
-import { randomBytes } from "node:crypto"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Reactivity } from "@effect/experimental"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import {
   attestorEnv,
   type DevnetChain,
@@ -17,6 +9,7 @@ import {
   relayerEnv,
   writeDevnetFile
 } from "../../layers/devnet.js"
+import { freshPostgresSchema } from "../../test/support/postgresSchema.js"
 import { compiled } from "./build.js"
 import { type Server, startServer } from "./processes.js"
 
@@ -69,23 +62,6 @@ export interface RunOptions {
 const script = (source: string, options: RunOptions) =>
   options.compiled === true ? { script: compiled(source), compiled: true } : { script: source }
 
-/**
- * A schema of its own on BENCH_DATABASE_URL for one relayer process, dropped when it stops: a
- * store left by an earlier run (another chain under the same hot key) must not be what it resumes.
- */
-const freshSchema = async (databaseUrl: string) => {
-  const schema = `bench_${randomBytes(6).toString("hex")}`
-  const admin = PgClient.make({ url: Redacted.make(databaseUrl), maxConnections: 1 }).pipe(
-    Effect.provide(Reactivity.layer)
-  )
-  const run = (statement: string) =>
-    Effect.runPromise(Effect.scoped(Effect.flatMap(admin, (sql) => sql.unsafe(statement))))
-  await run(`CREATE SCHEMA ${schema}`)
-  const url = new URL(databaseUrl)
-  url.searchParams.set("options", `-c search_path=${schema}`)
-  return { url: url.toString(), drop: () => run(`DROP SCHEMA ${schema} CASCADE`).then(() => {}) }
-}
-
 export const startRelayer = async (
   devnet: BenchDevnet,
   overrides: Record<string, string> = {},
@@ -95,7 +71,9 @@ export const startRelayer = async (
   const database =
     process.env.BENCH_DATABASE_URL === undefined
       ? undefined
-      : await freshSchema(process.env.BENCH_DATABASE_URL)
+      : // A schema of its own, dropped when it stops: a store left by an earlier run (another
+        // chain under the same hot key) must not be what it resumes.
+        await freshPostgresSchema(process.env.BENCH_DATABASE_URL, "bench")
   const server = await startServer({
     ...script("src/bin/relayer.ts", options),
     env: {

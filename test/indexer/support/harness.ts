@@ -1,16 +1,8 @@
-/**
- * Running the relayer in-process for the indexer tests, the way `layers/relayer.ts` wires it, with
- * settings given as an environment map; checking what it serves against the vault's own views; and
- * databases that two relayers can share.
- */
-import { randomBytes } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Reactivity } from "@effect/experimental"
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Redacted, Schema } from "effect"
+import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Schema } from "effect"
 import { type Address, type Hex, parseEventLogs } from "viem"
 import { expect } from "vitest"
 import { feeVaultAbi } from "../../../contracts/abi.js"
@@ -22,6 +14,7 @@ import { rebuildProjection } from "../../../src/indexer/follower.js"
 import { Indexer, type IndexerStatus } from "../../../src/indexer/Indexer.js"
 import { EventStore, eventStoreLayer } from "../../../src/store/EventStore.js"
 import { type AccountState, accountRecord } from "../../../src/store/projections/accounts.js"
+import { freshPostgresSchema } from "../../support/postgresSchema.js"
 import type { Ctx } from "./vault.js"
 
 /** Where a relayer keeps its data: an embedded database (a directory or memory) or a PostgreSQL schema. */
@@ -36,19 +29,8 @@ export const storageEnv = (storage: Storage): Record<string, string> =>
 export async function postgresSchema(
   databaseUrl: string
 ): Promise<{ storage: Storage; drop: () => Promise<void> }> {
-  const schema = `idx_${randomBytes(6).toString("hex")}`
-  const admin = PgClient.make({ url: Redacted.make(databaseUrl), maxConnections: 1 }).pipe(
-    Effect.provide(Reactivity.layer)
-  )
-  const run = (statement: string) =>
-    Effect.runPromise(Effect.scoped(Effect.flatMap(admin, (sql) => sql.unsafe(statement))))
-  await run(`CREATE SCHEMA ${schema}`)
-  const url = new URL(databaseUrl)
-  url.searchParams.set("options", `-c search_path=${schema}`)
-  return {
-    storage: { kind: "postgresql", url: url.toString() },
-    drop: () => run(`DROP SCHEMA ${schema} CASCADE`).then(() => {})
-  }
+  const { url, drop } = await freshPostgresSchema(databaseUrl, "idx")
+  return { storage: { kind: "postgresql", url }, drop }
 }
 
 export const freshDataDir = (): string => mkdtempSync(join(tmpdir(), "indexer-test-"))
