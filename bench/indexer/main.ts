@@ -1,3 +1,28 @@
+/**
+ * Indexer benchmark: backfill of 100k vault events on anvil, and the relayer's peak RSS serving
+ * GET /v1/accounts at 100k accounts, each beside a baseline measured in the same run.
+ *
+ *   node --import tsx bench/indexer/main.ts      (PGlite; with DATABASE_URL, PostgreSQL as well)
+ *
+ * Settings (environment): BENCH_ACCOUNTS (default 100000, one `Registered` event each),
+ * BENCH_MAX_BLOCK_RANGE (2000, the indexer's ceiling and the baseline's range), BENCH_REQUESTS (30
+ * per GET series), BENCH_ACCOUNTS_CONCURRENCY (4 connections), DATABASE_URL.
+ *
+ * The chain is seeded through the contract (2,500 registrations per multicall transaction), so the
+ * database is filled by the indexer itself, exactly as in production. Per database:
+ *
+ * - Backfill: the relayer (src/bin/relayer.ts, its own process) from an empty database to the head.
+ *   The rate is read from its own metrics (`indexer_events_total`) between the first answer of its
+ *   HTTP server and the head, so process start-up is left out. Baselines: bare `eth_getLogs` over
+ *   the same ranges (halved while an answer is over the client's size limit, as the indexer's
+ *   are), and a bare bulk insert of the same rows into an empty event table (in this process).
+ * - Serving: a fresh relayer process on the filled database (the indexer at the head, nothing to
+ *   do), then GET /v1/accounts by the load generator: one cold request, then identity, gzip and
+ *   If-None-Match series, first under tsx (`npm run relayer`), then compiled to JavaScript under
+ *   plain node as operators and the image run it (bench/lib/build.ts). The compiled relayer's peak
+ *   RSS (VmHWM) is the figure, the tsx one beside it. Baseline: a raw `node:http` server (compiled)
+ *   answering the same bytes (identity and gzip) to the same series, its peak RSS.
+ */
 import { mkdtempSync, rmSync } from "node:fs"
 import { get } from "node:http"
 import { tmpdir } from "node:os"

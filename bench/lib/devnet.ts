@@ -1,3 +1,8 @@
+/**
+ * The devnet of a bench: anvil with the reference contracts (`devnetChain`), the deployment file,
+ * and the services started as their own processes (src/bin/*.ts) with the devnet's settings
+ * (`relayerEnv`, `attestorEnv`) plus a bench's overrides.
+ */
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit, Scope } from "effect"

@@ -1,3 +1,8 @@
+/**
+ * Running the relayer in-process for the indexer tests, the way `layers/relayer.ts` wires it, with
+ * settings given as an environment map; checking what it serves against the vault's own views; and
+ * databases that two relayers can share.
+ */
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
