@@ -3,11 +3,12 @@
  * never colour the next), then the table of bench/results.json.
  *
  * BENCH_ONLY=quote,commitment,claim,idle,indexer runs a subset. With DATABASE_URL set, the
- * relayers of the quote and claim benches run on it (BENCH_DATABASE_URL, bench/lib/devnet.ts). A bench that fails is reported
- * and the others still run; the exit code says whether all passed.
+ * relayers of the quote and claim benches run on it (BENCH_DATABASE_URL, bench/lib/devnet.ts). A
+ * bench that fails is reported and the others still run; the exit code says whether all passed.
  */
 import { spawn } from "node:child_process"
 import { join } from "node:path"
+import { ensureBuild } from "./lib/build.js"
 import { ROOT } from "./lib/processes.js"
 import { printTable } from "./lib/results.js"
 
@@ -28,6 +29,9 @@ const benchDatabase =
     ? { BENCH_DATABASE_URL: process.env.DATABASE_URL }
     : {}
 
+// The compiled services every bench runs, built once here instead of checked again by each bench.
+ensureBuild()
+
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim())
 const selected = Object.entries(BENCHES).filter(([name]) => only === undefined || only.includes(name))
 const failed: string[] = []
@@ -39,7 +43,7 @@ for (const [name, script] of selected) {
     spawn(process.execPath, ["--import", "tsx", join(ROOT, script)], {
       cwd: ROOT,
       stdio: "inherit",
-      env: { ...process.env, ...benchDatabase }
+      env: { ...process.env, ...benchDatabase, BENCH_BUILT: "1" }
     }).on("exit", resolve)
   )
   console.log(

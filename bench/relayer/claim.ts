@@ -10,8 +10,9 @@
  *
  * Anvil with the devnet contracts; a counting JSON-RPC proxy (bench/lib/proxy.ts) in front of it;
  * the relayer compiled to JavaScript under plain node, as `npm run start:relayer` runs it
- * (bench/lib/build.ts; devnet settings, limits out of reach), whose RPC_URL is the proxy; the claims sent by the load generator in its own process. Each claim is for a fresh kind-1
- * account registered in the same transaction, direct to a fresh recipient.
+ * (bench/lib/build.ts; devnet settings, limits out of reach), whose RPC_URL is the proxy; the
+ * claims sent by the load generator in its own process. Each claim is for a fresh kind-1 account
+ * registered in the same transaction, direct to a fresh recipient.
  *
  * 1. Throughput: interval mining, BENCH_THROUGHPUT_CLAIMS claims over BENCH_THROUGHPUT_CONCURRENCY
  *    connections: accepted per second; then every returned hash must be mined successfully with the
@@ -70,14 +71,14 @@ const cpuMsOfThisProcess = () => {
 }
 
 interface AcceptWindow {
-  readonly relayerBusyShare: number
+  readonly relayerCores: number
   readonly machineBusyShare: number
   readonly cpuMsPerClaim: Record<string, number>
   readonly relayerBoundPerSecond: number
 }
 
 const windowNote = (w: AcceptWindow) =>
-  `while accepting, the relayer process used ${w.relayerBusyShare} cores (its one JavaScript thread, plus GC and I/O threads) at ${w.cpuMsPerClaim.relayer} ms CPU per claim (~${w.relayerBoundPerSecond} claims/s per core of it); the machine's ${cpus().length} cores were ${Math.round(w.machineBusyShare * 100)}% busy, ${w.cpuMsPerClaim.machine} ms per claim in all (anvil ${w.cpuMsPerClaim.anvil}, PostgreSQL ${w.cpuMsPerClaim.postgres}, this bench and its proxy ${w.cpuMsPerClaim.benchProcess}, the load generator and the rest ${w.cpuMsPerClaim.loadGeneratorAndOthers})`
+  `while accepting, the relayer process used ${w.relayerCores} cores (its one JavaScript thread, plus GC and I/O threads) at ${w.cpuMsPerClaim.relayer} ms CPU per claim (~${w.relayerBoundPerSecond} claims/s per core of it); the machine's ${cpus().length} cores were ${Math.round(w.machineBusyShare * 100)}% busy, ${w.cpuMsPerClaim.machine} ms per claim in all (anvil ${w.cpuMsPerClaim.anvil}, PostgreSQL ${w.cpuMsPerClaim.postgres}, this bench and its proxy ${w.cpuMsPerClaim.benchProcess}, the load generator and the rest ${w.cpuMsPerClaim.loadGeneratorAndOthers})`
 
 const median = (xs: readonly number[]) => {
   const sorted = [...xs].sort((a, b) => a - b)
@@ -197,7 +198,7 @@ try {
       // the rate its CPU time per claim allows, tell whether it or the machine set the figure.
       const acceptWindow = {
         ms: Math.round(result.ms),
-        relayerBusyShare: Math.round((windowRelayerMs / result.ms) * 100) / 100,
+        relayerCores: Math.round((windowRelayerMs / result.ms) * 100) / 100,
         machineBusyShare: Math.round((windowMachineMs / (result.ms * cpus().length)) * 100) / 100,
         cpuMsPerClaim: {
           relayer: perClaim(windowRelayerMs),

@@ -8,11 +8,7 @@
  * a process keeps that memory after the instance closes; in a process of its own it is returned
  * when the process exits, and the service opens the created cluster at its steady-state size.
  */
-import { PGlite } from "@electric-sql/pglite"
-import { EMBEDDED_POSTGRESQL_CONF } from "./embeddedConf.js"
-
-const createCluster = async (dataDir: string) =>
-  (await PGlite.create(dataDir, { postgresqlconf: [...EMBEDDED_POSTGRESQL_CONF] })).close()
+import { createCluster } from "./embeddedCluster.js"
 
 const dataDir = process.argv[2]
 if (dataDir === undefined) {

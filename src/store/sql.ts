@@ -12,7 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Data, Effect, Layer, Option, type Redacted } from "effect"
-import { EMBEDDED_POSTGRESQL_CONF } from "./embeddedConf.js"
+import { createCluster, embeddedOptions } from "./embeddedCluster.js"
 import { migrate } from "./migrations.js"
 
 /** Pool size of the client on PostgreSQL. */
@@ -76,7 +76,6 @@ export const embeddedPostgres = (dataDir: string) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
-        const options = { postgresqlconf: [...EMBEDDED_POSTGRESQL_CONF] }
         // PGlite writes `postgresql.conf` from `postgresqlconf` at every start and fails when the
         // file is there already; it holds nothing but those lines, so it is written afresh.
         const freshConf = () => rm(join(dataDir, "postgresql.conf"), { force: true })
@@ -88,11 +87,11 @@ export const embeddedPostgres = (dataDir: string) =>
             // process would keep after the instance closes: it is created by a child process
             // (src/store/createCluster.ts), whose memory goes when it exits. Where no child can
             // run this module (a test runner's transform), it is created here as before.
-            if (!(await createClusterInChild(dataDir))) await (await PGlite.create(dataDir, options)).close()
+            if (!(await createClusterInChild(dataDir))) await createCluster(dataDir)
             await freshConf()
           }
         }
-        const db = await PGlite.create(dataDir, options)
+        const db = await PGlite.create(dataDir, embeddedOptions())
         const server = new PGLiteSocketServer({
           db,
           host: "127.0.0.1",

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { PGlite } from "@electric-sql/pglite"
 import { describe, expect, it } from "vitest"
-import { EMBEDDED_POSTGRESQL_CONF } from "../../src/store/embeddedConf.js"
+import { EMBEDDED_POSTGRESQL_CONF } from "../../src/store/embeddedCluster.js"
 import { createClusterInChild } from "../../src/store/sql.js"
 
 const TIMEOUT = 120_000
