@@ -4,7 +4,7 @@
  * (src/http/render.ts) turns any of them into `{ error, code }`. The wire schema of each error
  * (`wireError`) is what endpoints declare, so the OpenAPI document lists exactly these bodies.
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 
 const fields = { message: Schema.String }

@@ -9,7 +9,10 @@
  *
  * Imported by wallets as `fee-vault-services/client`.
  */
-import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Effect, FiberRef } from "effect"
 import { RateLimited } from "../schema/errors.js"
 // The API assemblies, in one place: the only lines to change when their modules move.

@@ -3,7 +3,7 @@
  * and a clean shutdown on SIGINT/SIGTERM (NodeRuntime interrupts the layers, which close the
  * server, the database and every background fiber).
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
 import { describeChainError, isChainError } from "../chain/errors.js"
 import { configFailure } from "../config/settings.js"

@@ -6,8 +6,9 @@
  * route are answered 404/405 here.
  */
 import type { IncomingMessage } from "node:http"
-import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect, Stream } from "effect"
 import { BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "../../schema/errors.js"
 import type { RouteDecision } from "./routes.js"

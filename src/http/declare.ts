@@ -5,7 +5,8 @@
  * cannot drift. Every service answers its own `{ error, code }` for a malformed body, an oversized
  * one, a rate limit and a defect (`serviceApi`).
  */
-import { HttpApi, HttpApiEndpoint } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import type { Schema } from "effect"
 import { Wire } from "../../schema/errors.js"
 import { serviceDocument } from "./openapi.js"

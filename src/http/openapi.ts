@@ -3,7 +3,7 @@
  * error as `{ _tag, issues, message }`, but the renderer answers every schema violation with the
  * service's `{ error, code: "bad_request" }`, so that built-in is removed from the document.
  */
-import { OpenApi } from "@effect/platform"
+import * as OpenApi from "@effect/platform/OpenApi"
 
 const builtInSchemas = ["HttpApiDecodeError", "Issue", "PropertyKey"]
 const builtInRef = "#/components/schemas/HttpApiDecodeError"

@@ -2,7 +2,8 @@
  * The handler of `/v1/metrics` (declared in src/http/operatorApi.ts): hidden (404) until a token is
  * set, then the Prometheus text for the right bearer token and 401 for anything else.
  */
-import { HttpApiError, HttpServerResponse } from "@effect/platform"
+import * as HttpApiError from "@effect/platform/HttpApiError"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option, type Redacted } from "effect"
 import { bearerMatches, prometheusText } from "./metrics.js"
 import { METRICS_CONTENT_TYPE } from "./operatorApi.js"

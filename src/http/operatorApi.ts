@@ -4,7 +4,9 @@
  * otherwise); both refusals have empty bodies (docs/protocol.md §7). Declaration only: the handler is
  * `handleMetrics` (src/http/operator.ts).
  */
-import { HttpApiEndpoint, HttpApiError, HttpApiSchema } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiError from "@effect/platform/HttpApiError"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

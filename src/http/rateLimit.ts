@@ -9,8 +9,8 @@
  */
 
 import { isIP } from "node:net"
-import { RateLimiter } from "@effect/experimental"
-import type { HttpServerRequest } from "@effect/platform"
+import * as RateLimiter from "@effect/experimental/RateLimiter"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Duration, Effect, Layer, Metric, Option } from "effect"
 import { RateLimited } from "../../schema/errors.js"
 import { counter } from "./metrics.js"

@@ -2,8 +2,9 @@
  * The one place an error becomes an HTTP response. Every refusal is `{ error, code }` with the
  * status of docs/protocol.md §7; anything unexpected is a 500 `internal` whose body reveals nothing.
  */
-import { HttpApiError, HttpServerResponse } from "@effect/platform"
+import * as HttpApiError from "@effect/platform/HttpApiError"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Option } from "effect"
 import { type ApiError, errorCatalog, isApiError } from "../../schema/errors.js"
 

@@ -6,7 +6,9 @@
  * `//v1/claim`, `/v1/cl%61im` and absolute-form URLs are unknown routes, so the router (made as
  * strict, see `strictRouter`) never serves a request the guards did not see as that route.
  */
-import { HttpApi, type HttpApiGroup, HttpRouter } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpRouter from "@effect/platform/HttpRouter"
 
 export const OPENAPI_PATH = "/v1/openapi.json"
 

@@ -5,16 +5,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
-import {
-  type HttpApi,
-  HttpApiBuilder,
-  type HttpApiGroup,
-  type HttpApp,
-  HttpMiddleware,
-  HttpServer,
-  HttpServerRequest
-} from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import type * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Cause, Context, Effect, FiberRef, Layer, Metric } from "effect"
 import { unsafeLogInfo } from "../logging.js"
 import { jsonBodyGuard } from "./body.js"

@@ -13,7 +13,7 @@
  */
 import { createHash } from "node:crypto"
 import { createGzip } from "node:zlib"
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Context, Effect, Layer, Stream } from "effect"
 import { Unavailable, Unsupported } from "../../schema/errors.js"
 import { ChainClient } from "../chain/ChainClient.js"

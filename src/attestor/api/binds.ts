@@ -1,5 +1,5 @@
 /** `POST /v1/bind` (docs/attestor.md §2 BindSignature, §4 "POST /v1/escrows and POST /v1/bind"). */
-import { HttpApiGroup } from "@effect/platform"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { BindRequest, BindResponse } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"
 import { type ErrorOf, postEndpoint } from "../../http/declare.js"

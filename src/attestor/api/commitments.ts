@@ -1,5 +1,5 @@
 /** `POST /v1/commitment` (docs/attestor.md §2 CommitmentResponse, §4 "POST /v1/commitment"). */
-import { HttpApiGroup } from "@effect/platform"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { CommitmentRequest, CommitmentResponse } from "../../../schema/attestor.js"
 import { type ErrorOf, postEndpoint } from "../../http/declare.js"
 import { handleLookupRefusals, PaymentHeaders } from "./payment.js"

@@ -1,5 +1,5 @@
 /** `POST /v1/escrows` (docs/attestor.md §4 "POST /v1/escrows and POST /v1/bind", §5). */
-import { HttpApiGroup } from "@effect/platform"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { EscrowsRequest, EscrowsResponse } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"
 import { postEndpoint } from "../../http/declare.js"

@@ -1,5 +1,6 @@
 /** `GET /v1/info` (docs/attestor.md §2 AttestorInfo, §4). */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { AttestorInfo } from "../../../schema/attestor.js"
 import { Wire } from "../../../schema/errors.js"
 

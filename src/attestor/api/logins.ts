@@ -4,7 +4,10 @@
  * `/v1/oauth/<platform>/…`; `LoginOffered` refuses a platform this instance is not configured for
  * with 400 `unsupported` before its body is read.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import {
   FedsocialStartResponse,

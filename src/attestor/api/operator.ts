@@ -1,5 +1,6 @@
 /** The attestor's operator endpoints (docs/attestor.md §4): health and metrics. */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { AttestorHealthResponse } from "../../../schema/attestor.js"
 import { metricsEndpoint } from "../../http/operatorApi.js"
 

@@ -1,5 +1,5 @@
 /** `POST /v1/public-handle` (docs/attestor.md §2 PublicHandle response, docs/protocol.md §10 "Public handle"). */
-import { HttpApiGroup } from "@effect/platform"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { PublicHandleRequest, PublicHandleResponse } from "../../../schema/attestor.js"
 import { type ErrorOf, postEndpoint } from "../../http/declare.js"
 import { handleLookupRefusals, PaymentHeaders } from "./payment.js"

@@ -2,7 +2,7 @@
  * The handler of `POST /v1/commitment` (src/attestor/api/commitments.ts), with the handle lookups
  * of the settings' mode (`HandleLookups`).
  */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Redacted } from "effect"
 import { AttestorSettings } from "../../config/attestor.js"
 import { AttestorApi } from "../api/index.js"

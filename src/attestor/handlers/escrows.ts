@@ -1,5 +1,5 @@
 /** The handler of `POST /v1/escrows` (src/attestor/api/escrows.ts): the session's escrows. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { AttestorApi } from "../api/index.js"
 import { sessionEscrows } from "../escrows.js"

@@ -3,7 +3,7 @@
  * process runs, so it is computed once and served from memory; only the chain id may have to wait
  * for the RPC when no `CHAIN_ID` (or deployment file) names it.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Option, Ref } from "effect"
 import type { AttestorInfo } from "../../../schema/attestor.js"
 import { ChainId } from "../../chain/chainId.js"

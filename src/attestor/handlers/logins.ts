@@ -3,7 +3,9 @@
  * `/v1/oauth/<platform>/` whose platform this instance cannot log in with is 400 `unsupported`
  * before its body is read (the platforms are exactly those `/v1/info` lists).
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer, Option } from "effect"
 import { errorCatalog, NotFound, Unsupported } from "../../../schema/errors.js"
 import { AttestorSettings } from "../../config/attestor.js"

@@ -3,7 +3,7 @@
  * indexer's and the hint index's progress and the veto watcher's state, never account data) and
  * metrics.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { ChainClient } from "../../chain/ChainClient.js"
 import { AttestorSettings } from "../../config/attestor.js"

@@ -2,7 +2,8 @@
  * The `PAYMENT-RESPONSE` header of a paid lookup's 200 (docs/protocol.md §10 "Paid lookups"): set on the
  * answer of the request being handled, then the body goes out as the endpoint declares it.
  */
-import { HttpApp, HttpServerResponse } from "@effect/platform"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import type { WithPayment } from "../commitment.js"
 

@@ -1,5 +1,5 @@
 /** The handler of `POST /v1/public-handle` (src/attestor/api/publicHandles.ts). */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Redacted } from "effect"
 import { ChainId } from "../../chain/chainId.js"
 import { AttestorSettings } from "../../config/attestor.js"

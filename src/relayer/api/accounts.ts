@@ -1,5 +1,6 @@
 /** `GET /v1/accounts` (docs/relayer.md §4): every indexed account, with `ETag`, 304 and gzip. */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Schema } from "effect"
 import { Wire } from "../../../schema/errors.js"
 import { AccountsResponse } from "../../../schema/relayer.js"

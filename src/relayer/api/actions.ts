@@ -2,7 +2,7 @@
  * The paid owner actions (docs/relayer.md §4): `POST /v1/consolidate`, `/v1/shield-templates`,
  * `/v1/rotate-owner` and `/v1/ping`, each an owner-signed vault call with an optional fee claim.
  */
-import { HttpApiGroup } from "@effect/platform"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Wire } from "../../../schema/errors.js"
 import {
   ConsolidateRequest,

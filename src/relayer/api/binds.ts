@@ -2,7 +2,7 @@
  * The bind transactions (docs/relayer.md §4): `POST /v1/cancel-bind`, `/v1/propose-bind` and
  * `/v1/finalize-bind`, unpaid vault calls the relayer sends for the owner or the attestors.
  */
-import { HttpApiGroup } from "@effect/platform"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Wire } from "../../../schema/errors.js"
 import {
   CancelBindRequest,

@@ -1,5 +1,5 @@
 /** `POST /v1/claim` (docs/relayer.md §4 "POST /v1/claim processing rules"). */
-import { HttpApiGroup } from "@effect/platform"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Wire } from "../../../schema/errors.js"
 import { ClaimRequest, TxHashResponse } from "../../../schema/relayer.js"
 import { type ErrorOf, postEndpoint } from "../../http/declare.js"

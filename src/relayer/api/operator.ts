@@ -1,5 +1,6 @@
 /** The relayer's operator endpoints (docs/relayer.md §4): health and metrics. */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Wire } from "../../../schema/errors.js"
 import { HealthResponse } from "../../../schema/relayer.js"
 import { metricsEndpoint } from "../../http/operatorApi.js"

@@ -1,5 +1,6 @@
 /** `GET /v1/config` and `GET /v1/quote` (docs/relayer.md §2 RelayerConfig and QuoteResponse, §4). */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Wire } from "../../../schema/errors.js"
 import { QuoteQuery, QuoteResponse, RelayerConfig } from "../../../schema/relayer.js"
 

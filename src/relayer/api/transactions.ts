@@ -2,7 +2,8 @@
  * `POST /v1/tx-status` (docs/relayer.md §4): the status of a transaction this relayer sent, asked
  * by hash in a POST body so that no hash travels in a URL.
  */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Wire } from "../../../schema/errors.js"
 import { TxStatus, TxStatusRequest } from "../../../schema/relayer.js"
 

@@ -1,5 +1,5 @@
 /** The handler of `GET /v1/accounts` (src/relayer/api/accounts.ts): the precomputed feed. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { AccountsFeed } from "../accounts.js"
 import { RelayerApi } from "../api/index.js"

@@ -1,5 +1,5 @@
 /** The handlers of the owner actions (src/relayer/api/actions.ts): the `OwnerActions` service. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { RelayerApi } from "../api/index.js"
 import { OwnerActions } from "../OwnerActions.js"

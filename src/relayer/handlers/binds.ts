@@ -1,5 +1,5 @@
 /** The handlers of the bind transactions (src/relayer/api/binds.ts): the `BindTransactions` service. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { RelayerApi } from "../api/index.js"
 import { BindTransactions } from "../BindTransactions.js"

@@ -1,5 +1,5 @@
 /** The handler of `POST /v1/claim` (src/relayer/api/claims.ts): the `Claims` service. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { RelayerApi } from "../api/index.js"
 import { Claims } from "../Claims.js"

@@ -2,7 +2,7 @@
  * Handlers of the relayer's operator endpoints (src/relayer/api/operator.ts): health (the chain,
  * the indexer's progress and the hot key's state) and metrics.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import type { Address } from "../../../schema/primitives.js"
 import { ChainClient } from "../../chain/ChainClient.js"

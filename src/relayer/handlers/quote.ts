@@ -2,7 +2,8 @@
  * The handlers of `GET /v1/config` and `GET /v1/quote` (src/relayer/api/quote.ts), over the fee
  * oracle (src/relayer/FeeOracle.ts) the relayer's wiring provides once.
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Redacted, Schema } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
 import { AddressFromSelf, ZeroAddress } from "../../../schema/primitives.js"

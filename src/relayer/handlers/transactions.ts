@@ -3,7 +3,7 @@
  * sent, or one it dropped, is `unknown` (never 404); a replaced transaction's hashes all report the
  * replacement that was mined.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { TxSender } from "../../txsender/TxSender.js"
 import { RelayerApi } from "../api/index.js"
