@@ -13,7 +13,7 @@
       devShells = forAll (pkgs: {
         default = pkgs.mkShell {
           packages = [
-            # The oldest Node that package.json's engines (>=20.11) accept; Node 20, 22 and 24 are
+            # The oldest Node that package.json's engines (>=20.15) accept; Node 20, 22 and 24 are
             # supported.
             pkgs.nodejs_20
             pkgs.postgresql_16

@@ -129,10 +129,16 @@ class FieldError {
 
 type Args = Readonly<Record<string, unknown>>
 
+/**
+ * Most accounts have no fallback and many no owner yet: one zero address and one `0n` for all of
+ * them, instead of a copy each that the projection keeps (about 90 bytes an account).
+ */
+const ZERO_ADDRESS: Address = "0x0000000000000000000000000000000000000000"
+
 const address = (args: Args, field: string): Address => {
   const v = args[field]
   if (typeof v !== "string" || !ADDRESS.test(v)) throw new FieldError(field)
-  return v as Address
+  return v === ZERO_ADDRESS ? ZERO_ADDRESS : (v as Address)
 }
 const bytes32 = (args: Args, field: string): Hex => {
   const v = args[field]
@@ -142,7 +148,7 @@ const bytes32 = (args: Args, field: string): Hex => {
 const uint = (args: Args, field: string): bigint => {
   const v = args[field]
   if (typeof v !== "string" || !DECIMAL.test(v)) throw new FieldError(field)
-  return BigInt(v)
+  return v === "0" ? 0n : BigInt(v)
 }
 const bool = (args: Args, field: string): boolean => {
   const v = args[field]
