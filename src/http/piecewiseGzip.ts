@@ -10,7 +10,7 @@
  * inflated as it is sent.
  */
 import { Readable } from "node:stream"
-import { constants, crc32, createInflateRaw, deflateRawSync } from "node:zlib"
+import { constants, crc32, deflateRawSync, inflateRawSync } from "node:zlib"
 
 /** One piece: its raw DEFLATE bytes, and the CRC-32 and length of what they inflate to. */
 export interface DeflatedPiece {
@@ -98,8 +98,16 @@ export const gzipMember = (
   return { parts, length: compressed }
 }
 
-/** The uncompressed bytes of the pieces, inflated as they are read. */
+/**
+ * The uncompressed bytes of the pieces, inflated one piece at a time as they are read: each piece
+ * inflates on its own (it refers to nothing before it), so a reader holds one piece's bytes at a
+ * time, and the work stays on this thread instead of growing the thread pool's allocators.
+ */
 export const inflatedPieces = (pieces: ReadonlyArray<DeflatedPiece>): Readable =>
-  Readable.from([...pieces.map((piece) => piece.deflated), FINAL_BLOCK], { objectMode: false }).pipe(
-    createInflateRaw({ chunkSize: 64 * 1024 })
+  Readable.from(
+    (function* () {
+      for (const piece of pieces)
+        if (piece.length > 0) yield inflateRawSync(piece.deflated, { finishFlush: constants.Z_SYNC_FLUSH })
+    })(),
+    { objectMode: false }
   )
