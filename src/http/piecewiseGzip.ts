@@ -101,7 +101,7 @@ export const gzipMember = (
 /**
  * The uncompressed bytes of the pieces, inflated one piece at a time as they are read: each piece
  * inflates on its own (it refers to nothing before it), so a reader holds one piece's bytes at a
- * time, and the work stays on this thread instead of growing the thread pool's allocators.
+ * time. Synchronous, piece by piece, it was faster than an inflate stream through the thread pool.
  */
 export const inflatedPieces = (pieces: ReadonlyArray<DeflatedPiece>): Readable =>
   Readable.from(
