@@ -42,23 +42,30 @@ const chainDown: Partial<ChainClientShape> = {
 }
 const chainUp: Partial<ChainClientShape> = { blockNumber: Effect.succeed(12n) }
 
-const projection = new AccountsProjection({ settlementAsset: USDT })
-projection.reset(0)
-for (let i = 0; i < 600; i++) {
+/**
+ * Registers account `i` in block `block`, of `kind`; with kind 2, two in three get a fallback, so
+ * the records differ in shape.
+ */
+const register = (p: AccountsProjection, i: number, block: number, kind: 1 | 2 = 1): Hex => {
   const id = keccak256(numberToHex(i))
-  projection.apply({
+  p.apply({
     name: "Registered",
     id,
-    kind: 1,
+    kind,
     owner: getAddress(numberToHex(i + 1, { size: 20 })),
     commitment: id,
-    fallbackRecipient: getAddress(numberToHex(0, { size: 20 })),
-    fallbackDelay: 0n,
-    blockNumber: 7,
-    blockHash: keccak256("0x07"),
+    fallbackRecipient: getAddress(numberToHex(kind === 2 ? i % 3 : 0, { size: 20 })),
+    fallbackDelay: kind === 2 ? BigInt(i % 3) * 3600n : 0n,
+    blockNumber: block,
+    blockHash: keccak256(numberToHex(block)),
     logIndex: i
   })
+  return id
 }
+
+const projection = new AccountsProjection({ settlementAsset: USDT })
+projection.reset(0)
+for (let i = 0; i < 600; i++) register(projection, i, 7)
 
 const ready: IndexerShape = {
   enabled: true,
@@ -164,24 +171,8 @@ describe("the body's representations", () => {
   it("re-serializes only changed buckets and still equals the whole list, in order", () => {
     const p = new AccountsProjection({ settlementAsset: USDT })
     p.reset(0)
-    const register = (i: number, block: number) => {
-      const id = keccak256(numberToHex(i))
-      p.apply({
-        name: "Registered",
-        id,
-        kind: 2,
-        owner: getAddress(numberToHex(i + 1, { size: 20 })),
-        commitment: id,
-        fallbackRecipient: getAddress(numberToHex(i % 3, { size: 20 })),
-        fallbackDelay: BigInt(i % 3) * 3600n,
-        blockNumber: block,
-        blockHash: keccak256(numberToHex(block)),
-        logIndex: i
-      })
-      return id
-    }
     // 2,000 accounts: eight groups of 32 buckets (groupSize).
-    for (let i = 0; i < 2_000; i++) register(i, 5)
+    for (let i = 0; i < 2_000; i++) register(p, i, 5, 2)
     const cache = new AccountsBodyCache()
     const snapshot = (block: number) => ({
       chainId: 31337,
@@ -199,7 +190,7 @@ describe("the body's representations", () => {
     expect(join(first)).toBe(expectedBody(p, 5))
     expect(first.length).toBe(Buffer.byteLength(expectedBody(p, 5)))
     expect(first.gzip.length).toBe(Buffer.concat(first.gzip.parts).length)
-    const id = register(2_000, 6)
+    const id = register(p, 2_000, 6, 2)
     p.apply({
       name: "Deposited",
       id,
@@ -226,23 +217,8 @@ describe("a body built while the index moves", () => {
     Effect.gen(function* () {
       const p = new AccountsProjection({ settlementAsset: USDT })
       p.reset(0)
-      const register = (i: number, block: number) => {
-        const id = keccak256(numberToHex(i))
-        p.apply({
-          name: "Registered",
-          id,
-          kind: 1,
-          owner: getAddress(numberToHex(i + 1, { size: 20 })),
-          commitment: id,
-          fallbackRecipient: getAddress(numberToHex(0, { size: 20 })),
-          fallbackDelay: 0n,
-          blockNumber: block,
-          blockHash: keccak256(numberToHex(block)),
-          logIndex: i
-        })
-      }
       // Eight groups (groupSize): the build takes several turns.
-      for (let i = 0; i < 2_000; i++) register(i, 5)
+      for (let i = 0; i < 2_000; i++) register(p, i, 5)
       let block = 5
       let reads = 0
       let turns = 0
@@ -251,7 +227,7 @@ describe("a body built while the index moves", () => {
         ...ready,
         read: (f) =>
           Effect.sync(() => {
-            if (++reads === 3) register(2_000, ++block)
+            if (++reads === 3) register(p, 2_000, ++block)
             return f({
               chainId: 31337,
               vault: VAULT,
