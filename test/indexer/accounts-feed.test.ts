@@ -63,6 +63,17 @@ const register = (p: AccountsProjection, i: number, block: number, kind: 1 | 2 =
   return id
 }
 
+/** What the indexer hands a reader: `p` as of `block`. */
+const snapshotOf = (p: AccountsProjection, block: number) => ({
+  chainId: 31337,
+  vault: VAULT,
+  block,
+  hash: keccak256(numberToHex(block)) as Hex,
+  version: p.version,
+  accounts: p.accounts,
+  projection: p
+})
+
 const projection = new AccountsProjection({ settlementAsset: USDT })
 projection.reset(0)
 for (let i = 0; i < 600; i++) register(projection, i, 7)
@@ -70,18 +81,7 @@ for (let i = 0; i < 600; i++) register(projection, i, 7)
 const ready: IndexerShape = {
   enabled: true,
   status: Effect.succeed({ state: "following", block: 9, head: 9, leader: true }),
-  read: (f) =>
-    Effect.sync(() =>
-      f({
-        chainId: 31337,
-        vault: VAULT,
-        block: 9,
-        hash: keccak256("0x09") as Hex,
-        version: projection.version,
-        accounts: projection.accounts,
-        projection
-      })
-    )
+  read: (f) => Effect.sync(() => f(snapshotOf(projection, 9)))
 }
 
 /** The bytes a response carries, whichever form its body has. */
@@ -174,15 +174,7 @@ describe("the body's representations", () => {
     // 2,000 accounts: eight groups of 32 buckets (groupSize).
     for (let i = 0; i < 2_000; i++) register(p, i, 5, 2)
     const cache = new AccountsBodyCache()
-    const snapshot = (block: number) => ({
-      chainId: 31337,
-      vault: VAULT,
-      block,
-      hash: keccak256(numberToHex(block)) as Hex,
-      version: p.version,
-      accounts: p.accounts,
-      projection: p
-    })
+    const snapshot = (block: number) => snapshotOf(p, block)
     // The gzip member's trailer (CRC-32, length) is checked by gunzip: the combined CRC must be right.
     const join = (body: ReturnType<typeof cache.prepare>) =>
       gunzipSync(Buffer.concat(body.gzip.parts)).toString("utf8")
@@ -228,15 +220,7 @@ describe("a body built while the index moves", () => {
         read: (f) =>
           Effect.sync(() => {
             if (++reads === 3) register(p, 2_000, ++block)
-            return f({
-              chainId: 31337,
-              vault: VAULT,
-              block,
-              hash: keccak256(numberToHex(block)) as Hex,
-              version: p.version,
-              accounts: p.accounts,
-              projection: p
-            })
+            return f(snapshotOf(p, block))
           })
       }
       const feed = yield* AccountsFeed.pipe(Effect.provide(withIndexer(moving)))
