@@ -21,8 +21,9 @@
  *   do), then GET /v1/accounts by the load generator: one cold request, then identity, gzip and
  *   If-None-Match series, first under tsx (`npm run relayer`), then compiled to JavaScript under
  *   plain node as operators and the image run it (bench/lib/build.ts), three times. The median of
- *   the compiled relayer's peak RSS (VmHWM) is the figure, the tsx one beside it. Baseline: a raw `node:http` server (compiled)
- *   answering the same bytes (identity and gzip) to the same series, its peak RSS.
+ *   the compiled relayer's peak RSS (VmHWM) is the figure, the tsx one beside it. Baseline: a raw
+ *   `node:http` server (compiled) answering the same bytes (identity and gzip) to the same
+ *   series, its peak RSS.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { get } from "node:http"
@@ -50,7 +51,7 @@ import { storageLayer } from "../../src/store/sql.js"
 import { freshPostgresSchema } from "../../test/support/postgresSchema.js"
 import { compiled, ensureBuild } from "../lib/build.js"
 import { freePort, startRaw } from "../lib/devnet.js"
-import { mib, runLoad, type Server, scratchFile, sleep, startServer } from "../lib/processes.js"
+import { medianBy, mib, runLoad, type Server, scratchFile, sleep, startServer } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
 import type { LoadResult } from "../load.js"
 
@@ -345,9 +346,7 @@ async function main() {
           })
           await servingCompiled.stop()
         }
-        const compiledMedian = [...compiledRuns].sort((a, b) => a.peak - b.peak)[
-          Math.floor(compiledRuns.length / 2)
-        ] as (typeof compiledRuns)[number]
+        const compiledMedian = medianBy(compiledRuns, (run) => run.peak)
         const compiledPeak = compiledMedian.peak
         const compiledStartedRss = compiledMedian.startedRss
         const compiledStarted = compiledMedian.started

@@ -203,6 +203,12 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 
 export const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10
 
+/** The median item by `key` (the upper one of an even count): one whole run, not a mix of runs. */
+export const medianBy = <A>(items: ReadonlyArray<A>, key: (item: A) => number): A => {
+  if (items.length === 0) throw new Error("the median of nothing")
+  return [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)] as A
+}
+
 /** A scratch file for a server that serves fixed bytes. */
 export const scratchFile = (name: string, contents: string | Buffer) => {
   const file = join(scratch, name)

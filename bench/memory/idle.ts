@@ -17,7 +17,7 @@
  */
 import { ensureBuild } from "../lib/build.js"
 import { startAttestor, startBare, startDevnet, startRelayer } from "../lib/devnet.js"
-import { mib, type Server, scratchFile, sleep } from "../lib/processes.js"
+import { medianBy, mib, type Server, scratchFile, sleep } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
 
 const SETTLE_MS = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 15_000)
@@ -27,11 +27,6 @@ delete process.env.BENCH_DATABASE_URL
 /** Restarts of the relayer over its data whose median is the row's figure. */
 const RESTARTS = Number(process.env.BENCH_IDLE_RESTARTS ?? 3)
 const SAMPLES = 5
-
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] as number
-}
 
 /**
  * RSS at rest: the median of one reading a second over the last seconds of the rest. A process
@@ -45,7 +40,7 @@ const atRest = async (server: Server) => {
     if (i > 0) await sleep(1_000)
     readings.push(server.memory())
   }
-  return { rss: median(readings.map((r) => r.rss)), peak: Math.max(...readings.map((r) => r.peak)) }
+  return { rss: medianBy(readings, (r) => r.rss).rss, peak: Math.max(...readings.map((r) => r.peak)) }
 }
 
 ensureBuild()
@@ -65,10 +60,7 @@ try {
   const relayerRestarts: Array<{ rss: number; peak: number }> = []
   for (let i = 0; i < RESTARTS; i++)
     relayerRestarts.push(await measure(() => startRelayer(devnet, {}, { compiled: true })))
-  const relayerCompiled = {
-    rss: median(relayerRestarts.map((m) => m.rss)),
-    peak: median(relayerRestarts.map((m) => m.peak))
-  }
+  const relayerCompiled = medianBy(relayerRestarts, (m) => m.rss)
   const relayerTsx = await measure(() => startRelayer(devnet))
   const attestorFirst = await measure(() => startAttestor(devnet, {}, { compiled: true }))
   const attestorCompiled = await measure(() => startAttestor(devnet, {}, { compiled: true }))

@@ -47,8 +47,8 @@ interface PreparedBody {
 }
 
 /**
- * The accounts of `size` consecutive buckets from `first` (ids starting with those bytes), in id
- * order, as JSON array elements compressed on their own.
+ * Group `g`: the accounts of buckets `g·size` to `g·size + size − 1` (ids starting with those
+ * bytes), in id order, as JSON array elements compressed on their own.
  */
 interface Group {
   /** The projection and the versions of its buckets it was built from. */
