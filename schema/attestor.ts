@@ -297,7 +297,7 @@ export const CommitmentRequest = CommitmentRequestFields.pipe(
 )
 export type CommitmentRequest = typeof CommitmentRequest.Type
 
-const CommitmentResponseFields = Schema.Struct({
+export const CommitmentResponseFields = Schema.Struct({
   platform: Platform,
   platformId: PlatformId,
   userId: UserId,

@@ -21,7 +21,8 @@ import { bytesToHex, type Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import {
   type CommitmentRequest,
-  CommitmentResponse,
+  type CommitmentResponse,
+  CommitmentResponseFields,
   type LookupPlatform,
   type Platform,
   platformIdOf
@@ -162,19 +163,29 @@ export interface WithPayment<A> {
 export interface CommitmentKeys {
   readonly pepper: Uint8Array
   /** The BindOwner signing address. */
-  readonly attestor: Hex
+  readonly attestor: CommitmentResponse["attestor"]
   /**
    * The signing key's public key, uncompressed (65 bytes, `0x04…`): the form viem's
    * `publicKeyToAddress` takes, so a client can check it against `attestor`. Hints are sealed to
    * `hintPublicKey` of `GET /v1/info`, a different key.
    */
-  readonly attestorPubKey: Hex
+  readonly attestorPubKey: CommitmentResponse["attestorPubKey"]
 }
 
+const decodeKeyFields = Schema.decodeSync(CommitmentResponseFields.pick("attestor", "attestorPubKey"))
+
+/** The key fields are checked once here, not in every response. */
 export const commitmentKeys = (signingKey: Hex, pepper: Uint8Array): CommitmentKeys => {
   const account = privateKeyToAccount(signingKey)
-  return { pepper, attestor: account.address, attestorPubKey: account.publicKey }
+  return { pepper, ...decodeKeyFields({ attestor: account.address, attestorPubKey: account.publicKey }) }
 }
+
+/**
+ * A 32-byte hash or nonce this module computed: `keccak256`, the salt's HMAC-SHA256 and
+ * `bytesToHex` of 32 bytes all give lowercase `0x` + 64 hex digits, the form `Bytes32` brands.
+ * Not decoded per response: the endpoint encodes the response, which checks every field again.
+ */
+const computed = (hash: Hex) => hash as CommitmentResponse["nonce"]
 
 /** The response for `(platform, userId)` with a given nonce; pure, so tests can fix the nonce. */
 export const commitmentFor = (
@@ -186,18 +197,18 @@ export const commitmentFor = (
   const platformId = platformIdOf(platform)
   const salt = attestorSalt(keys.pepper, platformId, userId)
   const idHash = userIdHash(userId)
-  return Schema.decodeSync(CommitmentResponse)({
+  return {
     platform,
     platformId,
     userId,
-    userIdHash: idHash,
-    nonce,
-    attestorSalt: salt,
-    handleCommitment: handleCommitment(platformId, idHash, salt, nonce),
+    userIdHash: computed(idHash),
+    nonce: computed(nonce),
+    attestorSalt: computed(salt),
+    handleCommitment: computed(handleCommitment(platformId, idHash, salt, nonce)),
     kind: 2,
     attestor: keys.attestor,
     attestorPubKey: keys.attestorPubKey
-  })
+  }
 }
 
 /** 32 fresh random bytes: the only secret that hides the user id in the commitment. */
