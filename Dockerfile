@@ -47,5 +47,6 @@ EXPOSE 8080 8081
 # The slim image has no curl; Node's fetch asks /v1/health on the port the service listens on.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || (process.env.SERVICE === 'attestor' ? 8081 : 8080)) + '/v1/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-# exec: node is PID 1 and receives SIGTERM itself, for the services' clean shutdown.
-CMD ["/bin/sh", "-c", "exec node \"dist/src/bin/${SERVICE}.js\""]
+# exec: node is PID 1 and receives SIGTERM itself, for the services' clean shutdown. The node flags
+# are the services' own (src/bin/nodeFlags.ts).
+CMD ["/bin/sh", "-c", "exec node --max-semi-space-size=4 --expose-gc \"dist/src/bin/${SERVICE}.js\""]

@@ -50,7 +50,7 @@ import type { StoredEvent } from "../../src/store/EventStore.js"
 import { storageLayer } from "../../src/store/sql.js"
 import { freshPostgresSchema } from "../../test/support/postgresSchema.js"
 import { compiled, ensureBuild } from "../lib/build.js"
-import { freePort, startRaw } from "../lib/devnet.js"
+import { freePort, relayerNodeArgs, startRaw } from "../lib/devnet.js"
 import { medianBy, mib, runLoad, type Server, scratchFile, sleep, startServer } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
 import type { LoadResult } from "../load.js"
@@ -238,7 +238,7 @@ async function main() {
         script: options.compiled === true ? compiled("src/bin/relayer.ts") : "src/bin/relayer.ts",
         compiled: options.compiled === true,
         env: relayerEnv(db, port),
-        nodeArgs: process.env.BENCH_RELAYER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [],
+        nodeArgs: relayerNodeArgs(),
         readyPath: "/v1/config",
         port,
         startTimeoutMs: 600_000

@@ -14,6 +14,7 @@ import {
   relayerEnv,
   writeDevnetFile
 } from "../../layers/devnet.js"
+import { SERVICE_NODE_FLAGS } from "../../src/bin/nodeFlags.js"
 import { freshPostgresSchema } from "../../test/support/postgresSchema.js"
 import { compiled } from "./build.js"
 import { type Server, startServer } from "./processes.js"
@@ -67,6 +68,15 @@ export interface RunOptions {
 const script = (source: string, options: RunOptions) =>
   options.compiled === true ? { script: compiled(source), compiled: true } : { script: source }
 
+/**
+ * The relayer's node flags: the services' own, as operators run them (src/bin/nodeFlags.ts), then
+ * `extra` or else BENCH_RELAYER_NODE_ARGS (e.g. --cpu-prof).
+ */
+export const relayerNodeArgs = (extra?: ReadonlyArray<string>): ReadonlyArray<string> => [
+  ...SERVICE_NODE_FLAGS,
+  ...(extra ?? process.env.BENCH_RELAYER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [])
+]
+
 export const startRelayer = async (
   devnet: BenchDevnet,
   overrides: Record<string, string> = {},
@@ -88,9 +98,7 @@ export const startRelayer = async (
     },
     readyPath: "/v1/config",
     port: Number(overrides.PORT ?? devnet.relayerPort),
-    // BENCH_RELAYER_NODE_ARGS: extra node flags for the relayer (e.g. --cpu-prof).
-    nodeArgs:
-      options.nodeArgs ?? process.env.BENCH_RELAYER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []
+    nodeArgs: relayerNodeArgs(options.nodeArgs)
   })
   return database === undefined
     ? server
@@ -107,7 +115,7 @@ export const startAttestor = (
     env: { ...attestorEnv(devnet.chain, devnet.attestorPort), ...overrides },
     readyPath: "/v1/info",
     port: devnet.attestorPort,
-    nodeArgs: options.nodeArgs ?? []
+    nodeArgs: [...SERVICE_NODE_FLAGS, ...(options.nodeArgs ?? [])]
   })
 
 /** The two baseline servers (bench/baselines), on free ports. */

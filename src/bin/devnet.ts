@@ -21,6 +21,7 @@ import {
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { safeText, serviceLogger } from "../logging.js"
+import { SERVICE_NODE_FLAGS } from "./nodeFlags.js"
 
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
 
@@ -58,11 +59,15 @@ const serviceProcess = (name: string, entry: string, env: Record<string, string>
     const exited = yield* Deferred.make<number | null>()
     const child = yield* Effect.acquireRelease(
       Effect.sync(() => {
-        const proc: ChildProcess = spawn(process.execPath, ["--import", "tsx", entry], {
-          cwd: repoRoot,
-          env: { ...process.env, ...env },
-          stdio: ["ignore", "pipe", "pipe"]
-        })
+        const proc: ChildProcess = spawn(
+          process.execPath,
+          [...SERVICE_NODE_FLAGS, "--import", "tsx", entry],
+          {
+            cwd: repoRoot,
+            env: { ...process.env, ...env },
+            stdio: ["ignore", "pipe", "pipe"]
+          }
+        )
         const relay = (stream: NodeJS.ReadableStream | null, out: NodeJS.WriteStream) => {
           let pending = ""
           stream?.setEncoding("utf8")

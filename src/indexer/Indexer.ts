@@ -24,6 +24,7 @@
  */
 import { Cause, Clock, Context, Data, Duration, Effect, Either, Layer, Metric, Option, Ref } from "effect"
 import type { Address, Hex, Log } from "viem"
+import { collectReplayGarbage } from "../background/collectGarbage.js"
 import { supervised as runSupervised } from "../background/supervised.js"
 import { type ChainBlock, ChainClient } from "../chain/ChainClient.js"
 import { describeFailure } from "../logging.js"
@@ -217,6 +218,7 @@ export const makeIndexer = (config: IndexerConfig) =>
       permit
         .withPermits(1)(f.sync(store, committed))
         .pipe(
+          Effect.tap(collectReplayGarbage),
           Effect.tap(() =>
             Effect.gen(function* () {
               const block = f.coverage?.block

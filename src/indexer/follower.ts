@@ -50,6 +50,11 @@ export interface SyncOutcome {
   readonly rewound: number
   /** The projection was rebuilt from the start block. */
   readonly rebuilt: boolean
+  /**
+   * The events applied were read from the store from the start block up: a follower's first sync
+   * (the start-up replay) or a rebuild, not the writer's own commit.
+   */
+  readonly replayed: boolean
 }
 
 const toReconciled = (r: NonceReconciliation): NonceReconciled => ({
@@ -143,7 +148,7 @@ export class ProjectionFollower {
             }
             if (target === undefined) {
               if (this.covered !== undefined) this.startOver()
-              return Effect.succeed({ applied: 0, rewound, rebuilt })
+              return Effect.succeed({ applied: 0, rewound, rebuilt, replayed: false })
             }
             const from = this.covered === undefined ? startBlock : this.covered.block + 1
             if (this.covered === undefined)
@@ -158,6 +163,7 @@ export class ProjectionFollower {
               committed.baseHash === before?.hash &&
               committed.toBlock === target.block &&
               committed.toHash === target.hash
+            const replayed = this.covered === undefined && !ownCommit
             const applying = ownCommit
               ? this.applyInputs(committed.events, committed.reconciliations.map(toReconciled))
               : this.apply(store, from, target)
@@ -166,7 +172,7 @@ export class ProjectionFollower {
                 if (this.covered?.block !== target.block || this.covered.hash !== target.hash) this.changes++
                 this.covered = target
                 this.projection.finalize(target.block - confirmationDepth)
-                return { applied, rewound, rebuilt }
+                return { applied, rewound, rebuilt, replayed }
               })
             )
           })

@@ -4,6 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { SERVICE_NODE_FLAGS } from "../../src/bin/nodeFlags.js"
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
 
@@ -27,7 +28,8 @@ export const startService = (
   entry: "relayer" | "attestor" | "devnet",
   env: Record<string, string>
 ): ServiceProcess => {
-  const child = spawn(process.execPath, ["--import", "tsx", `src/bin/${entry}.ts`], {
+  const flags = entry === "devnet" ? [] : SERVICE_NODE_FLAGS
+  const child = spawn(process.execPath, [...flags, "--import", "tsx", `src/bin/${entry}.ts`], {
     cwd: repoRoot,
     env: { ...baseEnv(), ...env },
     stdio: ["ignore", "pipe", "pipe"]
