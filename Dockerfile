@@ -26,7 +26,9 @@ RUN npm run build \
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 ARG SERVICE=relayer
+# MALLOC_MMAP_THRESHOLD_: src/bin/processTuning.ts.
 ENV NODE_ENV=production \
+    MALLOC_MMAP_THRESHOLD_=131072 \
     SERVICE=${SERVICE} \
     HOST=0.0.0.0 \
     DATA_DIR=/data
@@ -48,5 +50,5 @@ EXPOSE 8080 8081
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || (process.env.SERVICE === 'attestor' ? 8081 : 8080)) + '/v1/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 # exec: node is PID 1 and receives SIGTERM itself, for the services' clean shutdown. The node flags
-# are the services' own (src/bin/nodeFlags.ts).
+# are the services' own (src/bin/processTuning.ts).
 CMD ["/bin/sh", "-c", "exec node --max-semi-space-size=4 --expose-gc \"dist/src/bin/${SERVICE}.js\""]

@@ -245,8 +245,9 @@ start_service() {
   local port
   port="$(free_port)"
   step "start $service on port $port"
+  # The runtime stage's ENV, with a loopback HOST, a free port and a data directory here.
   (cd "$runtime_dir" && exec env -i PATH="$PATH" HOME="$HOME" NODE_ENV=production SERVICE="$service" \
-    HOST=127.0.0.1 PORT="$port" DATA_DIR="$WORK/data/$service" LOG_LEVEL=info "$@" "${cmd_words[@]}") \
+    MALLOC_MMAP_THRESHOLD_=131072 HOST=127.0.0.1 PORT="$port" DATA_DIR="$WORK/data/$service" LOG_LEVEL=info "$@" "${cmd_words[@]}") \
     >"$WORK/$service.out" 2>"$WORK/$service.err" &
   service_pid[$service]="$!"
   service_port[$service]="$port"

@@ -44,6 +44,7 @@ import {
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { deployDevnet, devnetAccount, devnetClients } from "../../contracts/deploy.js"
 import { DEVNET_METRICS_TOKEN } from "../../layers/devnet.js"
+import { SERVICE_ALLOCATOR_ENV } from "../../src/bin/processTuning.js"
 import { spawnAnvil } from "../../src/chain/anvil.js"
 import { decodeVaultLog, minedLog } from "../../src/indexer/logs.js"
 import type { StoredEvent } from "../../src/store/EventStore.js"
@@ -218,6 +219,7 @@ async function main() {
     logs.length = 0
 
     const relayerEnv = (db: Database, port: number): Record<string, string> => ({
+      ...SERVICE_ALLOCATOR_ENV,
       RPC_URL: anvil.rpcUrl,
       RPC_TIMEOUT_MS: "600000",
       FEE_VAULT: deployment.vault,

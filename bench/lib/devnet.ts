@@ -14,7 +14,7 @@ import {
   relayerEnv,
   writeDevnetFile
 } from "../../layers/devnet.js"
-import { SERVICE_NODE_FLAGS } from "../../src/bin/nodeFlags.js"
+import { SERVICE_ALLOCATOR_ENV, SERVICE_NODE_FLAGS } from "../../src/bin/processTuning.js"
 import { freshPostgresSchema } from "../../test/support/postgresSchema.js"
 import { compiled } from "./build.js"
 import { type Server, startServer } from "./processes.js"
@@ -69,8 +69,8 @@ const script = (source: string, options: RunOptions) =>
   options.compiled === true ? { script: compiled(source), compiled: true } : { script: source }
 
 /**
- * The relayer's node flags: the services' own, as operators run them (src/bin/nodeFlags.ts), then
- * `extra` or else BENCH_RELAYER_NODE_ARGS (e.g. --cpu-prof).
+ * The relayer's node flags: the services' own, as the image and the devnet run them
+ * (src/bin/processTuning.ts), then `extra` or else BENCH_RELAYER_NODE_ARGS (e.g. --cpu-prof).
  */
 export const relayerNodeArgs = (extra?: ReadonlyArray<string>): ReadonlyArray<string> => [
   ...SERVICE_NODE_FLAGS,
@@ -92,6 +92,7 @@ export const startRelayer = async (
   const server = await startServer({
     ...script("src/bin/relayer.ts", options),
     env: {
+      ...SERVICE_ALLOCATOR_ENV,
       ...relayerEnv(devnet.chain, devnet.relayerPort),
       ...(database === undefined ? {} : { DATABASE_URL: database.url }),
       ...overrides
@@ -112,7 +113,7 @@ export const startAttestor = (
 ): Promise<Server> =>
   startServer({
     ...script("src/bin/attestor.ts", options),
-    env: { ...attestorEnv(devnet.chain, devnet.attestorPort), ...overrides },
+    env: { ...SERVICE_ALLOCATOR_ENV, ...attestorEnv(devnet.chain, devnet.attestorPort), ...overrides },
     readyPath: "/v1/info",
     port: devnet.attestorPort,
     nodeArgs: [...SERVICE_NODE_FLAGS, ...(options.nodeArgs ?? [])]

@@ -5,7 +5,7 @@
  * V8 keeps those pages resident for as long as the process runs, since a service at rest seldom
  * reaches its next full collection.
  *
- * Needs `--expose-gc` (src/bin/nodeFlags.ts); without it this does nothing. Small replays are
+ * Needs `--expose-gc` (src/bin/processTuning.ts); without it this does nothing. Small replays are
  * left alone: the collection stops the event loop for a few tens of ms.
  */
 import { Duration, Effect } from "effect"

@@ -21,7 +21,7 @@ import {
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { safeText, serviceLogger } from "../logging.js"
-import { SERVICE_NODE_FLAGS } from "./nodeFlags.js"
+import { SERVICE_ALLOCATOR_ENV, SERVICE_NODE_FLAGS } from "./processTuning.js"
 
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
 
@@ -64,7 +64,7 @@ const serviceProcess = (name: string, entry: string, env: Record<string, string>
           [...SERVICE_NODE_FLAGS, "--import", "tsx", entry],
           {
             cwd: repoRoot,
-            env: { ...process.env, ...env },
+            env: { ...process.env, ...SERVICE_ALLOCATOR_ENV, ...env },
             stdio: ["ignore", "pipe", "pipe"]
           }
         )

@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { SERVICE_NODE_FLAGS } from "../../src/bin/nodeFlags.js"
+import { SERVICE_ALLOCATOR_ENV, SERVICE_NODE_FLAGS } from "../../src/bin/processTuning.js"
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
 
@@ -28,10 +28,13 @@ export const startService = (
   entry: "relayer" | "attestor" | "devnet",
   env: Record<string, string>
 ): ServiceProcess => {
-  const flags = entry === "devnet" ? [] : SERVICE_NODE_FLAGS
+  // A service runs tuned as the devnet and the image run it; the devnet tunes its own services.
+  const service = entry !== "devnet"
+  const flags = service ? SERVICE_NODE_FLAGS : []
+  const tuning = service ? SERVICE_ALLOCATOR_ENV : {}
   const child = spawn(process.execPath, [...flags, "--import", "tsx", `src/bin/${entry}.ts`], {
     cwd: repoRoot,
-    env: { ...baseEnv(), ...env },
+    env: { ...baseEnv(), ...tuning, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let out = ""

@@ -1,18 +1,18 @@
 /**
- * Every way a service is started passes the services' node flags (src/bin/nodeFlags.ts): the npm
- * scripts and the image's command. The devnet's and the tests' service processes take the list
- * itself; the container test runs the image's command.
+ * Every way a service is started carries the services' process tuning (src/bin/processTuning.ts):
+ * the npm scripts pass its node flags, the image passes them and sets its allocator environment.
+ * The devnet's, the tests' and the benches' service processes take both from the module itself.
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { SERVICE_NODE_FLAGS } from "../../src/bin/nodeFlags.js"
+import { SERVICE_ALLOCATOR_ENV, SERVICE_NODE_FLAGS } from "../../src/bin/processTuning.js"
 import { repoRoot } from "../support/process.js"
 
 const flags = SERVICE_NODE_FLAGS.join(" ")
 
-describe("the services' node flags", () => {
-  it("are passed by the npm scripts that run a service, before its entry point", () => {
+describe("the services' process tuning", () => {
+  it("has its node flags passed by the npm scripts that run a service, before the entry point", () => {
     const { scripts } = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
       scripts: Record<string, string>
     }
@@ -24,9 +24,12 @@ describe("the services' node flags", () => {
     })
   })
 
-  it("are passed by the image's command", () => {
+  it("is the image's: its command passes the node flags, its runtime stage sets the allocator's environment", () => {
     const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8")
     const command = dockerfile.split("\n").filter((line) => line.startsWith("CMD "))
     expect(command).toEqual([`CMD ["/bin/sh", "-c", "exec node ${flags} \\"dist/src/bin/\${SERVICE}.js\\""]`])
+    const runtimeStage = dockerfile.slice(dockerfile.indexOf(" AS runtime"))
+    for (const [name, value] of Object.entries(SERVICE_ALLOCATOR_ENV))
+      expect(runtimeStage).toMatch(new RegExp(`^ENV [^]*?\\s${name}=${value} `, "m"))
   })
 })
