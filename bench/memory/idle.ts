@@ -55,8 +55,8 @@ try {
   const sample = scratchFile("idle-quote.json", JSON.stringify(sampleQuote()))
   // Each service's first start creates its embedded database's cluster; the later ones open it.
   const relayerFirst = await measure(() => startRelayer(devnet, {}, { compiled: true }))
-  // Restarted several times: what a restarted process holds moves by tens of MiB from one start to
-  // the next (what PGlite's WebAssembly code tiers up, where the collector happens to be).
+  // Restarted several times: what a restarted process holds moves by up to tens of MiB from one
+  // start to the next (glibc's heaps, what PGlite's WebAssembly code tiers up, the collector).
   const relayerRestarts: Array<{ rss: number; peak: number }> = []
   for (let i = 0; i < RESTARTS; i++)
     relayerRestarts.push(await measure(() => startRelayer(devnet, {}, { compiled: true })))
