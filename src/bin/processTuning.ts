@@ -20,8 +20,9 @@ export const SERVICE_NODE_FLAGS: ReadonlyArray<string> = [
  * Set by the image and the devnet (an environment variable cannot be set portably in an npm
  * script). glibc's malloc raises its mmap threshold each time a large block is freed, up to
  * 32 MiB, and from then on serves large blocks (the memory behind Buffers: bodies, zlib's output,
- * database results) from heaps it seldom returns to the system. A fixed threshold of 128 KiB, glibc's initial one, keeps every larger
- * block in its own mapping, returned when freed. Other C libraries ignore it.
+ * database results) from heaps it seldom returns to the system. A fixed threshold of 128 KiB,
+ * glibc's initial one, keeps every larger block in its own mapping, returned when freed. Other C
+ * libraries ignore it.
  */
 export const SERVICE_ALLOCATOR_ENV: Readonly<Record<string, string>> = {
   MALLOC_MMAP_THRESHOLD_: "131072"
