@@ -205,6 +205,30 @@ for (const database of testDatabases()) {
         })
       )
 
+      it.effect("counts as a replay only a sync that reads the store up from the start block", () =>
+        Effect.gen(function* () {
+          const store = yield* EventStore
+          const ref = freshRef()
+
+          // A writer on an empty store: its first commit, folded in from memory, is no replay
+          // (no collection after it), though the projection starts from the start block.
+          const writer = follower(ref)
+          expect(yield* writer.sync(store)).toMatchObject({ applied: 0, replayed: false })
+          const first = batch(10, 12, "a", [registration(11, "a", 0, 1)])
+          let seq = yield* store.append(ref, 0, first)
+          expect(yield* writer.sync(store, { ...first, seq })).toMatchObject({ applied: 1, replayed: false })
+
+          // A process starting over that store reads it up from the start block: a replay.
+          const restarted = follower(ref)
+          expect(yield* restarted.sync(store)).toMatchObject({ applied: 1, replayed: true })
+
+          // Later blocks read from the store past its coverage: not a replay.
+          seq = yield* store.append(ref, seq, batch(13, 14, "a", [deposit(14, "a", 0, 1, 5n)]))
+          expect(yield* restarted.sync(store)).toMatchObject({ applied: 1, replayed: false })
+          expect(accountsOf(restarted).get(idOf(1))?.balances[USDT]).toBe(5n)
+        })
+      )
+
       it.effect("applies nonce corrections after the events of their block", () =>
         Effect.gen(function* () {
           const store = yield* EventStore
