@@ -14,6 +14,7 @@ import {
   Context,
   DefaultServices,
   type Fiber,
+  type FiberId,
   FiberRef,
   HashMap,
   HashSet,
@@ -151,12 +152,14 @@ export const serviceLogger: Layer.Layer<never> = Logger.replace(
  * synchronously from code that runs on that fiber: the fiber's own loggers, minimum level,
  * annotations, log spans and clock, the same options handed to each logger, so every line is the
  * one the Effect would write. It spares a hot path (the access log) the Effects that set the
- * annotations and reach the fiber.
+ * annotations and reach the fiber. `fiberId` names another fiber's work with that fiber's settings
+ * (a cached answer served without one, src/http/cachedAnswers.ts).
  */
 export const unsafeLogInfo = (
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
   message: string,
-  annotations: Readonly<Record<string, unknown>>
+  annotations: Readonly<Record<string, unknown>>,
+  fiberId: FiberId.FiberId = fiber.id()
 ): void => {
   if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return
   const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
@@ -167,7 +170,6 @@ export const unsafeLogInfo = (
   const context = fiber.getFiberRefs()
   const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
   const date = new Date(clock.unsafeCurrentTimeMillis())
-  const fiberId = fiber.id()
   // As `Effect.log*` passes its arguments.
   const messages = [message]
   Inspectable.withRedactableContext(context, () => {

@@ -10,8 +10,7 @@
 
 import { isIP } from "node:net"
 import * as RateLimiter from "@effect/experimental/RateLimiter"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { Duration, Effect, Layer, Metric, Option } from "effect"
+import { Duration, Effect, Layer, Metric } from "effect"
 import { RateLimited } from "../../schema/errors.js"
 import { counter } from "./metrics.js"
 
@@ -244,7 +243,19 @@ const expandIpv6 = (address: string): ReadonlyArray<string> => {
 }
 
 /**
- * The per-IP check of the server's middleware (src/http/server.ts): charges the request
+ * Charges one request (its method, route template, the socket's peer and `X-Forwarded-For`) to its
+ * client's bucket: the refusal to answer with, or none.
+ */
+export type IpLimit = (
+  method: string,
+  route: string,
+  socketAddress: string | undefined,
+  forwardedFor: string | undefined
+) => RateLimited | undefined
+
+/**
+ * The per-IP check of the server (src/http/server.ts, for the full path and for cached answers
+ * alike): charges the request
  * `cost(method, route)` tokens of its client's bucket and answers nothing, or the `RateLimited`
  * refusal (429 with `Retry-After`) to fail the request with before its body is read.
  *
@@ -252,10 +263,7 @@ const expandIpv6 = (address: string): ReadonlyArray<string> => {
  * `memoryRateLimiter` (limit and window in thousandths of a token, `Retry-After` as the library
  * computes it, refusals counted under scope `ip`), without an Effect per request.
  */
-export const ipRateLimit = (
-  options: IpRateLimitOptions,
-  maxKeys = 100_000
-): ((request: HttpServerRequest.HttpServerRequest, route: string) => RateLimited | undefined) => {
+export const ipRateLimit = (options: IpRateLimitOptions, maxKeys = 100_000): IpLimit => {
   const take = tokenBuckets(maxKeys)
   const window = Duration.millis((60_000 * options.bucket.burst) / options.bucket.perMinute)
   const limit = Math.round(options.bucket.burst * SCALE)
@@ -269,15 +277,11 @@ export const ipRateLimit = (
       retryAfterSeconds: Duration.toSeconds(retryAfter)
     })
   }
-  return (request, route) => {
-    const tokens = Math.round(options.cost(request.method, route) * SCALE)
+  return (method, route, socketAddress, forwardedFor) => {
+    const tokens = Math.round(options.cost(method, route) * SCALE)
     if (tokens <= 0) return undefined
     if (tokens > limit) return refusal(window)
-    const key = clientKey(
-      Option.getOrUndefined(request.remoteAddress),
-      request.headers["x-forwarded-for"],
-      options.trustProxyHops
-    )
+    const key = clientKey(socketAddress, forwardedFor, options.trustProxyHops)
     const remaining = take(`ip:${key}`, tokens, limit, refillMillis, false, Date.now())
     return remaining < 0 ? refusal(Duration.times(refillRate, -remaining)) : undefined
   }

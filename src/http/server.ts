@@ -8,18 +8,19 @@ import type { Duplex } from "node:stream"
 import type * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Cause, Context, Effect, FiberRef, Layer, Metric } from "effect"
+import { Cause, Context, Effect, type Fiber, FiberId, FiberRef, Layer, Metric, Option } from "effect"
 import { unsafeLogInfo } from "../logging.js"
 import { jsonBodyGuard } from "./body.js"
+import { type CachedAnswers, cacheableAnswer, makeCachedAnswers, writeAnswer } from "./cachedAnswers.js"
 import { counter, recordRequest, taggedOnce } from "./metrics.js"
 import { type RouteOutcomes, reportedOutcome } from "./outcomes.js"
-import { type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
-import { failureCode, renderCause } from "./render.js"
+import { type IpLimit, type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
+import { failureCode, renderApiError, renderCause } from "./render.js"
 import {
   OPENAPI_PATH,
   type RouteTemplate,
@@ -33,8 +34,31 @@ const STATUS_CLIENT_CLOSED = 499
 
 interface ServeRequestOptions {
   readonly maxBodyBytes: number
-  readonly rateLimit?: IpRateLimitOptions | undefined
-  readonly outcomes?: RouteOutcomes | undefined
+  readonly limit: IpLimit | undefined
+  readonly outcomes: RouteOutcomes
+  readonly answers: CachedAnswers
+}
+
+/** The access log line and the request metrics of one answered request, on either path. */
+const requestDone = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  labels: { readonly route: string; readonly method: string; readonly status: number },
+  started: bigint,
+  fiberId?: FiberId.FiberId
+) => {
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  recordRequest(labels, seconds, fiber.getFiberRef(FiberRef.currentMetricLabels))
+  unsafeLogInfo(
+    fiber,
+    "request",
+    {
+      method: labels.method,
+      route: labels.route,
+      status: labels.status,
+      duration_ms: Math.round(seconds * 1e6) / 1e3
+    },
+    fiberId
+  )
 }
 
 /**
@@ -43,7 +67,8 @@ interface ServeRequestOptions {
  * checks the JSON body, runs the router, counts the route's outcome, renders every failure as the
  * service's JSON error (`renderCause`), and writes the access log and metrics: method, route
  * template, status and duration only. No IP, query string, id, address, signature or token ever
- * reaches a log line or a metric label.
+ * reaches a log line or a metric label. An answer its handler marked cacheable is kept for
+ * `replayCachedAnswers`.
  *
  * One middleware with one match on the result instead of a layer per concern: each layer was
  * several more Effect steps on every request. The checks, metrics and the log line are plain
@@ -51,28 +76,15 @@ interface ServeRequestOptions {
  */
 const serveRequests = (routes: ReadonlyArray<RouteTemplate>, options: ServeRequestOptions) => {
   const guardBody = jsonBodyGuard(options.maxBodyBytes)
-  const limit = options.rateLimit === undefined ? undefined : ipRateLimit(options.rateLimit)
-  const outcomes = options.outcomes ?? {}
+  const { limit, outcomes, answers } = options
   return (app: HttpApp.Default): HttpApp.Default =>
     Effect.withFiberRuntime((fiber) => {
       const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
       const started = process.hrtime.bigint()
       const decision = resolveRoute(routes, request.method, request.url)
       const route = routeLabel(decision)
-      const finish = (status: number) => {
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9
-        recordRequest(
-          { route, method: request.method, status },
-          seconds,
-          fiber.getFiberRef(FiberRef.currentMetricLabels)
-        )
-        unsafeLogInfo(fiber, "request", {
-          method: request.method,
-          route,
-          status,
-          duration_ms: Math.round(seconds * 1e6) / 1e3
-        })
-      }
+      const finish = (status: number) =>
+        requestDone(fiber, { route, method: request.method, status }, started)
       // Outcomes count the requests that reached the route's handler.
       const record = decision._tag === "Route" ? outcomes[decision.template] : undefined
       let entered = false
@@ -87,13 +99,29 @@ const serveRequests = (routes: ReadonlyArray<RouteTemplate>, options: ServeReque
           fiber.getFiberRef(FiberRef.currentMetricLabels)
         )
       }
-      const refused = limit?.(request, route)
+      const refused = limit?.(
+        request.method,
+        route,
+        Option.getOrUndefined(request.remoteAddress),
+        request.headers["x-forwarded-for"]
+      )
       const answer: HttpApp.Default<unknown> =
         refused === undefined ? guardBody(request, decision, enter) : Effect.fail(refused)
       return Effect.matchCauseEffect(answer, {
         onSuccess: (response) => {
-          countOutcome(fiber.getFiberRef(reportedOutcome) ?? "ok")
+          const outcome = fiber.getFiberRef(reportedOutcome) ?? "ok"
+          countOutcome(outcome)
           finish(response.status)
+          const cacheable = fiber.getFiberRef(cacheableAnswer)
+          // What the platform would still do to the response (a pre-response handler) is not in the bytes kept.
+          if (
+            cacheable !== undefined &&
+            entered &&
+            response.status === 200 &&
+            request.method === "GET" &&
+            Option.isNone(fiber.getFiberRef(HttpApp.currentPreResponseHandlers))
+          )
+            answers.keep(request.url, response, cacheable, { route, outcome, fiber })
           return Effect.succeed(response)
         },
         onFailure: (cause) => {
@@ -108,6 +136,45 @@ const serveRequests = (routes: ReadonlyArray<RouteTemplate>, options: ServeReque
       })
     })
 }
+
+/**
+ * Answers a request from the cached answers (src/http/cachedAnswers.ts) before the platform's
+ * handler sees it, as the full path would: the rate limit charged the same, a refusal rendered by
+ * the same renderer, the route's outcome, metrics and access log line the same. False: not
+ * answered, the full path's.
+ */
+const replayCachedAnswers =
+  (options: ServeRequestOptions) =>
+  (request: IncomingMessage, response: ServerResponse): boolean => {
+    const answer = options.answers.find(request)
+    if (answer === undefined) return false
+    const started = process.hrtime.bigint()
+    const labels = { route: answer.route, method: "GET" }
+    const forwardedFor = request.headers["x-forwarded-for"]
+    const refused = options.limit?.(
+      "GET",
+      answer.route,
+      request.socket.remoteAddress,
+      Array.isArray(forwardedFor) ? forwardedFor.join(", ") : forwardedFor
+    )
+    // A fiber id of its own, as each request of the full path has.
+    const fiberId = FiberId.unsafeMake()
+    if (refused !== undefined) {
+      const refusal = renderApiError(refused)
+      if (refusal.body._tag !== "Uint8Array") return false
+      writeAnswer(response, refusal.status, refusal.headers, refusal.body.body)
+      requestDone(answer.fiber, { ...labels, status: refusal.status }, started, fiberId)
+      return true
+    }
+    writeAnswer(response, answer.status, answer.headers, answer.body)
+    answer.onReplay()
+    options.outcomes[answer.route]?.(answer.outcome, (request.url ?? "").split("?", 1)[0] ?? "").unsafeUpdate(
+      1,
+      answer.fiber.getFiberRef(FiberRef.currentMetricLabels)
+    )
+    requestDone(answer.fiber, { ...labels, status: answer.status }, started, fiberId)
+    return true
+  }
 
 /** How long the server waits on a client; Node's defaults hold a stalled request for minutes. */
 export interface ServerTimeouts {
@@ -175,20 +242,28 @@ const answerClientError = (error: Error & { code?: string; rawPacket?: unknown }
   )
 }
 
-const nodeServer = (timeouts: ServerTimeouts) => (): Server => {
-  const requestMs = timeouts.requestMs
-  const headersMs = Math.min(timeouts.headersMs, requestMs)
-  const server = createServer({
-    headersTimeout: headersMs,
-    requestTimeout: requestMs,
-    keepAliveTimeout: timeouts.keepAliveMs,
-    // Node looks for expired requests only this often (every 30 s by default).
-    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4)))
-  })
-  server.on("clientError", answerClientError)
-  holdUntilServed(server)
-  return server
-}
+const nodeServer =
+  (timeouts: ServerTimeouts, replay: (request: IncomingMessage, response: ServerResponse) => boolean) =>
+  (): Server => {
+    const requestMs = timeouts.requestMs
+    const headersMs = Math.min(timeouts.headersMs, requestMs)
+    const server = createServer({
+      headersTimeout: headersMs,
+      requestTimeout: requestMs,
+      keepAliveTimeout: timeouts.keepAliveMs,
+      // Node looks for expired requests only this often (every 30 s by default).
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4)))
+    })
+    server.on("clientError", answerClientError)
+    holdUntilServed(server)
+    // Before any `request` listener: a replayed answer never reaches the platform's handler.
+    const emit = server.emit
+    server.emit = function (this: Server, event: string | symbol, ...args: Array<unknown>) {
+      if (event === "request" && replay(args[0] as IncomingMessage, args[1] as ServerResponse)) return true
+      return (emit as (this: Server, ...all: Array<unknown>) => boolean).call(this, event, ...args)
+    } as Server["emit"]
+    return server
+  }
 
 /**
  * The socket is bound when the server layer is built, before the handlers' layers are: a request
@@ -254,20 +329,29 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
   options: ServeOptions
 ) => {
   const routes = routeTemplates(api)
+  const requests: ServeRequestOptions = {
+    maxBodyBytes: options.maxBodyBytes,
+    limit: options.rateLimit === undefined ? undefined : ipRateLimit(options.rateLimit),
+    outcomes: options.outcomes ?? {},
+    answers: makeCachedAnswers()
+  }
   return HttpApiBuilder.serve().pipe(
     // No span per request: the services install no tracer to export one to, and the platform's
     // server span (URL, headers and client address as attributes) is built on every request.
     HttpMiddleware.withTracerDisabledWhen(() => true),
     HttpServer.withLogAddress,
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH })),
-    Layer.provide(HttpApiBuilder.middleware(serveRequests(routes, options))),
+    Layer.provide(HttpApiBuilder.middleware(serveRequests(routes, requests))),
     Layer.provide(HttpApiBuilder.api(api).pipe(Layer.provide(handlers))),
     Layer.provide(strictRouter),
     Layer.provideMerge(
-      NodeHttpServer.layer(nodeServer(options.timeouts ?? defaultServerTimeouts), {
-        host: options.host,
-        port: options.port
-      })
+      NodeHttpServer.layer(
+        nodeServer(options.timeouts ?? defaultServerTimeouts, replayCachedAnswers(requests)),
+        {
+          host: options.host,
+          port: options.port
+        }
+      )
     )
   )
 }

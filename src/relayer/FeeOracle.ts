@@ -78,6 +78,11 @@ export interface FeeOracleShape {
   ) => Effect.Effect<Quote, AdapterNotAllowed | BadRequest | Unavailable>
   /** The gas budget alone (no pricing): what the gas cap multiplies. */
   readonly gasBudget: (request: QuoteRequest) => bigint
+  /**
+   * Whether `quote` is still the answer to its question: what `quote` would return now. A quote
+   * served again from bytes (src/http/cachedAnswers.ts) is checked with it on every request.
+   */
+  readonly isCurrent: (quote: Quote) => boolean
 }
 
 export class FeeOracle extends Context.Tag("FeeOracle")<FeeOracle, FeeOracleShape>() {}
@@ -95,6 +100,10 @@ class QuoteKey extends Data.Class<{
   readonly consolidate: boolean
   readonly register: boolean
 }> {}
+
+/** A question as text, to look its last answer up by. */
+const questionText = (key: QuoteKey): string =>
+  `${key.asset}|${key.adapter}|${key.action}|${key.templates}|${key.consolidate}|${key.register}`
 
 export interface QuoteRules {
   readonly settlementAsset: Address
@@ -332,18 +341,39 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
       timeToLive: onlySuccesses
     })
 
+    /**
+     * The quote each question was last answered with, by the question: what the next ask gets
+     * while it is valid, whatever the cache (bounded) has evicted since. The questions are few
+     * (assets × actions × the rules' combinations), so this map stays small.
+     */
+    const answered = new Map<string, Quote>()
+    const questionOf = new WeakMap<Quote, string>()
+    const clock = yield* Effect.clock
+    const isValid = (quote: Quote) => clock.unsafeCurrentTimeMillis() < quote.validUntil * 1000
+
     /** The cached quote while it is valid; the cache's own clock may outlast `validUntil` by < 1 s. */
     const currentQuote = (key: QuoteKey) =>
       Effect.gen(function* () {
-        const cached = yield* quotes.get(key)
-        if ((yield* Clock.currentTimeMillis) < cached.validUntil * 1000) return cached
-        yield* quotes.invalidate(key)
-        return yield* quotes.get(key)
+        const question = questionText(key)
+        const last = answered.get(question)
+        if (last !== undefined && isValid(last)) return last
+        let cached = yield* quotes.get(key)
+        if (!isValid(cached)) {
+          yield* quotes.invalidate(key)
+          cached = yield* quotes.get(key)
+        }
+        answered.set(question, cached)
+        questionOf.set(cached, question)
+        return cached
       })
 
     return {
       quote: (request) => Effect.flatMap(validateQuoteRequest(options.rules, request), currentQuote),
-      gasBudget: (request) => gasBudgetOf(budgetInput(request), options.gasBudgetBps)
+      gasBudget: (request) => gasBudgetOf(budgetInput(request), options.gasBudgetBps),
+      isCurrent: (quote) => {
+        const question = questionOf.get(quote)
+        return question !== undefined && answered.get(question) === quote && isValid(quote)
+      }
     } satisfies FeeOracleShape
   })
 

@@ -366,6 +366,36 @@ describe("GET /v1/quote", () => {
       expect(typeof reply.body.error).toBe("string")
     })
 
+  it("answers a repeated question from the quote's bytes, counted as served each time", async () => {
+    const served = async () =>
+      Number(/relayer_quotes_total\{action="rotate-owner"\} (\d+)/.exec(await metricsText())?.[1] ?? 0)
+    const requests = async () => {
+      const line = (await metricsText())
+        .split("\n")
+        .find(
+          (line) =>
+            line.startsWith("http_requests_total{") &&
+            ['method="GET"', 'route="/v1/quote"', 'status="200"'].every((label) => line.includes(label))
+        )
+      return Number(line?.split(" ").at(-1) ?? 0)
+    }
+    const [servedBefore, requestsBefore] = [await served(), await requests()]
+    const path = `/v1/quote?${new URLSearchParams({ asset: weth, adapter: zeroAddress, action: "rotate-owner" })}`
+    const answers = []
+    for (let i = 0; i < 4; i++) {
+      const response = await fetch(`${devnet.relayerUrl}${path}`)
+      answers.push({
+        status: response.status,
+        headers: [...response.headers.entries()].filter(([name]) => name !== "date").sort(),
+        text: await response.text()
+      })
+    }
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200])
+    for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0])
+    expect(await served()).toBe(servedBefore + 4)
+    expect(await requests()).toBe(requestsBefore + 4)
+  })
+
   it("counts quotes by action and shows the gas price in the metrics", async () => {
     await quote({ asset: usdt, adapter: zeroAddress, action: "ping" })
     const text = await metricsText()

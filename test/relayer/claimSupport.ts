@@ -236,7 +236,8 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         world.quoted.push(request)
         return { relayerFee: world.fee, gasEstimate: GAS_BUDGET, gasPrice: 1n, validUntil: 60 }
       }),
-    gasBudget: () => GAS_BUDGET
+    gasBudget: () => GAS_BUDGET,
+    isCurrent: () => false
   })
   const signatures = Layer.succeed(
     VaultSignatures,

@@ -418,6 +418,28 @@ describe("fee oracle", () => {
     })
   )
 
+  it.scoped("says whether a quote is still the answer to its question (what a replayed answer checks)", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(1_700_000_000_000)
+      const { oracle } = harness([{ name: "feed", answer: () => perEth(3000n) }])
+      const o = yield* oracle
+      const first = yield* o.quote(request())
+      expect(o.isCurrent(first)).toBe(true)
+      // The same figures in another object were never this oracle's answer.
+      expect(o.isCurrent({ ...first })).toBe(false)
+      const ping = yield* o.quote(request({ action: "ping" }))
+      expect([o.isCurrent(first), o.isCurrent(ping)]).toEqual([true, true])
+      yield* TestClock.adjust("59 seconds")
+      expect(o.isCurrent(first)).toBe(true)
+      // Past validUntil it is no answer any more, before anyone asks again and after.
+      yield* TestClock.adjust("2 seconds")
+      expect(o.isCurrent(first)).toBe(false)
+      const next = yield* o.quote(request())
+      expect(next).not.toBe(first)
+      expect([o.isCurrent(first), o.isCurrent(next)]).toEqual([false, true])
+    })
+  )
+
   it.scoped("reads the gas price in the background, not per request", () =>
     Effect.gen(function* () {
       const { oracle, state } = harness([{ name: "static", answer: () => perEth(3000n) }])

@@ -1,7 +1,7 @@
 /**
  * Quote metrics. Labels are actions and source names only, never an asset or an account.
  */
-import { Effect, Metric } from "effect"
+import { Effect, Metric, type MetricLabel } from "effect"
 import type { QuoteAction } from "../../../schema/relayer.js"
 import { counter, taggedOnce } from "../../http/metrics.js"
 
@@ -26,6 +26,12 @@ const quoteServed = taggedOnce(quotesServed)
 const priceSourceFailure = taggedOnce(priceSourceFailures)
 
 export const recordQuoteServed = (action: QuoteAction) => Metric.increment(quoteServed({ action }))
+
+/** `recordQuoteServed` outside a fiber, with the labels that fiber had (a quote served from its bytes). */
+export const unsafeRecordQuoteServed = (
+  action: QuoteAction,
+  extraTags: ReadonlyArray<MetricLabel.MetricLabel>
+): void => quoteServed({ action }).unsafeUpdate(1, extraTags)
 
 export const recordPriceSourceFailure = (source: string) => Metric.increment(priceSourceFailure({ source }))
 

@@ -4,15 +4,16 @@
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Redacted, Schema } from "effect"
+import { Effect, FiberRef, Redacted, Schema } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
 import { AddressFromSelf, ZeroAddress } from "../../../schema/primitives.js"
 import { QuoteResponse } from "../../../schema/relayer.js"
 import { ChainId } from "../../chain/chainId.js"
 import { RelayerSettings } from "../../config/relayer.js"
+import { cacheAnswer } from "../../http/cachedAnswers.js"
 import { RelayerApi } from "../api/index.js"
 import { FeeOracle, type Quote } from "../FeeOracle.js"
-import { recordQuoteServed } from "../fees/metrics.js"
+import { recordQuoteServed, unsafeRecordQuoteServed } from "../fees/metrics.js"
 
 export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
   Effect.gen(function* () {
@@ -64,6 +65,13 @@ export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
           })
           const id = yield* chainId
           yield* recordQuoteServed(query.action)
+          // The same bytes answer this request target again until the quote expires or is replaced.
+          const metricLabels = yield* FiberRef.get(FiberRef.currentMetricLabels)
+          yield* cacheAnswer({
+            untilMs: quote.validUntil * 1000,
+            current: () => oracle.isCurrent(quote),
+            onReplay: () => unsafeRecordQuoteServed(query.action, metricLabels)
+          })
           const known = encoded.get(quote)
           if (
             known !== undefined &&

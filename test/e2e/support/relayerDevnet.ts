@@ -445,7 +445,8 @@ export const liveChainLayers = (
   )
   const oracle = Layer.succeed(FeeOracle, {
     quote: () => Effect.succeed({ relayerFee, gasEstimate: 60_000n, gasPrice: 1n, validUntil: 0 }),
-    gasBudget: () => 60_000n
+    gasBudget: () => 60_000n,
+    isCurrent: () => false
   })
   return Layer.mergeAll(
     AccountReader.layer,
