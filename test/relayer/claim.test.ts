@@ -410,6 +410,10 @@ describe("rule 3: signatures, owner, nonces", () => {
   it.effect("an unregistered id without register: not_found", () =>
     Effect.gen(function* () {
       yield* refused(makeWorld(), yield* request(), "not_found")
+      // The owner is judged before the signature.
+      yield* refused(makeWorld(), yield* request({}, { signer: stranger }), "not_found")
+      const malformed = (yield* request()).signature.slice(0, 130) as Hex
+      yield* refused(makeWorld(), yield* request({}, { signature: malformed }), "not_found")
     })
   )
 
