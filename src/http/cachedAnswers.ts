@@ -44,9 +44,8 @@ export interface AnsweredBy {
 }
 
 export interface CachedAnswer extends CacheableAnswer, AnsweredBy {
-  readonly status: number
-  readonly headers: Readonly<Record<string, string>>
-  readonly body: Uint8Array
+  /** Its body is a `Uint8Array` (`keep` keeps no other). */
+  readonly response: HttpServerResponse.HttpServerResponse
 }
 
 /**
@@ -79,13 +78,7 @@ export const makeCachedAnswers = (capacity = CACHED_ANSWERS_CAPACITY): CachedAns
         const oldest = answers.keys().next()
         if (oldest.done !== true) answers.delete(oldest.value)
       }
-      answers.set(target, {
-        ...answer,
-        ...answeredBy,
-        status: response.status,
-        headers: response.headers,
-        body: response.body.body
-      })
+      answers.set(target, { ...answer, ...answeredBy, response })
     },
     find: (request) => {
       if (request.method !== "GET" || request.url === undefined) return undefined
@@ -106,13 +99,11 @@ export const makeCachedAnswers = (capacity = CACHED_ANSWERS_CAPACITY): CachedAns
   }
 }
 
-/** Writes an answer held in memory as the platform's Node server writes a `Uint8Array` body. */
-export const writeAnswer = (
-  response: ServerResponse,
-  status: number,
-  headers: Readonly<Record<string, string>>,
-  body: Uint8Array
-): void => {
-  response.writeHead(status, headers)
-  response.end(body)
+/**
+ * Writes a response whose body is held in memory (a kept answer, a rendered refusal) as the
+ * platform's Node server writes a `Uint8Array` body; any other body is not written.
+ */
+export const writeAnswer = (to: ServerResponse, response: HttpServerResponse.HttpServerResponse): void => {
+  to.writeHead(response.status, response.headers)
+  to.end(response.body._tag === "Uint8Array" ? response.body.body : undefined)
 }

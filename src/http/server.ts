@@ -161,18 +161,17 @@ const replayCachedAnswers =
     const fiberId = FiberId.unsafeMake()
     if (refused !== undefined) {
       const refusal = renderApiError(refused)
-      if (refusal.body._tag !== "Uint8Array") return false
-      writeAnswer(response, refusal.status, refusal.headers, refusal.body.body)
+      writeAnswer(response, refusal)
       requestDone(answer.fiber, { ...labels, status: refusal.status }, started, fiberId)
       return true
     }
-    writeAnswer(response, answer.status, answer.headers, answer.body)
+    writeAnswer(response, answer.response)
     answer.onReplay()
     options.outcomes[answer.route]?.(answer.outcome, (request.url ?? "").split("?", 1)[0] ?? "").unsafeUpdate(
       1,
       answer.fiber.getFiberRef(FiberRef.currentMetricLabels)
     )
-    requestDone(answer.fiber, { ...labels, status: answer.status }, started, fiberId)
+    requestDone(answer.fiber, { ...labels, status: answer.response.status }, started, fiberId)
     return true
   }
 

@@ -149,7 +149,24 @@ describe("npm run devnet", () => {
     const asset = file.settlementAsset as Address
     const mined = async (hash: Hex) => {
       const receipt = await publicClient.waitForTransactionReceipt({ hash })
-      expect(receipt.status).toBe("success")
+      if (receipt.status !== "success") {
+        // Replayed on the state before its block, so that a failure names what was refused.
+        const tx = await publicClient.getTransaction({ hash })
+        const why = await publicClient
+          .call({
+            account: tx.from,
+            to: tx.to ?? undefined,
+            data: tx.input,
+            blockNumber: receipt.blockNumber - 1n
+          })
+          .then(
+            () => "no revert when replayed on the block before",
+            (error: Error) => error.message.split("\n").slice(0, 3).join(" / ")
+          )
+        expect.fail(
+          `transaction reverted in block ${receipt.blockNumber} (gas used ${receipt.gasUsed} of ${tx.gas}): ${why}`
+        )
+      }
       return receipt
     }
 

@@ -270,8 +270,8 @@ describe("the answer store", () => {
     for (const target of ["/a", "/b", "/c"])
       answers.keep(target, HttpServerResponse.unsafeJson({ target }), marked, answeredBy)
     expect(answers.find(get("/a"))).toBeUndefined()
-    expect(answers.find(get("/b"))?.status).toBe(200)
-    expect(answers.find(get("/c"))?.status).toBe(200)
+    expect(answers.find(get("/b"))?.response.status).toBe(200)
+    expect(answers.find(get("/c"))?.response.status).toBe(200)
   })
 
   it("keeps no answer already expired and no body it does not hold in memory", () => {
