@@ -51,4 +51,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || (process.env.SERVICE === 'attestor' ? 8081 : 8080)) + '/v1/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 # exec: node is PID 1 and receives SIGTERM itself, for the services' clean shutdown. The node flags
 # are the services' own (src/bin/processTuning.ts).
-CMD ["/bin/sh", "-c", "exec node --max-semi-space-size=4 --expose-gc \"dist/src/bin/${SERVICE}.js\""]
+CMD ["/bin/sh", "-c", "exec node --max-semi-space-size=4 --expose-gc --wasm-num-compilation-tasks=0 \"dist/src/bin/${SERVICE}.js\""]

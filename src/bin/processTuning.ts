@@ -13,7 +13,10 @@ export const SERVICE_NODE_FLAGS: ReadonlyArray<string> = [
   // less, for more frequent scavenges of the same work.
   "--max-semi-space-size=4",
   // Lets the relayer collect a start-up replay's garbage at once (src/background/collectGarbage.ts).
-  "--expose-gc"
+  "--expose-gc",
+  // The embedded database's WebAssembly compiled on the main thread: compiled on V8's worker
+  // threads, it leaves tens of MiB in their glibc heaps that are never returned.
+  "--wasm-num-compilation-tasks=0"
 ]
 
 /**
