@@ -113,10 +113,12 @@ const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 const malformed = new BadRequest({ message: "request body is not valid JSON" })
 
-/** Whether the request came with a body. */
-const hasBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
-  const length = request.headers["content-length"]
-  return (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
+/** Whether a request with these headers comes with a body. */
+export const hasBody = (headers: {
+  readonly [name: string]: string | ReadonlyArray<string> | undefined
+}): boolean => {
+  const length = headers["content-length"]
+  return (length !== undefined && length !== "0") || headers["transfer-encoding"] !== undefined
 }
 
 /** 404 or 405 for a request that is for no route. */
@@ -146,7 +148,7 @@ export const jsonBodyGuard =
       // Its body, up to the limit, is read and dropped so the connection closes cleanly (a
       // socket closed on unread bytes resets, and the client may never see the answer).
       const refusal = Effect.fail(refusalOf(decision))
-      return hasBody(request)
+      return hasBody(request.headers)
         ? Effect.zipRight(
             readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes),
             refusal
@@ -155,7 +157,7 @@ export const jsonBodyGuard =
     }
     if (!methodsWithBody.has(request.method)) {
       // A read takes no body; one sent anyway is drained within the limit, never buffered whole.
-      return hasBody(request)
+      return hasBody(request.headers)
         ? Effect.flatMap(readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes), enter)
         : enter()
     }

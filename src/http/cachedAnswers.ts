@@ -16,6 +16,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Cookies from "@effect/platform/Cookies"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { type Fiber, FiberRef } from "effect"
+import { hasBody } from "./body.js"
 
 /** What a handler says about its answer: how long it may be served again, and what then counts it. */
 export interface CacheableAnswer {
@@ -55,9 +56,12 @@ export interface CachedAnswer extends CacheableAnswer, AnsweredBy {
 export const CACHED_ANSWERS_CAPACITY = 1_024
 
 export interface CachedAnswers {
-  /** Keeps `response` for `target` if it is an answer the cache can replay byte for byte. */
+  /**
+   * Keeps the response to a request (its method and target) if it is an answer the cache can
+   * replay byte for byte: a 200 to a `GET`, its body in memory, no cookie, not yet expired.
+   */
   readonly keep: (
-    target: string,
+    request: { readonly method: string; readonly url: string },
     response: HttpServerResponse.HttpServerResponse,
     answer: CacheableAnswer,
     answeredBy: AnsweredBy
@@ -69,10 +73,12 @@ export interface CachedAnswers {
 export const makeCachedAnswers = (capacity = CACHED_ANSWERS_CAPACITY): CachedAnswers => {
   const answers = new Map<string, CachedAnswer>()
   return {
-    keep: (target, response, answer, answeredBy) => {
+    keep: (request, response, answer, answeredBy) => {
+      if (request.method !== "GET" || response.status !== 200) return
       // Only a body held in memory, with no cookie: what is replayed is exactly what was written.
       if (response.body._tag !== "Uint8Array" || !Cookies.isEmpty(response.cookies)) return
       if (Date.now() >= answer.untilMs) return
+      const target = request.url
       answers.delete(target)
       if (answers.size >= capacity) {
         const oldest = answers.keys().next()
@@ -89,11 +95,7 @@ export const makeCachedAnswers = (capacity = CACHED_ANSWERS_CAPACITY): CachedAns
         return undefined
       }
       // A GET with a body is the full path's to judge (the body guard).
-      if (
-        request.headers["content-length"] !== undefined ||
-        request.headers["transfer-encoding"] !== undefined
-      )
-        return undefined
+      if (hasBody(request.headers)) return undefined
       return answer
     }
   }

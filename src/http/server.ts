@@ -18,7 +18,7 @@ import { unsafeLogInfo } from "../logging.js"
 import { jsonBodyGuard } from "./body.js"
 import { type CachedAnswers, cacheableAnswer, makeCachedAnswers, writeAnswer } from "./cachedAnswers.js"
 import { counter, recordRequest, taggedOnce } from "./metrics.js"
-import { type RouteOutcomes, reportedOutcome } from "./outcomes.js"
+import { type OutcomeRecorder, type RouteOutcomes, reportedOutcome } from "./outcomes.js"
 import { type IpLimit, type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
 import { failureCode, renderApiError, renderCause } from "./render.js"
 import {
@@ -61,6 +61,18 @@ const requestDone = (
   )
 }
 
+/** Counts one outcome of a route that counts them (src/http/outcomes.ts), by the request's path. */
+const recordOutcome = (
+  record: OutcomeRecorder | undefined,
+  url: string,
+  outcome: string,
+  fiber: Fiber.RuntimeFiber<unknown, unknown>
+) =>
+  record?.(outcome, url.split("?", 1)[0] ?? "").unsafeUpdate(
+    1,
+    fiber.getFiberRef(FiberRef.currentMetricLabels)
+  )
+
 /**
  * Everything the services do around the API's router, as one HttpApi middleware: decides the
  * request's route once (`resolveRoute`), charges the per-IP rate limit (before the body is read),
@@ -93,11 +105,7 @@ const serveRequests = (routes: ReadonlyArray<RouteTemplate>, options: ServeReque
         return app
       }
       const countOutcome = (outcome: string) => {
-        if (!entered || record === undefined) return
-        record(outcome, request.url.split("?", 1)[0] ?? "").unsafeUpdate(
-          1,
-          fiber.getFiberRef(FiberRef.currentMetricLabels)
-        )
+        if (entered) recordOutcome(record, request.url, outcome, fiber)
       }
       const refused = limit?.(
         request.method,
@@ -117,11 +125,9 @@ const serveRequests = (routes: ReadonlyArray<RouteTemplate>, options: ServeReque
           if (
             cacheable !== undefined &&
             entered &&
-            response.status === 200 &&
-            request.method === "GET" &&
             Option.isNone(fiber.getFiberRef(HttpApp.currentPreResponseHandlers))
           )
-            answers.keep(request.url, response, cacheable, { route, outcome, fiber })
+            answers.keep(request, response, cacheable, { route, outcome, fiber })
           return Effect.succeed(response)
         },
         onFailure: (cause) => {
@@ -167,10 +173,7 @@ const replayCachedAnswers =
     }
     writeAnswer(response, answer.response)
     answer.onReplay()
-    options.outcomes[answer.route]?.(answer.outcome, (request.url ?? "").split("?", 1)[0] ?? "").unsafeUpdate(
-      1,
-      answer.fiber.getFiberRef(FiberRef.currentMetricLabels)
-    )
+    recordOutcome(options.outcomes[answer.route], request.url ?? "", answer.outcome, answer.fiber)
     requestDone(answer.fiber, { ...labels, status: answer.response.status }, started, fiberId)
     return true
   }

@@ -29,6 +29,7 @@ import { chainClientLayer } from "../../src/chain/ChainClient.js"
 import { loadRelayerSettings, RelayerSettings } from "../../src/config/relayer.js"
 import { quoteEndpoint } from "../../src/relayer/api/quote.js"
 import { FeeOracle, feeOracleLayer, gasTable, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
+import { parsePrometheus } from "../support/prometheus.js"
 
 /** The devnet's chain and relayer only: these tests never reach the attestor. */
 const relayerDevnet = Layer.scoped(
@@ -367,18 +368,13 @@ describe("GET /v1/quote", () => {
     })
 
   it("answers a repeated question from the quote's bytes, counted as served each time", async () => {
-    const served = async () =>
-      Number(/relayer_quotes_total\{action="rotate-owner"\} (\d+)/.exec(await metricsText())?.[1] ?? 0)
-    const requests = async () => {
-      const line = (await metricsText())
-        .split("\n")
-        .find(
-          (line) =>
-            line.startsWith("http_requests_total{") &&
-            ['method="GET"', 'route="/v1/quote"', 'status="200"'].every((label) => line.includes(label))
-        )
-      return Number(line?.split(" ").at(-1) ?? 0)
+    const sample = async (family: string, labels: Record<string, string>) => {
+      const samples = parsePrometheus(await metricsText()).get(family)?.samples ?? []
+      const match = samples.find((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+      return match?.value ?? 0
     }
+    const served = () => sample("relayer_quotes_total", { action: "rotate-owner" })
+    const requests = () => sample("http_requests_total", { method: "GET", route: "/v1/quote", status: "200" })
     const [servedBefore, requestsBefore] = [await served(), await requests()]
     const path = `/v1/quote?${new URLSearchParams({ asset: weth, adapter: zeroAddress, action: "rotate-owner" })}`
     const answers = []

@@ -267,23 +267,30 @@ describe("the answer store", () => {
 
   it("holds at most its capacity, dropping the oldest target first", () => {
     const answers = makeCachedAnswers(2)
-    for (const target of ["/a", "/b", "/c"])
-      answers.keep(target, HttpServerResponse.unsafeJson({ target }), marked, answeredBy)
+    for (const url of ["/a", "/b", "/c"])
+      answers.keep({ method: "GET", url }, HttpServerResponse.unsafeJson({ url }), marked, answeredBy)
     expect(answers.find(get("/a"))).toBeUndefined()
     expect(answers.find(get("/b"))?.response.status).toBe(200)
     expect(answers.find(get("/c"))?.response.status).toBe(200)
   })
 
-  it("keeps no answer already expired and no body it does not hold in memory", () => {
+  it("keeps only a 200 to a GET, not yet expired, with its body in memory", () => {
     const answers = makeCachedAnswers()
-    answers.keep(
-      "/late",
-      HttpServerResponse.unsafeJson({}),
-      { ...marked, untilMs: Date.now() - 1 },
-      answeredBy
-    )
-    answers.keep("/empty", HttpServerResponse.empty(), marked, answeredBy)
-    expect(answers.find(get("/late"))).toBeUndefined()
-    expect(answers.find(get("/empty"))).toBeUndefined()
+    const json = HttpServerResponse.unsafeJson({})
+    const keep = (method: string, url: string, response = json, until = marked.untilMs) =>
+      answers.keep({ method, url }, response, { ...marked, untilMs: until }, answeredBy)
+    keep("GET", "/late", json, Date.now() - 1)
+    keep("GET", "/empty", HttpServerResponse.empty())
+    keep("POST", "/posted")
+    keep("GET", "/created", HttpServerResponse.unsafeJson({}, { status: 201 }))
+    keep("GET", "/kept")
+    for (const url of ["/late", "/empty", "/posted", "/created"])
+      expect(answers.find(get(url))).toBeUndefined()
+    expect(answers.find(get("/kept"))?.response).toBe(json)
+    // A GET that comes with a body is the full path's; an empty one is no body.
+    const withLength = (length: string) =>
+      ({ ...get("/kept"), headers: { "content-length": length } }) as IncomingMessage
+    expect(answers.find(withLength("2"))).toBeUndefined()
+    expect(answers.find(withLength("0"))?.response).toBe(json)
   })
 })
