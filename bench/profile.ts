@@ -28,7 +28,7 @@ import { ROOT, runLoad, type Server, scratchFile } from "./lib/processes.js"
 import { CONCURRENCY } from "./lib/series.js"
 import type { LoadRequest } from "./load.js"
 
-// Compiled under plain node, as the benches and operators run the services.
+// Bundled under plain node, as the benches and operators run the services.
 ensureBuild()
 
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 8_000)
@@ -92,7 +92,7 @@ try {
         const relayer = await startRelayer(
           devnet,
           { ...liftedRelayerLimits, INDEXER_ENABLED: "false" },
-          { nodeArgs, compiled: true }
+          { nodeArgs, bundled: true }
         )
         quoteSample = await fetch(`${relayer.url}${quote.path}`).then((r) => r.text())
         return relayer
@@ -105,7 +105,7 @@ try {
     await profiled(
       "bare HttpApi GET",
       join(DIR, "bare-get"),
-      (nodeArgs) => startBare("get", quoteFile, { nodeArgs, compiled: true }),
+      (nodeArgs) => startBare("get", quoteFile, { nodeArgs, bundled: true }),
       quote
     )
   )
@@ -121,7 +121,7 @@ try {
             RATE_LIMIT_BURST: liftedRelayerLimits.RATE_LIMIT_IP_BURST,
             RATE_LIMIT_PER_MINUTE: liftedRelayerLimits.RATE_LIMIT_IP_PER_MINUTE
           },
-          { nodeArgs, compiled: true }
+          { nodeArgs, bundled: true }
         )
         commitmentSample = await fetch(`${attestor.url}/v1/commitment`, {
           method: "POST",
@@ -138,7 +138,7 @@ try {
     await profiled(
       "bare HttpApi POST",
       join(DIR, "bare-post"),
-      (nodeArgs) => startBare("post", commitmentFile, { nodeArgs, compiled: true }),
+      (nodeArgs) => startBare("post", commitmentFile, { nodeArgs, bundled: true }),
       commitment
     )
   )

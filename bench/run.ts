@@ -29,7 +29,7 @@ const benchDatabase =
     ? { BENCH_DATABASE_URL: process.env.DATABASE_URL }
     : {}
 
-// The compiled services every bench runs, built once here instead of checked again by each bench.
+// The bundled services every bench runs, built once here instead of checked again by each bench.
 ensureBuild()
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim())

@@ -200,7 +200,7 @@ mapfile -d '' cmd_words < <(node -e 'for (const w of JSON.parse(process.argv[1])
 
 step "runtime stage contents"
 for service in relayer attestor; do
-  [ -f "$runtime_dir/dist/src/bin/$service.js" ] || fail "no dist/src/bin/$service.js in the runtime stage"
+  [ -f "$runtime_dir/dist/services/$service.js" ] || fail "no dist/services/$service.js in the runtime stage"
 done
 [ -f "$runtime_dir/package.json" ] || fail "no package.json in the runtime stage: it marks dist/ as ES modules"
 [ -d "$runtime_dir/node_modules" ] || fail "no node_modules in the runtime stage"

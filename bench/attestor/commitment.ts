@@ -23,9 +23,9 @@ const request = {
   body: JSON.stringify({ platform: "messenger", userId: "7012345678" })
 }
 
-// Every server compiled to JavaScript under plain node, as `npm run start:attestor` runs the attestor.
+// Every server bundled (scripts/bundle.ts) under plain node, as `npm run start:attestor` runs the attestor.
 ensureBuild()
-const asOperatorsRun = { compiled: true }
+const asOperatorsRun = { bundled: true }
 
 const devnet = await startDevnet("commitment")
 try {

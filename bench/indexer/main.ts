@@ -7,7 +7,7 @@
  * Settings (environment): BENCH_ACCOUNTS (default 100000, one `Registered` event each),
  * BENCH_MAX_BLOCK_RANGE (2000, the indexer's ceiling and the baseline's range), BENCH_REQUESTS (30
  * per GET series), BENCH_ACCOUNTS_CONCURRENCY (4 connections), BENCH_ACCOUNTS_RUNS (3 starts of the
- * compiled relayer, the median peak is the figure), DATABASE_URL.
+ * bundled relayer, the median peak is the figure), DATABASE_URL.
  *
  * The chain is seeded through the contract (2,500 registrations per multicall transaction), so the
  * database is filled by the indexer itself, exactly as in production. Per database:
@@ -19,10 +19,10 @@
  *   are), and a bare bulk insert of the same rows into an empty event table (in this process).
  * - Serving: a fresh relayer process on the filled database (the indexer at the head, nothing to
  *   do), then GET /v1/accounts by the load generator: one cold request, then identity, gzip and
- *   If-None-Match series, first under tsx (`npm run relayer`), then compiled to JavaScript under
- *   plain node as operators and the image run it (bench/lib/build.ts), three times. The median of
- *   the compiled relayer's peak RSS (VmHWM) is the figure, the tsx one beside it. Baseline: a raw
- *   `node:http` server (compiled) answering the same bytes (identity and gzip) to the same
+ *   If-None-Match series, first under tsx (`npm run relayer`), then bundled (scripts/bundle.ts)
+ *   under plain node as operators and the image run it (bench/lib/build.ts), three times. The median of
+ *   the bundled relayer's peak RSS (VmHWM) is the figure, the tsx one beside it. Baseline: a raw
+ *   `node:http` server (bundled) answering the same bytes (identity and gzip) to the same
  *   series, its peak RSS.
  */
 import { mkdtempSync, rmSync } from "node:fs"
@@ -50,7 +50,7 @@ import { decodeVaultLog, minedLog } from "../../src/indexer/logs.js"
 import type { StoredEvent } from "../../src/store/EventStore.js"
 import { storageLayer } from "../../src/store/sql.js"
 import { freshPostgresSchema } from "../../test/support/postgresSchema.js"
-import { compiled, ensureBuild } from "../lib/build.js"
+import { bundled, ensureBuild } from "../lib/build.js"
 import { freePort, relayerNodeArgs, startRaw } from "../lib/devnet.js"
 import { medianBy, mib, runLoad, type Server, scratchFile, sleep, startServer } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
@@ -60,8 +60,8 @@ const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 100_000)
 const MAX_RANGE = Number(process.env.BENCH_MAX_BLOCK_RANGE ?? 2_000)
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 30)
 const CONCURRENCY = Number(process.env.BENCH_ACCOUNTS_CONCURRENCY ?? 4)
-/** Starts of the compiled relayer whose median peak is the row's figure. */
-const COMPILED_RUNS = Number(process.env.BENCH_ACCOUNTS_RUNS ?? 3)
+/** Starts of the bundled relayer whose median peak is the row's figure. */
+const BUNDLED_RUNS = Number(process.env.BENCH_ACCOUNTS_RUNS ?? 3)
 const PER_TX = 2_500
 const DATABASE_URL = process.env.DATABASE_URL
 const ZERO = "0x0000000000000000000000000000000000000000" as Address
@@ -234,11 +234,11 @@ async function main() {
       PORT: String(port),
       ...db.env
     })
-    const startRelayer = async (db: Database, options: { readonly compiled?: boolean } = {}) => {
+    const startRelayer = async (db: Database, options: { readonly bundled?: boolean } = {}) => {
       const port = await freePort()
       return startServer({
-        script: options.compiled === true ? compiled("src/bin/relayer.ts") : "src/bin/relayer.ts",
-        compiled: options.compiled === true,
+        script: options.bundled === true ? bundled("src/bin/relayer.ts") : "src/bin/relayer.ts",
+        bundled: options.bundled === true,
         env: relayerEnv(db, port),
         nodeArgs: relayerNodeArgs(),
         readyPath: "/v1/config",
@@ -323,43 +323,43 @@ async function main() {
         const listed = JSON.parse(identityBytes.toString("utf8")) as { block: number; accounts: unknown[] }
         await serving.stop()
 
-        // ---- the same, compiled to JavaScript under plain node, several times: one start's peak
+        // ---- the same, bundled (scripts/bundle.ts) under plain node, several times: one start's peak
         // moves by tens of MiB from the next's (where the collector happens to be), so the row is
         // the median
-        const compiledRuns: Array<{
+        const bundledRuns: Array<{
           readonly startedRss: number
           readonly peak: number
           readonly started: Awaited<ReturnType<typeof untilHead>>["memory"]
           readonly served: Awaited<ReturnType<typeof indexerProgress>>["memory"]
           readonly identityP50: number
         }> = []
-        for (let run = 0; run < COMPILED_RUNS; run++) {
-          const servingCompiled = await startRelayer(db, { compiled: true })
-          const started = (await untilHead(servingCompiled)).memory
-          const startedRss = servingCompiled.memory().rss
-          const served = await serveAccounts(servingCompiled.url, true)
-          const peak = servingCompiled.memory().peak
-          compiledRuns.push({
+        for (let run = 0; run < BUNDLED_RUNS; run++) {
+          const servingBundled = await startRelayer(db, { bundled: true })
+          const started = (await untilHead(servingBundled)).memory
+          const startedRss = servingBundled.memory().rss
+          const served = await serveAccounts(servingBundled.url, true)
+          const peak = servingBundled.memory().peak
+          bundledRuns.push({
             startedRss,
             peak,
             started,
-            served: (await indexerProgress(servingCompiled)).memory,
+            served: (await indexerProgress(servingBundled)).memory,
             identityP50: served.identity.p50
           })
-          await servingCompiled.stop()
+          await servingBundled.stop()
         }
-        const compiledMedian = medianBy(compiledRuns, (run) => run.peak)
-        const compiledPeak = compiledMedian.peak
-        const compiledStartedRss = compiledMedian.startedRss
-        const compiledStarted = compiledMedian.started
-        const compiledServed = compiledMedian.served
+        const bundledMedian = medianBy(bundledRuns, (run) => run.peak)
+        const bundledPeak = bundledMedian.peak
+        const bundledStartedRss = bundledMedian.startedRss
+        const bundledStarted = bundledMedian.started
+        const bundledServed = bundledMedian.served
         if (listed.block !== head || listed.accounts.length !== ACCOUNTS)
           throw new Error(`/v1/accounts lists ${listed.accounts.length} accounts at block ${listed.block}`)
 
         const rawServer = await startRaw(
           scratchFile(`accounts-${kind}.json`, identityBytes),
           scratchFile(`accounts-${kind}.json.gz`, gzipBytes),
-          { compiled: true }
+          { bundled: true }
         )
         const rawStartedRss = rawServer.memory().rss
         const baseline = await serveAccounts(rawServer.url, false)
@@ -392,13 +392,13 @@ async function main() {
         console.log(
           `  relayer RSS: ${mib(startedRss)} MiB at start, peak ${mib(servingPeak)} MiB, ${mib(servingRss)} MiB after`
         )
-        for (const [i, run] of compiledRuns.entries())
+        for (const [i, run] of bundledRuns.entries())
           console.log(
-            `  relayer compiled (plain node), start ${i + 1}: RSS ${mib(run.startedRss)} MiB at start, peak ${mib(run.peak)} MiB (identity p50 ${run.identityP50.toFixed(1)} ms)`
+            `  relayer bundled (plain node), start ${i + 1}: RSS ${mib(run.startedRss)} MiB at start, peak ${mib(run.peak)} MiB (identity p50 ${run.identityP50.toFixed(1)} ms)`
           )
-        console.log(`  relayer compiled, the median start's peak: ${mib(compiledPeak)} MiB`)
+        console.log(`  relayer bundled, the median start's peak: ${mib(bundledPeak)} MiB`)
         console.log(
-          `  relayer compiled, its own metrics at start: ${JSON.stringify(compiledStarted)}; after the series: ${JSON.stringify(compiledServed)}`
+          `  relayer bundled, its own metrics at start: ${JSON.stringify(bundledStarted)}; after the series: ${JSON.stringify(bundledServed)}`
         )
         console.log(`  raw node:http RSS: ${mib(rawStartedRss)} MiB at start, peak ${mib(rawPeak)} MiB`)
 
@@ -413,19 +413,19 @@ async function main() {
           identityP50Ms: service.identity.p50,
           gzipP50Ms: service.gzip.p50,
           rawIdentityP50Ms: baseline.identity.p50,
-          compiledStartedMiB: mib(compiledStartedRss),
-          compiledPeakMiB: mib(compiledPeak),
-          compiledPeaksMiB: compiledRuns.map((run) => mib(run.peak)),
-          compiledMemoryAtStart: compiledStarted,
-          compiledMemoryAfterSeries: compiledServed
+          bundledStartedMiB: mib(bundledStartedRss),
+          bundledPeakMiB: mib(bundledPeak),
+          bundledPeaksMiB: bundledRuns.map((run) => mib(run.peak)),
+          bundledMemoryAtStart: bundledStarted,
+          bundledMemoryAfterSeries: bundledServed
         }
         record({
           [kind === "PGlite" ? "accounts_peak_rss_pglite" : "accounts_peak_rss_postgres"]: row(bench, {
-            measure: `peak RSS serving /v1/accounts at ${ACCOUNTS.toLocaleString("en-US")} accounts (${kind}, relayer compiled)`,
-            value: mib(compiledPeak),
+            measure: `peak RSS serving /v1/accounts at ${ACCOUNTS.toLocaleString("en-US")} accounts (${kind}, relayer bundled)`,
+            value: mib(bundledPeak),
             unit: "MiB",
             baseline: mib(rawPeak),
-            baselineLabel: "raw node:http serving the same bytes, compiled",
+            baselineLabel: "raw node:http serving the same bytes, bundled",
             goal: kind === "PGlite" ? "<= 400 MB" : "<= 250 MB",
             note: `the relayer under tsx (npm run relayer): peak ${Math.round(mib(servingPeak))} MiB`,
             details

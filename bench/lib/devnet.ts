@@ -16,7 +16,7 @@ import {
 } from "../../layers/devnet.js"
 import { SERVICE_ALLOCATOR_ENV, SERVICE_NODE_FLAGS } from "../../src/bin/processTuning.js"
 import { freshPostgresSchema } from "../../test/support/postgresSchema.js"
-import { compiled } from "./build.js"
+import { bundled } from "./build.js"
 import { type Server, startServer } from "./processes.js"
 
 export interface BenchDevnet {
@@ -62,11 +62,11 @@ export const liftedRelayerLimits = {
 export interface RunOptions {
   readonly nodeArgs?: ReadonlyArray<string>
   /** From bench/.build with plain node (after `ensureBuild`), instead of tsx on the source. */
-  readonly compiled?: boolean
+  readonly bundled?: boolean
 }
 
 const script = (source: string, options: RunOptions) =>
-  options.compiled === true ? { script: compiled(source), compiled: true } : { script: source }
+  options.bundled === true ? { script: bundled(source), bundled: true } : { script: source }
 
 /**
  * The relayer's node flags: the services' own, as the image and the devnet run them

@@ -67,8 +67,8 @@ export interface StartOptions {
   readonly port: number
   readonly nodeArgs?: ReadonlyArray<string>
   readonly startTimeoutMs?: number
-  /** Plain node on an already compiled script (bench/lib/build.ts) instead of tsx on the source. */
-  readonly compiled?: boolean
+  /** Plain node on a script bundled by bench/lib/build.ts instead of tsx on the source. */
+  readonly bundled?: boolean
 }
 
 const live = new Set<ChildProcess>()
@@ -137,7 +137,7 @@ export const startServer = async (options: StartOptions): Promise<Server> => {
     logs === undefined
       ? "ignore"
       : openSync(join(logs, `${process.pid}-${servers++}-${options.script.replace(/\W+/g, "_")}.log`), "w")
-  const loader = options.compiled === true ? [] : TSX
+  const loader = options.bundled === true ? [] : TSX
   const child = spawn(
     process.execPath,
     [...loader, ...(options.nodeArgs ?? []), join(ROOT, options.script)],

@@ -9,7 +9,7 @@
  * its first answer before its RSS is read (the median of a reading a second over the last five);
  * BENCH_IDLE_RESTARTS (default 3): how many restarts of the relayer the figure is the median of.
  *
- * The figure is the relayer as operators run it: compiled to JavaScript under plain node
+ * The figure is the relayer as operators run it: bundled (scripts/bundle.ts) under plain node
  * (`npm run start:relayer`, bench/lib/build.ts), restarted over the data directory its first start
  * created, which is what a long-running process holds. Its first start (creating the PGlite
  * cluster keeps more), the relayer under tsx (`npm run relayer`, the devnet), the attestor, and the
@@ -54,18 +54,18 @@ try {
   }
   const sample = scratchFile("idle-quote.json", JSON.stringify(sampleQuote()))
   // Each service's first start creates its embedded database's cluster; the later ones open it.
-  const relayerFirst = await measure(() => startRelayer(devnet, {}, { compiled: true }))
+  const relayerFirst = await measure(() => startRelayer(devnet, {}, { bundled: true }))
   // Restarted several times: what a restarted process holds moves by up to tens of MiB from one
   // start to the next (glibc's heaps, what PGlite's WebAssembly code tiers up, the collector).
   const relayerRestarts: Array<{ rss: number; peak: number }> = []
   for (let i = 0; i < RESTARTS; i++)
-    relayerRestarts.push(await measure(() => startRelayer(devnet, {}, { compiled: true })))
-  const relayerCompiled = medianBy(relayerRestarts, (m) => m.rss)
+    relayerRestarts.push(await measure(() => startRelayer(devnet, {}, { bundled: true })))
+  const relayerBundled = medianBy(relayerRestarts, (m) => m.rss)
   const relayerTsx = await measure(() => startRelayer(devnet))
-  const attestorFirst = await measure(() => startAttestor(devnet, {}, { compiled: true }))
-  const attestorCompiled = await measure(() => startAttestor(devnet, {}, { compiled: true }))
+  const attestorFirst = await measure(() => startAttestor(devnet, {}, { bundled: true }))
+  const attestorBundled = await measure(() => startAttestor(devnet, {}, { bundled: true }))
   const attestorTsx = await measure(() => startAttestor(devnet))
-  const bareCompiled = await measure(() => startBare("get", sample, { compiled: true }))
+  const bareBundled = await measure(() => startBare("get", sample, { bundled: true }))
   const bareTsx = await measure(() => startBare("get", sample))
 
   console.log(`RSS after ${SETTLE_MS / 1000} s at rest (MiB; the median of its last ${SAMPLES} seconds)`)
@@ -75,36 +75,36 @@ try {
     peak: mib(m.peak)
   })
   console.table([
-    line("relayer, compiled, first start (creates its PGlite cluster)", relayerFirst),
-    ...relayerRestarts.map((m, i) => line(`relayer, compiled, restarted over its data, start ${i + 1}`, m)),
-    line(`relayer, compiled, restarted (as in production): median of ${RESTARTS}`, relayerCompiled),
+    line("relayer, bundled, first start (creates its PGlite cluster)", relayerFirst),
+    ...relayerRestarts.map((m, i) => line(`relayer, bundled, restarted over its data, start ${i + 1}`, m)),
+    line(`relayer, bundled, restarted (as in production): median of ${RESTARTS}`, relayerBundled),
     line("relayer, tsx on the source (npm run relayer), restarted", relayerTsx),
-    line("attestor, compiled, first start (creates its PGlite cluster)", attestorFirst),
-    line("attestor, compiled, restarted over its data", attestorCompiled),
+    line("attestor, bundled, first start (creates its PGlite cluster)", attestorFirst),
+    line("attestor, bundled, restarted over its data", attestorBundled),
     line("attestor, tsx on the source, restarted", attestorTsx),
-    line("bare HttpApi server, compiled", bareCompiled),
+    line("bare HttpApi server, bundled", bareBundled),
     line("bare HttpApi server, tsx", bareTsx)
   ])
   record({
     idle_rss: row("bench/memory/idle.ts", {
-      measure: "idle RSS of one service on the embedded database (relayer, compiled, devnet settings)",
-      value: mib(relayerCompiled.rss),
+      measure: "idle RSS of one service on the embedded database (relayer, bundled, devnet settings)",
+      value: mib(relayerBundled.rss),
       unit: "MiB",
-      baseline: mib(bareCompiled.rss),
-      baselineLabel: "bare HttpApi server process, compiled",
+      baseline: mib(bareBundled.rss),
+      baselineLabel: "bare HttpApi server process, bundled",
       goal: "<= 200 MB",
-      note: `first start (creating the cluster) ${Math.round(mib(relayerFirst.rss))} MiB, under tsx ${Math.round(mib(relayerTsx.rss))} MiB; attestor ${Math.round(mib(attestorCompiled.rss))} MiB (tsx ${Math.round(mib(attestorTsx.rss))})`,
+      note: `first start (creating the cluster) ${Math.round(mib(relayerFirst.rss))} MiB, under tsx ${Math.round(mib(relayerTsx.rss))} MiB; attestor ${Math.round(mib(attestorBundled.rss))} MiB (tsx ${Math.round(mib(attestorTsx.rss))})`,
       details: {
         settleMs: SETTLE_MS,
         runtime:
-          "compiled to JavaScript under plain node, as npm run start:relayer; restarted over its data directory (median of the restarts)",
+          "bundled (scripts/bundle.ts) under plain node, as npm run start:relayer; restarted over its data directory (median of the restarts)",
         restartsMiB: relayerRestarts.map((m) => mib(m.rss)),
         relayerFirstStartMiB: mib(relayerFirst.rss),
         relayerFirstStartPeakMiB: mib(relayerFirst.peak),
         relayerTsxMiB: mib(relayerTsx.rss),
         attestorFirstStartMiB: mib(attestorFirst.rss),
         attestorFirstStartPeakMiB: mib(attestorFirst.peak),
-        attestorMiB: mib(attestorCompiled.rss),
+        attestorMiB: mib(attestorBundled.rss),
         attestorTsxMiB: mib(attestorTsx.rss),
         bareTsxMiB: mib(bareTsx.rss)
       }

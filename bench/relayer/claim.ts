@@ -9,7 +9,7 @@
  * BENCH_THROUGHPUT_CONCURRENCY (32), BENCH_BLOCK_TIME (1 s).
  *
  * Anvil with the devnet contracts; a counting JSON-RPC proxy (bench/lib/proxy.ts) in front of it;
- * the relayer compiled to JavaScript under plain node, as `npm run start:relayer` runs it
+ * the relayer bundled (scripts/bundle.ts) under plain node, as `npm run start:relayer` runs it
  * (bench/lib/build.ts; devnet settings, limits out of reach), whose RPC_URL is the proxy; the
  * claims sent by the load generator in its own process. Each claim is for a fresh kind-1 account
  * registered in the same transaction, direct to a fresh recipient.
@@ -124,7 +124,7 @@ try {
   // Throughput runs as the devnet runs the relayer: its indexer on, its sender's monitor polling
   // at the default interval, both paid for in the figure. The one-at-a-time series runs on a
   // relayer whose background polls stay out of the claims' windows (see the header).
-  let relayer = await startRelayer(devnet, { ...liftedRelayerLimits, RPC_URL: proxy.url }, { compiled: true })
+  let relayer = await startRelayer(devnet, { ...liftedRelayerLimits, RPC_URL: proxy.url }, { bundled: true })
   try {
     const client = await Effect.runPromise(relayerFetchClient(relayer.url))
     const urlParams = Schema.decodeUnknownSync(QuoteQuery)({
@@ -332,7 +332,7 @@ try {
         // confirming the throughput run's transactions, inside the claims' windows.
         DATA_DIR: mkdtempSync(join(tmpdir(), "bench-claim-latency-"))
       },
-      { compiled: true }
+      { bundled: true }
     )
     const snapshot = await call(rpcUrl, "evm_snapshot", [])
     proxy.calls.length = 0

@@ -27,9 +27,9 @@ import { scratchFile } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
 import { CONCURRENCY, cpuComparison, noted, printSeries, runSeries } from "../lib/series.js"
 
-// Every server compiled to JavaScript under plain node, as `npm run start:relayer` runs the relayer.
+// Every server bundled (scripts/bundle.ts) under plain node, as `npm run start:relayer` runs the relayer.
 ensureBuild()
-const asOperatorsRun = { compiled: true }
+const asOperatorsRun = { bundled: true }
 
 const devnet = await startDevnet("quote")
 try {

@@ -2,7 +2,7 @@
  * Creates the embedded database's cluster in `DATA_DIR` and exits, run as a child process by
  * `embeddedPostgres` (src/store/sql.ts) on a service's first start:
  *
- *   node src/store/createCluster.js <dataDir>
+ *   node dist/services/createCluster.js <dataDir>      (tsx src/store/createCluster.ts from source)
  *
  * Creating a cluster (initdb inside PGlite) grows the WASM heap by several hundred megabytes, and
  * a process keeps that memory after the instance closes; in a process of its own it is returned

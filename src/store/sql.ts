@@ -48,8 +48,9 @@ const clusterExists = (dataDir: string) =>
 const runtimeFlags = () => process.execArgv.filter((flag) => !/^--(inspect|cpu-prof|heap-prof)/.test(flag))
 
 /**
- * Runs src/store/createCluster with this process's runtime (plain node on the compiled `.js`, or
- * the same loader flags on the `.ts` source). False when the child did not create the cluster.
+ * Runs src/store/createCluster with this process's runtime: from beside this module, which is the
+ * service's bundle under plain node (dist/services, scripts/bundle.ts) or the `.ts` source under the
+ * same loader flags. False when the child did not create the cluster.
  */
 export const createClusterInChild = async (
   dataDir: string,

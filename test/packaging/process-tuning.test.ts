@@ -19,15 +19,17 @@ describe("the services' process tuning", () => {
     expect(scripts).toMatchObject({
       relayer: `tsx ${flags} src/bin/relayer.ts`,
       attestor: `tsx ${flags} src/bin/attestor.ts`,
-      "start:relayer": `node ${flags} dist/src/bin/relayer.js`,
-      "start:attestor": `node ${flags} dist/src/bin/attestor.js`
+      "start:relayer": `node ${flags} dist/services/relayer.js`,
+      "start:attestor": `node ${flags} dist/services/attestor.js`
     })
   })
 
   it("is the image's: its command passes the node flags, its runtime stage sets the allocator's environment", () => {
     const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8")
     const command = dockerfile.split("\n").filter((line) => line.startsWith("CMD "))
-    expect(command).toEqual([`CMD ["/bin/sh", "-c", "exec node ${flags} \\"dist/src/bin/\${SERVICE}.js\\""]`])
+    expect(command).toEqual([
+      `CMD ["/bin/sh", "-c", "exec node ${flags} \\"dist/services/\${SERVICE}.js\\""]`
+    ])
     const runtimeStage = dockerfile.slice(dockerfile.indexOf(" AS runtime"))
     for (const [name, value] of Object.entries(SERVICE_ALLOCATOR_ENV))
       expect(runtimeStage).toMatch(new RegExp(`^ENV [^]*?\\s${name}=${value} `, "m"))
