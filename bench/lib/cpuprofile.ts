@@ -1,13 +1,18 @@
 /**
  * Reading a `node --cpu-prof` profile: self time by function and by module group (logging,
- * metrics, rate limiter, middleware, schema, Node http, …), idle time left out.
+ * metrics, rate limiter, middleware, schema, Node http, …), idle time left out. A frame in a
+ * bundle (bench/lib/build.ts) is read through the bundle's source map as the module it came from.
  */
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
+import { SourceMap } from "node:module"
+import { dirname, resolve } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
 
 interface CallFrame {
   readonly functionName: string
   readonly url: string
   readonly lineNumber: number
+  readonly columnNumber?: number
 }
 interface ProfileNode {
   readonly id: number
@@ -24,16 +29,20 @@ interface Profile {
 /** Monotonic clock in µs, the profile's own clock (CLOCK_MONOTONIC on Linux). */
 export const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n)
 
-/** Module groups, first match wins; the pattern is tried on `url` then on `functionName`. */
+/**
+ * Module groups, first match wins; the pattern is tried on `url` then on `functionName`. A frame
+ * read through a bundle's source map names a dependency's own source where it ships one (Effect's
+ * `src/*.ts`), its `dist/esm` module otherwise.
+ */
 const GROUPS: ReadonlyArray<readonly [string, RegExp]> = [
   ["garbage collection", /^\(garbage collector\)$/],
   [
     "logging",
-    /src\/logging\.ts|effect\/dist\/esm\/internal\/logger|effect\/dist\/esm\/Logger|node:internal\/console/
+    /src\/logging\.ts|effect\/(dist\/esm|src)\/internal\/logger|effect\/(dist\/esm|src)\/Logger|node:internal\/console/
   ],
   [
     "metrics",
-    /src\/http\/metrics\.ts|src\/[a-z]+\/metrics\.ts|effect\/dist\/esm\/internal\/metric|effect\/dist\/esm\/Metric/
+    /src\/http\/metrics\.ts|src\/[a-z]+\/metrics\.ts|effect\/(dist\/esm|src)\/internal\/metric|effect\/(dist\/esm|src)\/Metric/
   ],
   ["rate limiter", /src\/http\/rateLimit\.ts|src\/[a-z]+\/rateLimits\.ts/],
   [
@@ -42,16 +51,16 @@ const GROUPS: ReadonlyArray<readonly [string, RegExp]> = [
   ],
   [
     "schema (effect/Schema, ParseResult)",
-    /effect\/dist\/esm\/(Schema|ParseResult|SchemaAST|internal\/schema)/
+    /effect\/(dist\/esm|src)\/(Schema|ParseResult|SchemaAST|internal\/schema)/
   ],
   ["@effect/platform (router, HttpApi, request/response)", /@effect\/platform\/|find-my-way/],
   ["@effect/platform-node (server adapter)", /@effect\/platform-node/],
-  ["effect runtime (fibers, context, layers)", /effect\/dist\/esm\//],
+  ["effect runtime (fibers, context, layers)", /effect\/(dist\/esm|src)\//],
   [
     "Node http / net / streams",
     /^node:(_http|http|net|stream|internal\/(streams|http|net|stream_base|timers))/
   ],
-  ["handlers and services (src/)", /\/src\//],
+  ["handlers and services (src/)", /^(?!.*node_modules).*\/src\//],
   ["viem and crypto", /viem|@noble|@scure|node:crypto|internal\/crypto/],
   ["other node internals", /^node:/],
   ["native / runtime", /^\((program|root)\)$|^$/]
@@ -95,6 +104,30 @@ const shortUrl = (url: string) =>
     .replace(/^file:\/\/.*?\/(src|bench|schema|layers)\//, "$1/")
     .replace(/\/dist\/esm\//, "/")
 
+/** Each bundle's source map (`<bundle>.js.map` beside it), or undefined for a file without one. */
+const sourceMaps = new Map<string, { readonly map: SourceMap; readonly dir: string } | undefined>()
+
+/** The frame as written in its source module, when it ran from a bundle with a source map. */
+const original = (frame: CallFrame): CallFrame => {
+  if (!frame.url.startsWith("file://") || frame.columnNumber === undefined) return frame
+  let entry = sourceMaps.get(frame.url)
+  if (!sourceMaps.has(frame.url)) {
+    const file = `${fileURLToPath(frame.url)}.map`
+    entry = existsSync(file)
+      ? { map: new SourceMap(JSON.parse(readFileSync(file, "utf8"))), dir: dirname(file) }
+      : undefined
+    sourceMaps.set(frame.url, entry)
+  }
+  if (entry === undefined) return frame
+  const found = entry.map.findEntry(frame.lineNumber, frame.columnNumber)
+  if (!("originalSource" in found)) return frame
+  return {
+    functionName: frame.functionName,
+    url: pathToFileURL(resolve(entry.dir, found.originalSource)).href,
+    lineNumber: found.originalLine
+  }
+}
+
 /** `window`: only samples taken between these `monotonicMicros` readings (the timed load). */
 export const summarise = (
   file: string,
@@ -102,7 +135,7 @@ export const summarise = (
   top = 25
 ): ProfileSummary => {
   const profile = JSON.parse(readFileSync(file, "utf8")) as Profile
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const byId = new Map(profile.nodes.map((n) => [n.id, { ...n, callFrame: original(n.callFrame) }]))
   const parent = new Map<number, number>()
   for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id)
   const attributedGroup = (id: number) => {

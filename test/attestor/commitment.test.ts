@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { attestorServer } from "../../layers/attestor.js"
 import { CommitmentResponse } from "../../schema/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
-import { COMMUNITY_HANDLE_REFUSAL } from "../../src/attestor/commitment.js"
+import { COMMUNITY_HANDLE_REFUSAL, freshNonce } from "../../src/attestor/commitment.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
@@ -174,6 +174,16 @@ describe("POST /v1/commitment with a numeric userId", () => {
     expect(a.userIdHash).toBe(b.userIdHash)
     expect(a.nonce).not.toBe(b.nonce)
     expect(a.handleCommitment).not.toBe(b.handleCommitment)
+  })
+
+  it("never repeats a nonce, across the refills of the nonce pool", async () => {
+    // The pool holds 128 nonces; 300 draws cross two refills.
+    const nonces = await Effect.runPromise(Effect.all(Array.from({ length: 300 }, () => freshNonce)))
+    for (const nonce of nonces) {
+      expect(nonce).toMatch(/^0x[0-9a-f]{64}$/)
+      expect(nonce).not.toBe(`0x${"00".repeat(32)}`)
+    }
+    expect(new Set(nonces).size).toBe(nonces.length)
   })
 
   it("gives attestorPubKey as the uncompressed public key of the attestor address", async () => {
