@@ -2,8 +2,8 @@
  * The services as operators run them: each entry point and what it imports in one ES module
  * (dist/services/<name>.js, with its source map beside it), instead of the 1,300 modules tsc's
  * output loads from node_modules. Node keeps the source text and the loader's records of every
- * module it loads; one module, holding only what is reachable, keeps an idle relayer about 15 MiB
- * smaller (docs/operations.md "Process tuning"). `npm run build` runs it after tsc; the benches
+ * module it loads; one module, holding only what is reachable, keeps an idle relayer about 20 MiB
+ * smaller (docs/operations.md "Bundled services"). `npm run build` runs it after tsc; the benches
  * bundle their servers the same way (bench/lib/build.ts).
  *
  *   tsx scripts/bundle.ts [outdir] [name=entry.ts ...]

@@ -5,7 +5,7 @@
  * the loader's own memory and CPU are added.
  */
 import { execFileSync } from "node:child_process"
-import { basename, join } from "node:path"
+import { join } from "node:path"
 import { ROOT } from "./processes.js"
 
 export const BUILD_DIR = join(ROOT, "bench", ".build")
@@ -45,5 +45,5 @@ export const ensureBuild = () => {
 export const bundled = (script: string) => {
   const name = BUNDLED[script]
   if (name === undefined) throw new Error(`${script} is not bundled for the benches (bench/lib/build.ts)`)
-  return join("bench", ".build", `${basename(name)}.js`)
+  return join("bench", ".build", `${name}.js`)
 }
