@@ -3,7 +3,15 @@
  * vault computes the same values on-chain and independent clients compute them off-chain.
  */
 import { createHmac } from "node:crypto"
-import { type Address, concat, encodeAbiParameters, type Hex, keccak256, stringToHex } from "viem"
+import {
+  type Address,
+  concat,
+  encodeAbiParameters,
+  type Hex,
+  hexToBytes,
+  keccak256,
+  stringToBytes
+} from "viem"
 
 /** `amount == FULL`: the whole balance at execution. */
 export const FULL: bigint = 2n ** 256n - 1n
@@ -43,17 +51,33 @@ export const computeId = (
 export const ownerCommitment = (owner: Address, salt: Hex): Hex =>
   keccak256(encodeAbiParameters([{ type: "address" }, { type: "bytes32" }], [owner, salt]))
 
-export const userIdHash = (userId: string): Hex => keccak256(stringToHex(userId))
+/**
+ * A keccak-256 of bytes. viem's unless a caller passes another: the attestor's commitments pass a
+ * WebAssembly one (src/attestor/keccak.ts), which is checked against viem's when it is made.
+ */
+export type Keccak256 = (bytes: Uint8Array) => Hex
+export const viemKeccak256: Keccak256 = (bytes) => keccak256(bytes)
+
+export const userIdHash = (userId: string, hash: Keccak256 = viemKeccak256): Hex =>
+  hash(stringToBytes(userId))
 
 /** HMAC-SHA256 keyed by the attestor's pepper over `decimal(platformId) ":" userId`. */
 export const attestorSalt = (pepper: Uint8Array, platformId: number, userId: string): Hex =>
   `0x${createHmac("sha256", pepper).update(`${platformId}:${userId}`, "utf8").digest("hex")}`
 
-export const handleCommitment = (platformId: number, userIdHashValue: Hex, salt: Hex, nonce: Hex): Hex =>
-  keccak256(
-    encodeAbiParameters(
-      [{ type: "uint8" }, { type: "bytes32" }, { type: "bytes32" }, { type: "bytes32" }],
-      [platformId, userIdHashValue, salt, nonce]
+export const handleCommitment = (
+  platformId: number,
+  userIdHashValue: Hex,
+  salt: Hex,
+  nonce: Hex,
+  hash: Keccak256 = viemKeccak256
+): Hex =>
+  hash(
+    hexToBytes(
+      encodeAbiParameters(
+        [{ type: "uint8" }, { type: "bytes32" }, { type: "bytes32" }, { type: "bytes32" }],
+        [platformId, userIdHashValue, salt, nonce]
+      )
     )
   )
 

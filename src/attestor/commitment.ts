@@ -35,7 +35,13 @@ import {
   type Unavailable,
   Unsupported
 } from "../../schema/errors.js"
-import { attestorSalt, handleCommitment, userIdHash } from "../../schema/ids.js"
+import {
+  attestorSalt,
+  handleCommitment,
+  type Keccak256,
+  userIdHash,
+  viemKeccak256
+} from "../../schema/ids.js"
 import type { CommitmentError } from "./api/commitments.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -170,14 +176,24 @@ export interface CommitmentKeys {
    * `hintPublicKey` of `GET /v1/info`, a different key.
    */
   readonly attestorPubKey: CommitmentResponse["attestorPubKey"]
+  /** The keccak-256 the commitments are computed with (the services pass src/attestor/keccak.ts's). */
+  readonly keccak256: Keccak256
 }
 
 const decodeKeyFields = Schema.decodeSync(CommitmentResponseFields.pick("attestor", "attestorPubKey"))
 
 /** The key fields are checked once here, not in every response. */
-export const commitmentKeys = (signingKey: Hex, pepper: Uint8Array): CommitmentKeys => {
+export const commitmentKeys = (
+  signingKey: Hex,
+  pepper: Uint8Array,
+  keccak256: Keccak256 = viemKeccak256
+): CommitmentKeys => {
   const account = privateKeyToAccount(signingKey)
-  return { pepper, ...decodeKeyFields({ attestor: account.address, attestorPubKey: account.publicKey }) }
+  return {
+    pepper,
+    keccak256,
+    ...decodeKeyFields({ attestor: account.address, attestorPubKey: account.publicKey })
+  }
 }
 
 /**
@@ -196,7 +212,7 @@ export const commitmentFor = (
 ): CommitmentResponse => {
   const platformId = platformIdOf(platform)
   const salt = attestorSalt(keys.pepper, platformId, userId)
-  const idHash = userIdHash(userId)
+  const idHash = userIdHash(userId, keys.keccak256)
   return {
     platform,
     platformId,
@@ -204,7 +220,7 @@ export const commitmentFor = (
     userIdHash: computed(idHash),
     nonce: computed(nonce),
     attestorSalt: computed(salt),
-    handleCommitment: computed(handleCommitment(platformId, idHash, salt, nonce)),
+    handleCommitment: computed(handleCommitment(platformId, idHash, salt, nonce, keys.keccak256)),
     kind: 2,
     attestor: keys.attestor,
     attestorPubKey: keys.attestorPubKey

@@ -8,13 +8,18 @@ import { AttestorSettings } from "../../config/attestor.js"
 import { AttestorApi } from "../api/index.js"
 import { commitmentKeys, commitRequest } from "../commitment.js"
 import { HandleLookups } from "../handles/HandleLookups.js"
+import { wasmKeccak256 } from "../keccak.js"
 import { answerWithPayment } from "./payment.js"
 
 export const AttestorCommitmentsLive = HttpApiBuilder.group(AttestorApi, "commitments", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* AttestorSettings
     const commit = commitRequest(
-      commitmentKeys(Redacted.value(settings.signingKey), Redacted.value(settings.pepper)),
+      commitmentKeys(
+        Redacted.value(settings.signingKey),
+        Redacted.value(settings.pepper),
+        yield* wasmKeccak256
+      ),
       (yield* HandleLookups).lookup
     )
     return handlers.handle("commitment", ({ payload, headers }) =>

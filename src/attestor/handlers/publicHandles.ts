@@ -6,6 +6,7 @@ import { AttestorSettings } from "../../config/attestor.js"
 import { AttestorApi } from "../api/index.js"
 import { commitmentKeys } from "../commitment.js"
 import { HandleLookups } from "../handles/HandleLookups.js"
+import { wasmKeccak256 } from "../keccak.js"
 import { PublicCommitments } from "../PublicCommitments.js"
 import { issuePublicHandle } from "../publicHandle.js"
 import { answerWithPayment } from "./payment.js"
@@ -14,7 +15,11 @@ export const AttestorPublicHandlesLive = HttpApiBuilder.group(AttestorApi, "publ
   Effect.gen(function* () {
     const settings = yield* AttestorSettings
     const issue = issuePublicHandle({
-      keys: commitmentKeys(Redacted.value(settings.signingKey), Redacted.value(settings.pepper)),
+      keys: commitmentKeys(
+        Redacted.value(settings.signingKey),
+        Redacted.value(settings.pepper),
+        yield* wasmKeccak256
+      ),
       signingKey: Redacted.value(settings.signingKey),
       lookup: (yield* HandleLookups).lookup,
       chainId: (yield* ChainId).get,
