@@ -5,8 +5,9 @@
  * sixth of the route's CPU (bench/PROFILE.md); this one takes about 1 µs. viem's stays the
  * keccak-256 everywhere else.
  *
- * Made once per service and checked against viem's on inputs either side of keccak-256's 136-byte
- * block before it is used: a hasher that disagrees stops the start-up instead of answering.
+ * Made at start-up by each handler group that computes commitments, and checked against viem's on
+ * inputs either side of keccak-256's 136-byte block before it is used: a hasher that disagrees
+ * stops the start-up instead of answering.
  */
 import { Effect } from "effect"
 import { createKeccak } from "hash-wasm"
