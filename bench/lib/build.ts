@@ -6,17 +6,21 @@
  */
 import { execFileSync } from "node:child_process"
 import { join } from "node:path"
+import { SERVICE_ENTRY_POINTS } from "../../scripts/bundle.js"
 import { ROOT } from "./processes.js"
 
 export const BUILD_DIR = join(ROOT, "bench", ".build")
 
-/** Each bundled server by the source it is built from. */
-const BUNDLED: Readonly<Record<string, string>> = {
-  "src/bin/relayer.ts": "relayer",
-  "src/bin/attestor.ts": "attestor",
-  "bench/baselines/bare.ts": "bare",
-  "bench/baselines/raw.ts": "raw"
+/** The baseline servers, bundled beside the services' entry points. */
+const BASELINES: Readonly<Record<string, string>> = {
+  bare: "bench/baselines/bare.ts",
+  raw: "bench/baselines/raw.ts"
 }
+
+/** Each bundle's name by the source it is built from. */
+const BUNDLED: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries({ ...SERVICE_ENTRY_POINTS, ...BASELINES }).map(([name, source]) => [source, name])
+)
 
 let built = false
 
@@ -31,9 +35,7 @@ export const ensureBuild = () => {
       "tsx",
       join(ROOT, "scripts", "bundle.ts"),
       BUILD_DIR,
-      ...Object.entries(BUNDLED)
-        .filter(([source]) => source.startsWith("bench/"))
-        .map(([source, name]) => `${name}=${source}`)
+      ...Object.entries(BASELINES).map(([name, source]) => `${name}=${source}`)
     ],
     { cwd: ROOT, stdio: "inherit" }
   )

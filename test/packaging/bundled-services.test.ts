@@ -5,7 +5,6 @@
  * container check (container-build.test.ts) only asks the bundles for their health; this is the
  * request path of each, so a dependency that stops working once bundled fails here.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -27,9 +26,8 @@ import {
 } from "../../layers/devnet.js"
 import { attestorSalt, computeId, handleCommitment, ownerCommitment, userIdHash } from "../../schema/ids.js"
 import { bundle, SERVICE_ENTRY_POINTS } from "../../scripts/bundle.js"
-import { SERVICE_ALLOCATOR_ENV, SERVICE_NODE_FLAGS } from "../../src/bin/processTuning.js"
 import { directClaimBody } from "../support/directClaim.js"
-import { repoRoot } from "../support/process.js"
+import { repoRoot, type ServiceProcess, startService } from "../support/process.js"
 
 // Bundling, a devnet with the reference contracts and two services starting: a minute on a busy machine.
 const SETUP_TIMEOUT = 180_000
@@ -38,36 +36,12 @@ const TEST_TIMEOUT = 60_000
 // Under the project's node_modules, so the bundles find the dependencies they leave to it.
 const outdir = mkdtempSync(join(repoRoot, "node_modules", ".bundled-services-test-"))
 const scope = Effect.runSync(Scope.make())
-const children: ChildProcess[] = []
+const services: ServiceProcess[] = []
 /** Removed at the end: the bundles and the services' data directories. */
 const scratch: string[] = [outdir]
 let chain: DevnetChain
 let relayerUrl: string
 let attestorUrl: string
-
-/** Starts a bundle as the image does (the services' node flags and allocator setting). */
-const startBundle = async (name: "relayer" | "attestor", env: Record<string, string>, port: number) => {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, join(outdir, `${name}.js`)], {
-    cwd: repoRoot,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...SERVICE_ALLOCATOR_ENV, ...env },
-    stdio: ["ignore", "ignore", "pipe"]
-  })
-  children.push(child)
-  let stderr = ""
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk
-  })
-  const url = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 120_000
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null)
-      throw new Error(`the bundled ${name} exited with ${child.exitCode}: ${stderr}`)
-    const health = await fetch(`${url}/v1/health`).catch(() => undefined)
-    if (health?.status === 200) return url
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-  throw new Error(`the bundled ${name} did not answer /v1/health: ${stderr}`)
-}
 
 beforeAll(async () => {
   await bundle(SERVICE_ENTRY_POINTS, outdir)
@@ -88,27 +62,20 @@ beforeAll(async () => {
     scratch.push(dir)
     return dir
   }
+  // Started as the image starts them: the services' node flags and allocator setting, plain node.
+  const start = (name: "relayer" | "attestor", env: Record<string, string>) => {
+    const service = startService(name, env, { bundle: join(outdir, `${name}.js`) })
+    services.push(service)
+    return service.url()
+  }
   ;[relayerUrl, attestorUrl] = await Promise.all([
-    startBundle("relayer", { ...relayerEnv(chain, relayerPort), DATA_DIR: dataDir("relayer") }, relayerPort),
-    startBundle(
-      "attestor",
-      { ...attestorEnv(chain, attestorPort), DATA_DIR: dataDir("attestor") },
-      attestorPort
-    )
+    start("relayer", { ...relayerEnv(chain, relayerPort), DATA_DIR: dataDir("relayer") }),
+    start("attestor", { ...attestorEnv(chain, attestorPort), DATA_DIR: dataDir("attestor") })
   ])
 }, SETUP_TIMEOUT)
 
 afterAll(async () => {
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve()
-          child.once("exit", () => resolve())
-          child.kill("SIGTERM")
-        })
-    )
-  )
+  await Promise.all(services.map((service) => service.stop()))
   await Effect.runPromise(Scope.close(scope, Exit.void))
   for (const dir of scratch) rmSync(dir, { recursive: true, force: true })
 })

@@ -24,15 +24,21 @@ const baseEnv = (): NodeJS.ProcessEnv => {
   return env
 }
 
+/**
+ * `entry` from its TypeScript source under tsx, as `npm run relayer` runs it; or, with `bundle`, the
+ * JavaScript bundle at that path under plain node, as the image runs `dist/services/<entry>.js`.
+ */
 export const startService = (
   entry: "relayer" | "attestor" | "devnet",
-  env: Record<string, string>
+  env: Record<string, string>,
+  options: { readonly bundle?: string } = {}
 ): ServiceProcess => {
   // A service runs tuned as the devnet and the image run it; the devnet tunes its own services.
   const service = entry !== "devnet"
   const flags = service ? SERVICE_NODE_FLAGS : []
   const tuning = service ? SERVICE_ALLOCATOR_ENV : {}
-  const child = spawn(process.execPath, [...flags, "--import", "tsx", `src/bin/${entry}.ts`], {
+  const script = options.bundle === undefined ? ["--import", "tsx", `src/bin/${entry}.ts`] : [options.bundle]
+  const child = spawn(process.execPath, [...flags, ...script], {
     cwd: repoRoot,
     env: { ...baseEnv(), ...tuning, ...env },
     stdio: ["ignore", "pipe", "pipe"]
