@@ -14,15 +14,17 @@ import {
   Context,
   DefaultServices,
   type Fiber,
-  type FiberId,
+  FiberId,
   FiberRef,
   HashMap,
   HashSet,
   Inspectable,
   type Layer,
+  List,
   Logger,
   LogLevel,
-  Option
+  Option,
+  Tracer
 } from "effect"
 import { describeChainError, isChainError } from "./chain/errors.js"
 
@@ -141,11 +143,109 @@ export const writeLine = (line: string): void => {
   }
 }
 
-/** The services' logger: logfmt lines on stdout, through `safeLogger`. */
-export const serviceLogger: Layer.Layer<never> = Logger.replace(
-  Logger.defaultLogger,
-  Logger.map(safeLogger(Logger.logfmtLogger), writeLine)
-)
+/** logfmt lines on stdout, through `safeLogger`. */
+const serviceLines = Logger.map(safeLogger(Logger.logfmtLogger), writeLine)
+
+/** The services' logger: `serviceLines` in place of the default one. */
+export const serviceLogger: Layer.Layer<never> = Logger.replace(Logger.defaultLogger, serviceLines)
+
+/** A value logfmt writes as it is; any other is a JSON string (as Effect's `logfmtLogger`). */
+const LOGFMT_TEXT = /^[^\s"=]*$/
+const logfmtValue = (text: string): string => (LOGFMT_TEXT.test(text) ? text : JSON.stringify(text))
+const logfmtLabel = (label: string): string => ` ${label.replace(/[\s="]/g, "_")}=`
+
+/** An annotation whose line text depends on nothing but itself: what the fast path writes. */
+type PlainValue = string | number | boolean | bigint
+const isPlain = (value: unknown): value is PlainValue => {
+  const type = typeof value
+  return type === "string" || type === "number" || type === "boolean" || type === "bigint"
+}
+/** `safeLogger` then `logfmtLogger` on a plain value. */
+const plainText = (value: PlainValue): string =>
+  typeof value === "string" ? redactUrls(value) : String(value)
+
+/**
+ * Where each annotation of a line sits: a fiber's own annotation already rendered, or the index of
+ * a field of the call. Annotations print in their HashMap's order, which depends on the keys only,
+ * so one layout serves every line with the same fiber annotations and field names.
+ */
+interface LineLayout {
+  readonly base: HashMap.HashMap<string, unknown>
+  readonly names: ReadonlyArray<string>
+  /** A rendered annotation, or a field: its name's index and its label as written. */
+  readonly parts: ReadonlyArray<string | readonly [number, string]>
+}
+let lastLayout: LineLayout | undefined
+
+const FIELD = Symbol("field")
+const layoutOf = (
+  base: HashMap.HashMap<string, unknown>,
+  names: ReadonlyArray<string>
+): LineLayout | undefined => {
+  if (
+    lastLayout !== undefined &&
+    lastLayout.base === base &&
+    lastLayout.names.length === names.length &&
+    lastLayout.names.every((name, i) => name === names[i])
+  )
+    return lastLayout
+  let all: HashMap.HashMap<string, unknown> = base
+  names.forEach((name, i) => {
+    all = HashMap.set(all, name, { [FIELD]: i })
+  })
+  const parts: Array<string | readonly [number, string]> = []
+  for (const [label, value] of all) {
+    if (typeof value === "object" && value !== null && FIELD in value)
+      parts.push([value[FIELD] as number, logfmtLabel(label)])
+    else if (isPlain(value)) parts.push(logfmtLabel(label) + logfmtValue(plainText(value)))
+    else return undefined
+  }
+  lastLayout = { base, names, parts }
+  return lastLayout
+}
+
+/**
+ * The line `serviceLines` writes for an info message with these annotations, written without the
+ * logger's steps (the options object, the redaction's copies, the generic formatter); undefined
+ * where the line could depend on more than plain values (log spans, an object annotation).
+ */
+const serviceLine = (
+  fiberId: FiberId.FiberId,
+  date: Date,
+  message: string,
+  base: HashMap.HashMap<string, unknown>,
+  annotations: Readonly<Record<string, unknown>>
+): string | undefined => {
+  const names = Object.keys(annotations)
+  for (const name of names) if (!isPlain(annotations[name])) return undefined
+  const layout = layoutOf(base, names)
+  if (layout === undefined) return undefined
+  const thread = fiberId._tag === "Runtime" ? `#${fiberId.id}` : FiberId.threadName(fiberId)
+  let line = `timestamp=${date.toISOString()} level=INFO fiber=${thread} message=${logfmtValue(redactUrls(message))}`
+  for (const part of layout.parts)
+    line +=
+      typeof part === "string"
+        ? part
+        : part[1] + logfmtValue(plainText(annotations[names[part[0]] as string] as PlainValue))
+  return line
+}
+
+/** Whether `serviceLines` is the only logger of `fiber` that would write anything. */
+const onlyServiceLines = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>
+): boolean => {
+  let found = false
+  for (const logger of loggers) {
+    if (logger === serviceLines) found = true
+    else if (logger !== Logger.tracerLogger) return false
+  }
+  return (
+    found &&
+    (HashSet.size(loggers) === 1 ||
+      Option.isNone(Context.getOption(fiber.getFiberRef(FiberRef.currentContext), Tracer.ParentSpan)))
+  )
+}
 
 /**
  * What `Effect.logInfo(message).pipe(Effect.annotateLogs(annotations))` logs in `fiber`, logged
@@ -164,12 +264,22 @@ export const unsafeLogInfo = (
   if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return
   const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
   if (HashSet.size(loggers) === 0) return
-  let all = fiber.getFiberRef(FiberRef.currentLogAnnotations)
-  for (const key in annotations) all = HashMap.set(all, key, annotations[key])
+  const base = fiber.getFiberRef(FiberRef.currentLogAnnotations)
   const spans = fiber.getFiberRef(FiberRef.currentLogSpan)
-  const context = fiber.getFiberRefs()
   const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
   const date = new Date(clock.unsafeCurrentTimeMillis())
+  // The services' own logger alone (the tracer's writes nothing outside a span): its line,
+  // straight, as the steps below would write it.
+  if (onlyServiceLines(fiber, loggers) && List.isNil(spans)) {
+    const line = serviceLine(fiberId, date, message, base, annotations)
+    if (line !== undefined) {
+      writeLine(line)
+      return
+    }
+  }
+  let all = base
+  for (const key in annotations) all = HashMap.set(all, key, annotations[key])
+  const context = fiber.getFiberRefs()
   // As `Effect.log*` passes its arguments.
   const messages = [message]
   Inspectable.withRedactableContext(context, () => {

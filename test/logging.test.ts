@@ -5,9 +5,17 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Logger, LogLevel } from "effect"
+import { vi } from "vitest"
 import { makeChainClient } from "../src/chain/ChainClient.js"
 import { ChainReverted, RpcRejected } from "../src/chain/errors.js"
-import { describeFailure, redactUrls, safeLogger, safeText, unsafeLogInfo } from "../src/logging.js"
+import {
+  describeFailure,
+  redactUrls,
+  safeLogger,
+  safeText,
+  serviceLogger,
+  unsafeLogInfo
+} from "../src/logging.js"
 import { closedPort } from "./chain/rpcProxy.js"
 
 const SECRET = "SECRETKEY123abc"
@@ -128,5 +136,80 @@ describe("unsafeLogInfo", () => {
       const lines = yield* bothWays((effect) => Logger.withMinimumLogLevel(effect, LogLevel.Warning))
       expect(lines).toEqual([])
     })
+  )
+
+  /**
+   * The lines the services' own logger writes to stdout for an entry logged both ways: with it
+   * alone, `unsafeLogInfo` writes its line without the logger's steps.
+   */
+  const serviceLinesBothWays = (
+    fields: Readonly<Record<string, unknown>>,
+    around: <A>(effect: Effect.Effect<A>) => Effect.Effect<A>
+  ) =>
+    Effect.gen(function* () {
+      const written: Array<string> = []
+      const write = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+        written.push(String(chunk))
+        return true
+      })
+      try {
+        yield* around(Effect.logInfo("request").pipe(Effect.annotateLogs(fields))).pipe(
+          Effect.provide(serviceLogger)
+        )
+        yield* around(
+          Effect.withFiberRuntime((fiber) => Effect.sync(() => unsafeLogInfo(fiber, "request", fields)))
+        ).pipe(Effect.provide(serviceLogger))
+        // Lines are written once per turn of the event loop.
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      } finally {
+        write.mockRestore()
+      }
+      return written
+        .join("")
+        .split("\n")
+        .filter((line) => line !== "")
+    })
+
+  it.effect(
+    "writes the services' logger's line on its own path, the fiber's annotations and redaction kept",
+    () =>
+      Effect.gen(function* () {
+        const cases: ReadonlyArray<
+          readonly [Readonly<Record<string, unknown>>, <A>(effect: Effect.Effect<A>) => Effect.Effect<A>]
+        > = [
+          [fields, (effect) => effect],
+          [
+            { ...fields, route: "two words", note: `at https://rpc.example/v3/${SECRET}`, big: 7n, ok: true },
+            (effect) =>
+              effect.pipe(
+                Effect.annotateLogs({
+                  service: "relayer",
+                  rpc: `https://rpc.example/v3/${SECRET}`,
+                  status: "overridden",
+                  "odd key": 'a "quoted" = value',
+                  count: 3
+                })
+              )
+          ],
+          // Where the line depends on more than plain values, the logger's own steps.
+          [fields, (effect) => Effect.withLogSpan(effect, "outer")],
+          [fields, (effect) => Effect.withSpan(effect, "traced")],
+          [{ ...fields, detail: { nested: [1, 2] } }, (effect) => effect]
+        ]
+        for (const [entry, around] of cases) {
+          const lines = yield* serviceLinesBothWays(entry, around)
+          expect(lines).toHaveLength(2)
+          expect(lines[1]).toBe(lines[0])
+          expect(lines[0]).toContain("message=request")
+          expect(lines[0]).not.toContain(SECRET)
+        }
+        const [annotated] = yield* serviceLinesBothWays({ ...fields, route: "two words" }, (effect) =>
+          Effect.annotateLogs(effect, { service: "relayer", status: "overridden" })
+        )
+        expect(annotated).toContain('route="two words"')
+        expect(annotated).toContain("service=relayer")
+        expect(annotated).toContain("status=200")
+        expect(annotated).not.toContain("overridden")
+      })
   )
 })
