@@ -49,6 +49,7 @@ import {
   isAlreadyKnown,
   RpcRejected
 } from "./errors.js"
+import { makeRpcFetch } from "./rpcFetch.js"
 
 export {
   BlockNotFound,
@@ -231,8 +232,14 @@ const noAbis: ReadonlyArray<Abi> = []
 
 const makeViemClient = (url: string, timeoutMs: number): PublicClient =>
   createPublicClient({
-    // Retries are ours, so viem must not add its own on top.
-    transport: http(url, { timeout: timeoutMs, retryCount: 0 }),
+    transport: http(url, {
+      timeout: timeoutMs,
+      // Retries are ours, so viem must not add its own on top.
+      retryCount: 0,
+      // The cap on an answer is the transport's own (src/chain/rpcFetch.ts).
+      fetchFn: makeRpcFetch(),
+      maxResponseBodySize: false
+    }),
     // Off-chain lookups (EIP-3668) would let any called contract make this process fetch URLs.
     ccipRead: false,
     cacheTime: 0

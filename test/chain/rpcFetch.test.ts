@@ -1,0 +1,189 @@
+/**
+ * The chain client's JSON-RPC transport (src/chain/rpcFetch.ts) against a JSON-RPC server on
+ * loopback that behaves as hosted RPCs do: keep-alive connections, compressed answers, credentials
+ * in the URL, answers too large to keep, answers that never come.
+ */
+import http from "node:http"
+import type { AddressInfo, Socket } from "node:net"
+import { gzipSync } from "node:zlib"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ResponseBodyTooLargeError } from "viem"
+import {
+  ChainClient,
+  type ChainClientShape,
+  ChainUnavailable,
+  chainClientLayer,
+  RpcRejected
+} from "../../src/chain/ChainClient.js"
+import { makeRpcFetch } from "../../src/chain/rpcFetch.js"
+import { closedPort } from "./rpcProxy.js"
+
+type Answer = "plain" | "gzip" | "huge" | "hugeChunked" | "never"
+
+let server: http.Server
+let origin: string
+let answer: Answer = "plain"
+let connections = 0
+const authorizations: Array<string | undefined> = []
+const openSockets = new Set<Socket>()
+/** The connections opened during the current test. */
+const socketsOfTest: Array<Socket> = []
+
+const resultOf = (method: string): unknown =>
+  method === "eth_chainId" ? "0x7a69" : method === "eth_getLogs" ? [] : "0x10"
+
+beforeAll(async () => {
+  server = http.createServer((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      authorizations.push(request.headers.authorization)
+      const { id, method } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+        id: number
+        method: string
+      }
+      const body = JSON.stringify({ jsonrpc: "2.0", id, result: resultOf(method) })
+      switch (answer) {
+        case "plain":
+          response.writeHead(200, { "content-type": "application/json" }).end(body)
+          return
+        case "gzip":
+          expect(request.headers["accept-encoding"]).toContain("gzip")
+          response
+            .writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" })
+            .end(gzipSync(body))
+          return
+        case "huge":
+          response.writeHead(200, { "content-type": "application/json", "content-length": 11 * 1024 * 1024 })
+          response.write(" ".repeat(1024))
+          return
+        case "hugeChunked": {
+          response.writeHead(200, { "content-type": "application/json" })
+          const block = " ".repeat(1024 * 1024)
+          for (let i = 0; i < 11; i++) response.write(block)
+          response.end(body)
+          return
+        }
+        case "never":
+          return
+      }
+    })
+  })
+  server.on("connection", (socket: Socket) => {
+    connections++
+    openSockets.add(socket)
+    socketsOfTest.push(socket)
+    socket.on("close", () => openSockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+
+afterAll(async () => {
+  for (const socket of openSockets) socket.destroy()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+})
+
+beforeEach(() => {
+  answer = "plain"
+  connections = 0
+  socketsOfTest.length = 0
+  authorizations.length = 0
+})
+
+const withChain = <A, E>(
+  rpcUrl: string,
+  program: (chain: ChainClientShape) => Effect.Effect<A, E>,
+  options: { readonly timeoutMs?: number; readonly retries?: number } = {}
+): Effect.Effect<A, E> =>
+  Effect.flatMap(ChainClient, program).pipe(
+    Effect.provide(
+      chainClientLayer({ rpcUrl, timeoutMs: options.timeoutMs ?? 2_000, retries: options.retries ?? 0 })
+    )
+  )
+
+describe("the chain client's RPC transport", () => {
+  it.live("keeps one connection alive across sequential calls", () =>
+    Effect.gen(function* () {
+      const heads = yield* withChain(origin, (chain) =>
+        Effect.forEach([1, 2, 3, 4, 5], () => chain.blockNumber)
+      )
+      expect(heads).toEqual([16n, 16n, 16n, 16n, 16n])
+      expect(connections).toBe(1)
+    })
+  )
+
+  it.live("reads a gzip-compressed answer", () =>
+    Effect.gen(function* () {
+      answer = "gzip"
+      expect(yield* withChain(origin, (chain) => chain.chainId)).toBe(31337)
+    })
+  )
+
+  it.live("sends credentials given in the URL as basic authorization, not in the request line", () =>
+    Effect.gen(function* () {
+      const withCredentials = origin.replace("http://", "http://operator:s3cret@")
+      expect(yield* withChain(withCredentials, (chain) => chain.chainId)).toBe(31337)
+      expect(authorizations).toEqual([`Basic ${Buffer.from("operator:s3cret").toString("base64")}`])
+    })
+  )
+
+  it.live("refuses an answer over the size limit as a range too large, declared or streamed", () =>
+    Effect.gen(function* () {
+      for (const oversized of ["huge", "hugeChunked"] as const) {
+        answer = oversized
+        const error = yield* Effect.flip(
+          withChain(origin, (chain) => chain.getLogs({ fromBlock: 0n, toBlock: 1_000n }))
+        )
+        expect(error).toBeInstanceOf(RpcRejected)
+        expect(error).toMatchObject({ operation: "eth_getLogs", kind: "range_too_large" })
+      }
+    })
+  )
+
+  it.live("stops reading at the limit and rejects with viem's error", () =>
+    Effect.gen(function* () {
+      answer = "hugeChunked"
+      const rpcFetch = makeRpcFetch({ maxBodyBytes: 64 * 1024 })
+      const error = yield* Effect.flip(
+        Effect.tryPromise({
+          try: () =>
+            rpcFetch(origin, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId" })
+            }),
+          catch: (cause) => cause
+        })
+      )
+      expect(error).toBeInstanceOf(ResponseBodyTooLargeError)
+      expect(error).toMatchObject({ maxSize: 64 * 1024 })
+    })
+  )
+
+  it.live("ends a request whose answer never comes at the timeout, connection closed", () =>
+    Effect.gen(function* () {
+      answer = "never"
+      const started = Date.now()
+      const error = yield* Effect.flip(withChain(origin, (chain) => chain.chainId, { timeoutMs: 200 }))
+      expect(error).toBeInstanceOf(ChainUnavailable)
+      expect(error).toMatchObject({ reason: "request timed out" })
+      expect(Date.now() - started).toBeLessThan(1_500)
+      // The abandoned request's connection is not left open.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+      expect(socketsOfTest.length).toBeGreaterThan(0)
+      expect(socketsOfTest.every((socket) => socket.destroyed)).toBe(true)
+    })
+  )
+
+  it.live("names a refused connection by its code, without the host or port", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(closedPort)
+      const error = yield* Effect.flip(withChain(`http://127.0.0.1:${port}`, (chain) => chain.chainId))
+      expect(error).toBeInstanceOf(ChainUnavailable)
+      expect(String((error as ChainUnavailable).reason)).toContain("ECONNREFUSED")
+      expect(String((error as ChainUnavailable).reason)).not.toContain(String(port))
+    })
+  )
+})
