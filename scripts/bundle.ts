@@ -25,11 +25,18 @@ export const SERVICE_ENTRY_POINTS: Readonly<Record<string, string>> = {
 }
 
 /**
- * Left to node_modules: PGlite reads its WebAssembly and data files from beside its own module,
- * and the socket server must share that one copy; the CommonJS PostgreSQL and WebSocket clients
+ * Left to node_modules: PGlite and tiny-secp256k1 read their WebAssembly (PGlite its data files
+ * too) from beside their own modules, and PGlite's socket server must share that one copy; the CommonJS PostgreSQL and WebSocket clients
  * load optional native modules and Node built-ins with `require`.
  */
-const EXTERNAL = ["@electric-sql/pglite", "@electric-sql/pglite-socket", "pg", "pg-cursor", "ws"]
+const EXTERNAL = [
+  "@electric-sql/pglite",
+  "@electric-sql/pglite-socket",
+  "pg",
+  "pg-cursor",
+  "tiny-secp256k1",
+  "ws"
+]
 
 export const bundle = async (
   entryPoints: Readonly<Record<string, string>>,

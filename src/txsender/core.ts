@@ -11,10 +11,18 @@
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect, identity, Option } from "effect"
-import { type Address, type Hex, keccak256 } from "viem"
+import {
+  type Address,
+  type Hex,
+  hexToBytes,
+  keccak256,
+  serializeTransaction,
+  type TransactionSerializableEIP1559
+} from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { keptOnceRead } from "../background/once.js"
 import { ChainClient, type ChainClientShape, type ChainRequestError } from "../chain/ChainClient.js"
+import { checkedAgainstViem, signDigest } from "../chain/secp256k1.js"
 import {
   type Broadcast,
   lastAttempt,
@@ -145,9 +153,12 @@ export const makeSenderCore = (options: {
       recent !== undefined && now - recent.atMs <= freshForMs ? recent : undefined
     )
 
+    // What `account.signTransaction` does, with the signature in WebAssembly (src/chain/secp256k1.ts).
+    yield* checkedAgainstViem
+    const key = hexToBytes(options.privateKey)
     const sign = (s: Sender, payload: Payload, nonce: bigint, fees: Fees, kind: AttemptKind) =>
-      Effect.promise(() =>
-        account.signTransaction({
+      Effect.sync((): SignedAttempt => {
+        const transaction: TransactionSerializableEIP1559 = {
           type: "eip1559",
           chainId: s.chainId,
           nonce: Number(nonce),
@@ -157,19 +168,20 @@ export const makeSenderCore = (options: {
           gas: payload.gas,
           maxFeePerGas: fees.maxFeePerGas,
           maxPriorityFeePerGas: fees.maxPriorityFeePerGas
-        })
-      ).pipe(
-        Effect.map(
-          (raw): SignedAttempt => ({
-            hash: keccak256(raw),
-            nonce,
-            kind,
-            maxFeePerGas: fees.maxFeePerGas,
-            maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-            raw
-          })
+        }
+        const raw = serializeTransaction(
+          transaction,
+          signDigest(keccak256(serializeTransaction(transaction)), key)
         )
-      )
+        return {
+          hash: keccak256(raw),
+          nonce,
+          kind,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+          raw
+        }
+      })
 
     const broadcast = (raw: Hex): Effect.Effect<Broadcast> =>
       chain.sendRawTransaction(raw).pipe(

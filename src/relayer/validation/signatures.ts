@@ -11,7 +11,6 @@ import {
   hashTypedData,
   hexToBigInt,
   isAddressEqual,
-  recoverAddress,
   type TypedDataDefinition
 } from "viem"
 import { type VaultPrimaryType, vaultDomain, vaultTypes } from "../../../schema/eip712.js"
@@ -19,6 +18,7 @@ import { InvalidSignature, type Unavailable } from "../../../schema/errors.js"
 import { ChainClient } from "../../chain/ChainClient.js"
 import { ChainId } from "../../chain/chainId.js"
 import { chainUnavailable } from "../../chain/errors.js"
+import { checkedAgainstViem, recoverSigner } from "../../chain/secp256k1.js"
 import { RelayerSettings } from "../../config/relayer.js"
 
 export type VaultMessage<P extends VaultPrimaryType> = TypedDataDefinition<typeof vaultTypes, P>["message"]
@@ -32,12 +32,7 @@ export const recoverEcdsa = (digest: Hex, signature: Hex): Effect.Effect<Option.
   const s = hexToBigInt(`0x${signature.slice(66, 130)}`)
   const v = Number.parseInt(signature.slice(130, 132), 16)
   if (s > HALF_ORDER || (v !== 27 && v !== 28)) return Effect.succeed(Option.none())
-  return Effect.tryPromise(() => recoverAddress({ hash: digest, signature })).pipe(
-    Effect.map((signer) =>
-      signer === "0x0000000000000000000000000000000000000000" ? Option.none() : Option.some(signer)
-    ),
-    Effect.orElseSucceed(() => Option.none<Address>())
-  )
+  return Effect.sync(() => Option.fromNullable(recoverSigner(digest, signature)))
 }
 
 /** How an owner's signature was accepted. */
@@ -112,6 +107,7 @@ export class VaultSignatures extends Context.Tag("VaultSignatures")<VaultSignatu
       Effect.gen(function* () {
         const settings = yield* RelayerSettings
         const chain = yield* ChainClient
+        yield* checkedAgainstViem
         return VaultSignatures.make({
           chainId: (yield* ChainId).get,
           vault: settings.vault,
