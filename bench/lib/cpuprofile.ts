@@ -108,7 +108,7 @@ const shortUrl = (url: string) =>
 const sourceMaps = new Map<string, { readonly map: SourceMap; readonly dir: string } | undefined>()
 
 /** The frame as written in its source module, when it ran from a bundle with a source map. */
-export const original = (frame: CallFrame): CallFrame => {
+const original = (frame: CallFrame): CallFrame => {
   if (!frame.url.startsWith("file://") || frame.columnNumber === undefined) return frame
   let entry = sourceMaps.get(frame.url)
   if (!sourceMaps.has(frame.url)) {
