@@ -26,8 +26,9 @@ export const SERVICE_ENTRY_POINTS: Readonly<Record<string, string>> = {
 
 /**
  * Left to node_modules: PGlite and tiny-secp256k1 read their WebAssembly (PGlite its data files
- * too) from beside their own modules, and PGlite's socket server must share that one copy; the CommonJS PostgreSQL and WebSocket clients
- * load optional native modules and Node built-ins with `require`.
+ * too) from beside their own modules, and PGlite's socket server must share that one copy; the
+ * CommonJS PostgreSQL and WebSocket clients load optional native modules and Node built-ins with
+ * `require`.
  */
 const EXTERNAL = [
   "@electric-sql/pglite",

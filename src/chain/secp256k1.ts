@@ -1,9 +1,9 @@
 /**
  * secp256k1 on the relayer's claim path in WebAssembly (libsecp256k1, by tiny-secp256k1): the
  * recovery of an owner's signature and the signature of each transaction the sender sends. In
- * JavaScript (@noble/curves, viem's) they were the largest share of the relayer's CPU per claim:
- * the recovery some 1.3 ms and the signature 0.5 ms on this project's bench machine, against about
- * 0.15 and 0.13 ms here (bench/PROFILE.md).
+ * JavaScript (@noble/curves, viem's) they were the largest share of the relayer's CPU per claim
+ * that it controls; here the recovery takes about a ninth of that time and the signature about a
+ * third (bench/PROFILE.md). geth's `ecrecover` (in its cgo builds) is libsecp256k1's as well.
  *
  * Both give what viem gives, byte for byte: the recovered address, and the deterministic (RFC 6979)
  * low-s signature, so the same transaction and hash. `checkedAgainstViem` compares them with viem's
