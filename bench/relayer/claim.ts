@@ -8,20 +8,21 @@
  * Settings (environment): BENCH_CLAIMS (default 30, one at a time), BENCH_THROUGHPUT_CLAIMS (200),
  * BENCH_THROUGHPUT_CONCURRENCY (32), BENCH_BLOCK_TIME (1 s).
  *
- * Anvil with the devnet contracts; a counting JSON-RPC proxy (bench/lib/proxy.ts) in front of it;
- * the relayer bundled (scripts/bundle.ts) under plain node, as `npm run start:relayer` runs it
- * (bench/lib/build.ts; devnet settings, limits out of reach), whose RPC_URL is the proxy; the
+ * Anvil with the devnet contracts; the relayer bundled (scripts/bundle.ts) under plain node, as
+ * `npm run start:relayer` runs it (bench/lib/build.ts; devnet settings, limits out of reach); the
  * claims sent by the load generator in its own process. Each claim is for a fresh kind-1 account
  * registered in the same transaction, direct to a fresh recipient.
  *
  * 1. Throughput: interval mining, BENCH_THROUGHPUT_CLAIMS claims over BENCH_THROUGHPUT_CONCURRENCY
  *    connections: accepted per second; then every returned hash must be mined successfully with the
  *    relayer's nonces contiguous and no other transaction from it (no replacement, no gap).
- *    The relayer runs as on the devnet (indexer on, the sender's monitor at its default interval);
- *    its CPU time, anvil's and every RPC call (the monitor's too) are counted per claim until all
- *    are mined. Baseline: as many pre-signed transfers sent bare through the proxy, same
- *    concurrency.
- * 2. Calls and latency: a second relayer (indexer off, the monitor on a long interval so that its
+ *    The relayer runs as on the devnet (indexer on, the sender's monitor at its default interval),
+ *    straight on anvil; its CPU time, anvil's and its RPC requests (the monitor's too, from its own
+ *    `chain_rpc_requests_total`) are counted per claim until all are mined. A counting proxy in
+ *    front of anvil would spend the shared cores the figure is about. Baseline: as many pre-signed
+ *    transfers sent bare to anvil, same concurrency.
+ * 2. Calls and latency: a second relayer, whose RPC_URL is a counting JSON-RPC proxy in front of
+ *    anvil (bench/lib/proxy.ts) (indexer off, the monitor on a long interval so that its
  *    receipt polling stays out of the windows), automine, claims one at a time; each proxy call is attributed to the claim
  *    whose request window it arrived in (median per claim, as a background poll may land in one).
  *    Baseline: the chain is reverted to before the claims and each claim's own calls are replayed
@@ -78,7 +79,7 @@ interface AcceptWindow {
 }
 
 const windowNote = (w: AcceptWindow) =>
-  `while accepting, the relayer process used ${w.relayerCores} cores (its one JavaScript thread, plus GC and I/O threads) at ${w.cpuMsPerClaim.relayer} ms CPU per claim (~${w.relayerBoundPerSecond} claims/s per core of it); the machine's ${cpus().length} cores were ${Math.round(w.machineBusyShare * 100)}% busy, ${w.cpuMsPerClaim.machine} ms per claim in all (anvil ${w.cpuMsPerClaim.anvil}, PostgreSQL ${w.cpuMsPerClaim.postgres}, this bench and its proxy ${w.cpuMsPerClaim.benchProcess}, the load generator and the rest ${w.cpuMsPerClaim.loadGeneratorAndOthers})`
+  `while accepting, the relayer process used ${w.relayerCores} cores (its one JavaScript thread, plus GC and I/O threads) at ${w.cpuMsPerClaim.relayer} ms CPU per claim (~${w.relayerBoundPerSecond} claims/s per core of it); the machine's ${cpus().length} cores were ${Math.round(w.machineBusyShare * 100)}% busy, ${w.cpuMsPerClaim.machine} ms per claim in all (anvil ${w.cpuMsPerClaim.anvil}, PostgreSQL ${w.cpuMsPerClaim.postgres}, this bench process ${w.cpuMsPerClaim.benchProcess}, the load generator and the rest ${w.cpuMsPerClaim.loadGeneratorAndOthers})`
 
 const median = (xs: readonly number[]) => {
   const sorted = [...xs].sort((a, b) => a - b)
@@ -88,6 +89,19 @@ const percentile = (xs: readonly number[], q: number) => {
   const sorted = [...xs].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0
 }
+
+/** The relayer's `chain_rpc_requests_total` by operation, all outcomes summed (src/chain/metrics.ts). */
+const rpcRequestsOf = async (origin: string, token: string): Promise<Record<string, number>> => {
+  const response = await fetch(`${origin}/v1/metrics`, { headers: { authorization: `Bearer ${token}` } })
+  if (!response.ok) throw new Error(`/v1/metrics answered ${response.status}`)
+  const counts: Record<string, number> = {}
+  for (const line of (await response.text()).split("\n")) {
+    const match = /^chain_rpc_requests_total\{operation="([^"]+)",outcome="[^"]+"\} (\S+)$/.exec(line)
+    if (match !== null) counts[match[1] as string] = (counts[match[1] as string] ?? 0) + Number(match[2])
+  }
+  return counts
+}
+const METRICS_TOKEN = keccak256(toHex(`bench ${Date.now()}`)).slice(2)
 
 const devnet = await startDevnet("claim")
 const proxy = await startProxy(devnet.chain.anvil.rpcUrl)
@@ -124,7 +138,11 @@ try {
   // Throughput runs as the devnet runs the relayer: its indexer on, its sender's monitor polling
   // at the default interval, both paid for in the figure. The one-at-a-time series runs on a
   // relayer whose background polls stay out of the claims' windows (see the header).
-  let relayer = await startRelayer(devnet, { ...liftedRelayerLimits, RPC_URL: proxy.url }, { bundled: true })
+  let relayer = await startRelayer(
+    devnet,
+    { ...liftedRelayerLimits, RPC_URL: rpcUrl, METRICS_TOKEN },
+    { bundled: true }
+  )
   try {
     const client = await Effect.runPromise(relayerFetchClient(relayer.url))
     const urlParams = Schema.decodeUnknownSync(QuoteQuery)({
@@ -180,8 +198,7 @@ try {
         postgres: commandCpuMs("postgres"),
         bench: cpuMsOfThisProcess()
       }
-      proxy.calls.length = 0
-      proxy.recording = true
+      const rpcBefore = await rpcRequestsOf(relayer.url, METRICS_TOKEN)
       const result = await runLoad({
         origin: relayer.url,
         requests: concurrent,
@@ -228,12 +245,18 @@ try {
       const relayerCpuMsPerClaim = (relayer.cpuMs() - cpuBefore) / concurrent.length
       const anvilCpuMsPerClaim =
         anvilPid === undefined ? Number.NaN : (processCpuMs(anvilPid) - anvilCpuBefore) / concurrent.length
-      proxy.recording = false
-      const rpcCallsPerClaim = proxy.calls.length / concurrent.length
+      // By the chain client's operation: `eth_getBlock` is a block by number or hash, and
+      // `estimateFeesPerGas` a block and the priority fee.
+      const rpcAfter = await rpcRequestsOf(relayer.url, METRICS_TOKEN)
       const rpcByMethod: Record<string, number> = {}
-      for (const c of proxy.calls) rpcByMethod[c.method] = (rpcByMethod[c.method] ?? 0) + 1
-      for (const method of Object.keys(rpcByMethod))
-        rpcByMethod[method] = Math.round(((rpcByMethod[method] ?? 0) / concurrent.length) * 100) / 100
+      let rpcCalls = 0
+      for (const [operation, count] of Object.entries(rpcAfter)) {
+        const made = count - (rpcBefore[operation] ?? 0)
+        if (made <= 0) continue
+        rpcCalls += made
+        rpcByMethod[operation] = Math.round((made / concurrent.length) * 100) / 100
+      }
+      const rpcCallsPerClaim = rpcCalls / concurrent.length
       const reverted = receipts.filter((r) => r.status !== "success").length
       const nonces = (
         await Promise.all(
@@ -274,7 +297,7 @@ try {
         }))
       )
       const bare = await runLoad({
-        origin: proxy.url,
+        origin: rpcUrl,
         requests: transfers,
         concurrency: THROUGHPUT_CONCURRENCY,
         once: true
@@ -315,7 +338,9 @@ try {
         `throughput: ${concurrent.length} claims over ${THROUGHPUT_CONCURRENCY} connections, ${BLOCK_TIME} s blocks`
       )
       console.table([{ ...throughput, rpcByMethod: undefined }])
-      console.log("RPC calls per claim during the throughput run, the sender's monitor included:")
+      console.log(
+        "RPC requests per claim during the throughput run, the sender's monitor included (chain_rpc_requests_total):"
+      )
       console.table(rpcByMethod)
     }
 

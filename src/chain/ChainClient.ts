@@ -49,6 +49,7 @@ import {
   isAlreadyKnown,
   RpcRejected
 } from "./errors.js"
+import { countRpcRequest } from "./metrics.js"
 import { makeRpcFetch } from "./rpcFetch.js"
 
 export {
@@ -318,7 +319,8 @@ export const makeChainClient = (options: ChainClientOptions): ChainClientShape =
             // Not the node's or the network's doing: invalid arguments or a bug.
             return Effect.die(cause)
         }
-      })
+      }),
+      Effect.onExit((exit) => countRpcRequest(operation, exit))
     )
   }
 

@@ -13,6 +13,7 @@ import {
   chainClientLayer,
   RpcRejected
 } from "../../src/chain/ChainClient.js"
+import { prometheusText } from "../../src/http/metrics.js"
 import { compileReverter, reverterAbi } from "./reverter.js"
 import { closedPort, type RpcProxy, startRpcProxy } from "./rpcProxy.js"
 
@@ -336,13 +337,26 @@ describe("ChainClient against anvil", () => {
   )
 })
 
+/** `chain_rpc_requests_total` of one operation and outcome, as `/v1/metrics` shows it. */
+const rpcRequests = (operation: string, outcome: string) =>
+  Effect.map(prometheusText, (text) => {
+    const line = text
+      .split("\n")
+      .find((l) => l.startsWith(`chain_rpc_requests_total{operation="${operation}",outcome="${outcome}"}`))
+    return line === undefined ? 0 : Number(line.split(" ").at(-1))
+  })
+
 describe("ChainClient failures", () => {
-  it.live("retries HTTP 502 answers and succeeds", () =>
+  it.live("retries HTTP 502 answers and succeeds, each attempt counted by outcome", () =>
     Effect.gen(function* () {
+      const unavailableBefore = yield* rpcRequests("eth_chainId", "unavailable")
+      const okBefore = yield* rpcRequests("eth_chainId", "ok")
       proxy.setRule(({ nth }) => (nth <= 2 ? { kind: "status", status: 502 } : { kind: "forward" }))
       const id = yield* withChain({ rpcUrl: proxy.url }, (chain) => chain.chainId)
       expect(id).toBe(ANVIL_CHAIN_ID)
       expect(proxy.count("eth_chainId")).toBe(3)
+      expect((yield* rpcRequests("eth_chainId", "unavailable")) - unavailableBefore).toBe(2)
+      expect((yield* rpcRequests("eth_chainId", "ok")) - okBefore).toBe(1)
     })
   )
 
@@ -427,8 +441,10 @@ describe("ChainClient failures", () => {
     })
   )
 
-  it.live("does not retry a revert or a refusal by HTTP status", () =>
+  it.live("does not retry a revert or a refusal by HTTP status, each counted by its outcome", () =>
     Effect.gen(function* () {
+      const revertedBefore = yield* rpcRequests("eth_call", "reverted")
+      const rejectedBefore = yield* rpcRequests("eth_chainId", "rejected")
       const reverted = yield* Effect.flip(
         withChain({ rpcUrl: proxy.url, errorAbi: reverterAbi }, (chain) =>
           chain.call({
@@ -444,6 +460,8 @@ describe("ChainClient failures", () => {
       const refused = yield* Effect.flip(withChain({ rpcUrl: proxy.url }, (chain) => chain.chainId))
       expect(refused).toMatchObject({ _tag: "RpcRejected", httpStatus: 401, code: undefined, kind: "other" })
       expect(proxy.count("eth_chainId")).toBe(1)
+      expect((yield* rpcRequests("eth_call", "reverted")) - revertedBefore).toBe(1)
+      expect((yield* rpcRequests("eth_chainId", "rejected")) - rejectedBefore).toBe(1)
     })
   )
 
