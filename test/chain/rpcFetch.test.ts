@@ -5,7 +5,7 @@
  */
 import http from "node:http"
 import type { AddressInfo, Socket } from "node:net"
-import { gzipSync } from "node:zlib"
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ResponseBodyTooLargeError } from "viem"
@@ -19,7 +19,7 @@ import {
 import { makeRpcFetch } from "../../src/chain/rpcFetch.js"
 import { closedPort } from "./rpcProxy.js"
 
-type Answer = "plain" | "gzip" | "huge" | "hugeChunked" | "never"
+type Answer = "plain" | "gzip" | "deflate" | "br" | "huge" | "hugeChunked" | "never"
 
 let server: http.Server
 let origin: string
@@ -49,11 +49,15 @@ beforeAll(async () => {
           response.writeHead(200, { "content-type": "application/json" }).end(body)
           return
         case "gzip":
-          expect(request.headers["accept-encoding"]).toContain("gzip")
+        case "deflate":
+        case "br": {
+          expect(request.headers["accept-encoding"]).toContain(answer)
+          const compress = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync }[answer]
           response
-            .writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" })
-            .end(gzipSync(body))
+            .writeHead(200, { "content-type": "application/json", "content-encoding": answer })
+            .end(compress(body))
           return
+        }
         case "huge":
           response.writeHead(200, { "content-type": "application/json", "content-length": 11 * 1024 * 1024 })
           response.write(" ".repeat(1024))
@@ -114,10 +118,12 @@ describe("the chain client's RPC transport", () => {
     })
   )
 
-  it.live("reads a gzip-compressed answer", () =>
+  it.live("reads a compressed answer: gzip, deflate or brotli", () =>
     Effect.gen(function* () {
-      answer = "gzip"
-      expect(yield* withChain(origin, (chain) => chain.chainId)).toBe(31337)
+      for (const encoding of ["gzip", "deflate", "br"] as const) {
+        answer = encoding
+        expect(yield* withChain(origin, (chain) => chain.chainId)).toBe(31337)
+      }
     })
   )
 
