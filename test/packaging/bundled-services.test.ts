@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Exit, Scope } from "effect"
+import { Effect, Exit, Schema, Scope } from "effect"
 import { type Hex, keccak256, toHex, zeroAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -24,6 +24,7 @@ import {
   relayerEnv,
   writeDevnetFile
 } from "../../layers/devnet.js"
+import { CommitmentResponse } from "../../schema/attestor.js"
 import { attestorSalt, computeId, handleCommitment, ownerCommitment, userIdHash } from "../../schema/ids.js"
 import { bundle, SERVICE_ENTRY_POINTS } from "../../scripts/bundle.js"
 import { directClaimBody } from "../support/directClaim.js"
@@ -144,14 +145,8 @@ describe("the bundled services", () => {
       body: JSON.stringify({ platform: "messenger", userId })
     })
     expect(res.status).toBe(200)
-    const body = (await res.json()) as {
-      platformId: number
-      userIdHash: Hex
-      attestorSalt: Hex
-      nonce: Hex
-      handleCommitment: Hex
-      attestor: string
-    }
+    // The wire shape too: the protocol's response schema, not a cast.
+    const body = Schema.decodeUnknownSync(CommitmentResponse)(await res.json())
     const salt = attestorSalt(Buffer.from(DEVNET_PEPPER.slice(2), "hex"), body.platformId, userId)
     expect(body.userIdHash).toBe(userIdHash(userId))
     expect(body.attestorSalt).toBe(salt)

@@ -29,9 +29,8 @@ const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681
 /** The signer of a vault digest as the vault's ECDSA recovery sees it, or none. */
 export const recoverEcdsa = (digest: Hex, signature: Hex): Effect.Effect<Option.Option<Address>> => {
   if (signature.length !== 2 + 65 * 2) return Effect.succeed(Option.none())
-  const s = hexToBigInt(`0x${signature.slice(66, 130)}`)
-  const v = Number.parseInt(signature.slice(130, 132), 16)
-  if (s > HALF_ORDER || (v !== 27 && v !== 28)) return Effect.succeed(Option.none())
+  if (hexToBigInt(`0x${signature.slice(66, 130)}`) > HALF_ORDER) return Effect.succeed(Option.none())
+  // `recoverSigner` finds no signer for a `v` other than 27 or 28.
   return Effect.sync(() => Option.fromNullable(recoverSigner(digest, signature)))
 }
 
