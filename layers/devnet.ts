@@ -4,6 +4,7 @@
  * the services as processes; end-to-end tests use `devnetChain` and the same settings to run
  * them in-process on free ports.
  */
+import { readFileSync } from "node:fs"
 import { mkdir, rm, writeFile } from "node:fs/promises"
 import { createServer } from "node:net"
 import { join } from "node:path"
@@ -302,16 +303,62 @@ export const attestorEnv = (chain: DevnetChain, port: number): Record<string, st
 export const withSettings = <A, E, R>(layer: Layer.Layer<A, E, R>, env: Record<string, string>) =>
   layer.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
 
-/** A free loopback port, chosen up front so the deployment file can name the services' URLs. */
-export const freeLoopbackPort = Effect.async<number, DevnetError>((resume) => {
-  const server = createServer()
-  server.once("error", (cause) => resume(Effect.fail(new DevnetError({ message: "no free port", cause }))))
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
+/**
+ * The first port the kernel hands out for outgoing connections and for `listen(0)`: Linux reads it
+ * from `ip_local_port_range` (32768 by default); macOS and Windows start at 49152.
+ */
+const ephemeralFloor = (): number => {
+  try {
+    const floor = Number.parseInt(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8"), 10)
+    return Number.isInteger(floor) && floor > 1024 ? floor : 32768
+  } catch {
+    return process.platform === "linux" ? 32768 : 49152
+  }
+}
+
+/**
+ * Chosen ports come from just below the ephemeral range. Between the choice and the service's
+ * listen, connections are opened (to anvil, to the database) whose local ports the kernel takes
+ * from the ephemeral range, as it takes `listen(0)` ports; none of them can take a port below it.
+ */
+const chosenPorts = (() => {
+  const top = ephemeralFloor() - 1
+  const bottom = Math.max(1024, top - 12_287)
+  const span = top - bottom + 1
+  // A random start per process keeps processes that choose ports at once apart.
+  let next = Math.floor(Math.random() * span)
+  return { take: () => bottom + (next++ % span) }
+})()
+
+const isPortTaken = (cause: unknown): boolean =>
+  typeof cause === "object" &&
+  cause !== null &&
+  "code" in cause &&
+  (cause.code === "EADDRINUSE" || cause.code === "EACCES")
+
+const probeLoopbackPort = (port: number) =>
+  Effect.async<number, DevnetError>((resume) => {
+    const server = createServer()
+    server.once("error", (cause) =>
+      resume(Effect.fail(new DevnetError({ message: `port ${port} is not free`, cause })))
+    )
+    server.listen({ port, host: "127.0.0.1", exclusive: true }, () => {
+      server.close(() => resume(Effect.succeed(port)))
+    })
   })
-})
+
+/**
+ * A free loopback port, chosen up front so the deployment file can name the services' URLs; outside
+ * the ephemeral range, so no connection opened before the service listens can be holding it.
+ */
+export const freeLoopbackPort: Effect.Effect<number, DevnetError> = Effect.suspend(() =>
+  probeLoopbackPort(chosenPorts.take())
+).pipe(
+  Effect.retry({ times: 64, while: (error) => isPortTaken(error.cause) }),
+  Effect.mapError((error) =>
+    isPortTaken(error.cause) ? new DevnetError({ message: "no free port", cause: error.cause }) : error
+  )
+)
 
 export interface RunningDevnet extends DevnetChain, ServiceUrls {
   /** The stand-in providers, when this devnet runs an attestor. */
