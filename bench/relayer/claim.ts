@@ -143,8 +143,13 @@ try {
     { ...liftedRelayerLimits, RPC_URL: rpcUrl, METRICS_TOKEN },
     { bundled: true }
   )
-  try {
-    const client = await Effect.runPromise(relayerFetchClient(relayer.url))
+  // Each series signs its claims at a quote its own relayer gives just before it runs: the
+  // throughput run's full blocks raise the base fee, and with it the next quote.
+  const signedClaims = async (
+    relayerUrl: string,
+    of: ReadonlyArray<(typeof accounts)[number]>
+  ): Promise<LoadRequest[]> => {
+    const client = await Effect.runPromise(relayerFetchClient(relayerUrl))
     const urlParams = Schema.decodeUnknownSync(QuoteQuery)({
       asset: usdt,
       adapter: zeroAddress,
@@ -152,8 +157,8 @@ try {
     })
     const fee = (await Effect.runPromise(client.quote.quote({ urlParams }))).relayerFee
     const deadline = BigInt(Math.floor(Date.now() / 1000) + 3600)
-    const claims: LoadRequest[] = await Promise.all(
-      accounts.map(async (a) => ({
+    return Promise.all(
+      of.map(async (a) => ({
         method: "POST",
         path: "/v1/claim",
         body: await directClaimBody({
@@ -178,14 +183,15 @@ try {
         })
       }))
     )
-    const sequential = claims.slice(0, CLAIMS)
-    const concurrent = claims.slice(CLAIMS)
+  }
+  try {
     const reader = createPublicClient({ transport: viemHttp(rpcUrl) })
     const txHashOf = (body: string) => (JSON.parse(body) as { txHash?: Hex }).txHash
 
     // ---- 1. throughput with interval mining
     let throughput: Record<string, unknown> | undefined
-    if (concurrent.length > 0) {
+    if (THROUGHPUT_CLAIMS > 0) {
+      const concurrent = await signedClaims(relayer.url, accounts.slice(CLAIMS))
       await call(rpcUrl, "evm_setAutomine", [false])
       await call(rpcUrl, "evm_setIntervalMining", [BLOCK_TIME])
       const firstNonce = await reader.getTransactionCount({ address: relayerAddress, blockTag: "latest" })
@@ -359,6 +365,7 @@ try {
       },
       { bundled: true }
     )
+    const sequential = await signedClaims(relayer.url, accounts.slice(0, CLAIMS))
     const snapshot = await call(rpcUrl, "evm_snapshot", [])
     proxy.calls.length = 0
     proxy.recording = true

@@ -458,11 +458,14 @@ export const makeChainClient = (options: ChainClientOptions): ChainClientShape =
         "eth_estimateGas",
         () =>
           // `prepare: false`: exactly one eth_estimateGas, no filling of fees or nonce first.
+          // The latest block, named: geth, reth and erigon take it by default, anvil and hardhat
+          // the pending one, which first executes every transaction in their pool.
           client.estimateGas({
             account: req.from,
             to: req.to,
             data: req.data,
             value: req.value,
+            blockTag: "latest",
             prepare: false
           }),
         req.errorAbi === undefined ? clientAbis : [req.errorAbi, ...clientAbis]

@@ -251,6 +251,49 @@ describe("ChainClient against anvil", () => {
     )
   )
 
+  it.live("estimates at the latest block, not after the transactions waiting in the pool", () =>
+    withChain({ rpcUrl: anvil.rpcUrl, errorAbi: reverterAbi }, (chain) =>
+      Effect.gen(function* () {
+        const anvilRpc = (method: string, params: ReadonlyArray<unknown>) =>
+          Effect.promise(() =>
+            fetch(anvil.rpcUrl, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params })
+            })
+          )
+        const current = yield* chain.readContract({
+          address: reverter,
+          abi: reverterAbi,
+          functionName: "value"
+        })
+        const expectCurrent = encodeFunctionData({
+          abi: reverterAbi,
+          functionName: "expectValue",
+          args: [current]
+        })
+        // A transaction that changes the value waits in the pool, unmined.
+        yield* anvilRpc("evm_setAutomine", [false])
+        const waiting = yield* signTx(chain, account(2), {
+          to: reverter,
+          data: encodeFunctionData({ abi: reverterAbi, functionName: "poke", args: [current + 1n] })
+        }).pipe(Effect.flatMap(chain.sendRawTransaction))
+        const estimate = yield* chain
+          .estimateGas({ from: account(1).address, to: reverter, data: expectCurrent })
+          .pipe(Effect.either, Effect.ensuring(anvilRpc("evm_setAutomine", [true])))
+        yield* anvilRpc("evm_mine", [])
+        yield* waitForReceipt(chain, waiting)
+
+        // On the pending block (anvil's default) it would revert: the value would have moved on.
+        expect(estimate._tag).toBe("Right")
+        const after = yield* Effect.flip(
+          chain.estimateGas({ from: account(1).address, to: reverter, data: expectCurrent })
+        )
+        expect(after).toMatchObject({ _tag: "ChainReverted", errorName: "Nope", args: [current + 1n] })
+      })
+    )
+  )
+
   it.live("reports Error(string) and Panic reverts without any custom ABI", () =>
     withChain(direct(), (chain) =>
       Effect.gen(function* () {

@@ -27,6 +27,11 @@ contract Reverter {
         return 10 / by;
     }
 
+    function expectValue(uint256 expected) external view returns (uint256) {
+        if (value != expected) revert Nope(value);
+        return value;
+    }
+
     function poke(uint256 newValue) external {
         if (newValue == 0) revert Nope(0);
         value = newValue;
@@ -43,6 +48,7 @@ export const reverterAbi = parseAbi([
   "function nope(uint256 code) pure returns (uint256)",
   "function refuse() pure returns (uint256)",
   "function divide(uint256 by) pure returns (uint256)",
+  "function expectValue(uint256 expected) view returns (uint256)",
   "function poke(uint256 newValue)"
 ])
 
