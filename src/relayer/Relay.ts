@@ -77,15 +77,20 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
                 })
                 yield* idLimit.charge(request.id)
                 handedOver = true
+                const storedWith = reservations.linkOnStore(reservation)
                 const txHash = yield* sender
-                  .submit({ to: vault, data, gas: gasLimit })
+                  .submit({
+                    to: vault,
+                    data,
+                    gas: gasLimit,
+                    ...(storedWith === undefined ? {} : { storedWith })
+                  })
                   .pipe(Effect.mapError(txSubmitErrorToApi))
-                yield* reservations.link(reservation, txHash)
                 return { txHash: txHash as Bytes32 }
               }),
             // Refused before sending, or refused by the sender (which then stored or kept nothing):
             // the nonces are free again. Interrupted once handed over, the transaction may go out
-            // anyway, so the unlinked reservation is left to expire instead.
+            // anyway, so the reservation stays: linked if the sender stored it, else until it expires.
             (reservation, exit) =>
               Exit.isSuccess(exit) || (handedOver && Exit.isInterrupted(exit))
                 ? Effect.void

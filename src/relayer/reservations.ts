@@ -22,6 +22,7 @@ import { Array as Arr, Context, Data, Duration, Effect, Layer } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { Address, Hex } from "viem"
 import { NonceMismatch, Unavailable } from "../../schema/errors.js"
+import type { TxRequest } from "../txsender/api.js"
 
 /** `nonces(id)` (claims, owner actions) or `bindNonces(id)` (propose, cancel and finalize bind). */
 export type ReservationKind = "nonce" | "bindNonce"
@@ -49,8 +50,12 @@ export interface NonceReservationsShape {
     id: Hex,
     keys: NonEmptyReadonlyArray<ReservationKey>
   ) => Effect.Effect<Reservation, NonceMismatch | Unavailable>
-  /** Ties the rows to the sent transaction's hash: live from now on while it is pending. Never fails. */
-  readonly link: (reservation: Reservation, txHash: Hex) => Effect.Effect<void>
+  /**
+   * What ties the rows to the transaction's hash, live from then on while it is pending: the
+   * sender writes it in the statement that stores the transaction (`TxRequest.storedWith`), so
+   * no stored transaction leaves its nonces to expire unlinked. None when nothing is stored.
+   */
+  readonly linkOnStore: (reservation: Reservation) => TxRequest["storedWith"]
   /** Frees the rows (nothing was sent). Never fails: unreleased rows expire after `unsentTtl`. */
   readonly release: (reservation: Reservation) => Effect.Effect<void>
 }
@@ -147,18 +152,11 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
         })
       )
 
-    const link: NonceReservationsShape["link"] = (reservation, txHash) =>
+    const linkOnStore: NonceReservationsShape["linkOnStore"] = (reservation) => (txHash) =>
       sql`
         UPDATE relayer_nonce_reservations SET tx_hash = ${txHash.toLowerCase()}
         WHERE vault = ${reservation.vault} AND account_id = ${reservation.accountId}
-          AND token = ${reservation.token}`.pipe(
-        Effect.asVoid,
-        Effect.catchAll(() =>
-          Effect.logWarning(
-            "nonce reservations: could not record a sent transaction; its reservation expires unlinked"
-          )
-        )
-      )
+          AND token = ${reservation.token}`
 
     const release: NonceReservationsShape["release"] = (reservation) =>
       sql`
@@ -171,7 +169,7 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
         )
       )
 
-    return { take, link, release }
+    return { take, linkOnStore, release }
   })
 
 export class NonceReservations extends Context.Tag("NonceReservations")<
@@ -187,7 +185,7 @@ export class NonceReservations extends Context.Tag("NonceReservations")<
   /** Holds nothing: for pipelines under test that have no database and send nothing. */
   static readonly unguarded: Layer.Layer<NonceReservations> = Layer.succeed(NonceReservations, {
     take: (vault, id) => Effect.succeed({ vault, accountId: id, token: "" }),
-    link: () => Effect.void,
+    linkOnStore: () => undefined,
     release: () => Effect.void
   })
 }

@@ -3,6 +3,7 @@
  * submission (each means nothing was sent). Spec: relayer.md §2 TxStatus and §3 (every hash of a
  * replaced transaction reports the one that was mined).
  */
+import type * as Statement from "@effect/sql/Statement"
 import { Data, type Effect } from "effect"
 import type { Address, Hex } from "viem"
 import { Unavailable } from "../../schema/errors.js"
@@ -15,6 +16,12 @@ export interface TxRequest {
   readonly value?: bigint
   /** Gas limit to send with (the pipeline already applied GAS_LIMIT_MULTIPLIER_BPS). */
   readonly gas: bigint
+  /**
+   * The requester's own write, given the transaction's first hash and made by the statement that
+   * stores the transaction, before it is broadcast: durable with it, or not at all. One
+   * data-modifying statement (the relayer's nonce reservations tie themselves to the hash).
+   */
+  readonly storedWith?: (txHash: Hex) => Statement.Fragment
 }
 
 /** The hot key cannot pay for the transaction: an operator must top it up. */

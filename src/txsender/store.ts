@@ -5,6 +5,7 @@
 
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import { Data, Effect, Option } from "effect"
 import type { Address, Hex } from "viem"
 
@@ -216,9 +217,16 @@ export const makeTxStore = (guard: StatementGuard) =>
       /**
        * Stores a new transaction with its first signature; returns its id. One statement, so one
        * round trip and atomic on its own: a submission stores one per request, and on the embedded
-       * database every round trip waits for the others.
+       * database every round trip waits for the others. `storedWith`, the requester's own write
+       * (`TxRequest.storedWith`), is a part of that statement.
        */
-      insert: (sender: Sender, purpose: TxPurpose, payload: Payload, attempt: SignedAttempt) =>
+      insert: (
+        sender: Sender,
+        purpose: TxPurpose,
+        payload: Payload,
+        attempt: SignedAttempt,
+        storedWith?: Statement.Fragment
+      ) =>
         sql<{ readonly id: string }>`
           WITH tx AS (
             INSERT INTO relayer_txs (chain_id, sender, nonce, purpose, to_address, data, value, gas, state)
@@ -232,7 +240,7 @@ export const makeTxStore = (guard: StatementGuard) =>
             SELECT ${attempt.hash}, tx.id, ${attempt.nonce.toString()}, ${attempt.kind},
               ${attempt.maxFeePerGas.toString()}, ${attempt.maxPriorityFeePerGas.toString()}, ${attempt.raw}
             FROM tx
-          )
+          )${storedWith === undefined ? sql.literal("") : sql`, stored_with AS (${storedWith})`}
           SELECT id FROM tx`.pipe(
           Effect.map((rows) => String(rows[0]?.id)),
           Effect.mapError(failed("insert"))
@@ -348,8 +356,13 @@ export const makeTxStore = (guard: StatementGuard) =>
     }
     return {
       nextNonce: (sender: Sender) => guard(ops.nextNonce(sender)),
-      insert: (sender: Sender, purpose: TxPurpose, payload: Payload, attempt: SignedAttempt) =>
-        guard(ops.insert(sender, purpose, payload, attempt)),
+      insert: (
+        sender: Sender,
+        purpose: TxPurpose,
+        payload: Payload,
+        attempt: SignedAttempt,
+        storedWith?: Statement.Fragment
+      ) => guard(ops.insert(sender, purpose, payload, attempt, storedWith)),
       addAttempt: (txId: string, attempt: SignedAttempt) => guard(ops.addAttempt(txId, attempt)),
       markMined: (settled: ReadonlyArray<MinedRecord>) => guard(ops.markMined(settled)),
       markDropped: (txId: string, reason: string) => guard(ops.markDropped(txId, reason)),

@@ -52,7 +52,7 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
         gas: job.request.gas
       }
       let attempt = yield* core.sign(s, payload, nonce, initialFees(estimate, cap), "original")
-      const txId = yield* store.insert(s, "request", payload, attempt)
+      const txId = yield* store.insert(s, "request", payload, attempt, job.request.storedWith?.(attempt.hash))
       stored = attempt
       for (let round = 1; ; round++) {
         const result = yield* core.broadcast(attempt.raw)

@@ -1,9 +1,10 @@
 /**
  * The shared last step of every relayed write (the `Relay` service, src/relayer/Relay.ts) around its nonce
  * reservation, over stubs: a held nonce is refused before simulation, a refusal before sending
- * releases the reservation, a sent transaction is linked to it, and a request interrupted once it
+ * releases the reservation, a sent transaction is stored with its link to it, and a request interrupted once it
  * was handed to the sender keeps it (the transaction may still go out).
  */
+import { unsafeFragment } from "@effect/sql/Statement"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import type { Hex } from "viem"
@@ -42,7 +43,10 @@ const harness = (options: {
           ? Effect.fail(new NonceMismatch({ message: "a transaction for this nonce is already in flight" }))
           : Effect.succeed({ vault, accountId: id, token: "t" })
       }),
-    link: (_reservation, hash) => Effect.sync(() => void log.push(`link ${hash === HASH}`)),
+    linkOnStore: () => (hash) => {
+      log.push(`link ${hash === HASH}`)
+      return unsafeFragment("UPDATE reservations")
+    },
     release: () => Effect.sync(() => void log.push("release"))
   })
   const relay = Relay.layer.pipe(
@@ -72,10 +76,11 @@ const harness = (options: {
     Layer.provide(
       Layer.succeed(TxSender, {
         address: VAULT,
-        submit: () =>
+        // As the sender does: the request's own write goes with the stored transaction.
+        submit: (tx) =>
           Effect.zipRight(
             Effect.sync(() => void log.push("submit")),
-            options.submit ?? Effect.succeed(HASH)
+            (options.submit ?? Effect.succeed(HASH)).pipe(Effect.tap((hash) => void tx.storedWith?.(hash)))
           ),
         status: () => Effect.dieMessage("not here")
       })
@@ -88,7 +93,7 @@ const harness = (options: {
 }
 
 describe("relay with nonce reservations", () => {
-  it.effect("sent: reserved first, then simulated, charged, submitted and linked", () =>
+  it.effect("sent: reserved first, then simulated, charged, and submitted with its link", () =>
     Effect.gen(function* () {
       const { log, send } = harness({})
       expect(yield* send(request)).toEqual({ txHash: HASH })

@@ -11,6 +11,7 @@ import { Effect, Either, identity, Layer } from "effect"
 import { type Address, type Hex, keccak256, toHex } from "viem"
 import { makeNonceReservations, type ReservationKey } from "../../src/relayer/reservations.js"
 import { migrate } from "../../src/store/migrations.js"
+import type { TxRequest } from "../../src/txsender/api.js"
 import { makeTxStore, type Sender } from "../../src/txsender/store.js"
 import { testDatabases } from "../support/database.js"
 
@@ -28,28 +29,34 @@ const nonce = (value: bigint): ReservationKey => ({ kind: "nonce", value })
 const bindNonce = (value: bigint): ReservationKey => ({ kind: "bindNonce", value })
 
 let txCount = 0
-/** A pending transaction in the sender's store, as `submit` leaves it; returns its id and hash. */
-const storedTx = Effect.gen(function* () {
-  const store = yield* makeTxStore(identity)
-  txCount++
-  const raw = toHex(`tx-${txCount}-${randomBytes(4).toString("hex")}`)
-  const hash = keccak256(raw)
-  const id = yield* store.insert(
-    SENDER,
-    "request",
-    { to: VAULT, data: "0x", value: 0n, gas: 21_000n },
-    // A nonce of its own: the store allows one live transaction per nonce.
-    {
-      hash,
-      nonce: BigInt(1_000_000 + txCount),
-      kind: "original",
-      maxFeePerGas: 2n,
-      maxPriorityFeePerGas: 1n,
-      raw
-    }
-  )
-  return { id, hash, store }
-})
+/**
+ * A pending transaction in the sender's store, as `submit` leaves it, stored with the requester's
+ * write when there is one (the reservation linking itself); returns its id and hash.
+ */
+const storedTx = (storedWith?: TxRequest["storedWith"], atNonce?: bigint) =>
+  Effect.gen(function* () {
+    const store = yield* makeTxStore(identity)
+    txCount++
+    const txNonce = atNonce ?? BigInt(1_000_000 + txCount)
+    const raw = toHex(`tx-${txCount}-${randomBytes(4).toString("hex")}`)
+    const hash = keccak256(raw)
+    const id = yield* store.insert(
+      SENDER,
+      "request",
+      { to: VAULT, data: "0x", value: 0n, gas: 21_000n },
+      // A nonce of its own: the store allows one live transaction per nonce.
+      {
+        hash,
+        nonce: txNonce,
+        kind: "original",
+        maxFeePerGas: 2n,
+        maxPriorityFeePerGas: 1n,
+        raw
+      },
+      storedWith?.(hash)
+    )
+    return { id, hash, nonce: txNonce, store }
+  })
 
 const refusal = <A, E>(effect: Effect.Effect<A, E>) =>
   Effect.map(Effect.either(effect), (result) =>
@@ -136,8 +143,9 @@ for (const database of testDatabases()) {
             Effect.map(refusal(reservations.take(VAULT, id, [nonce(0n)])), (r) => r?._tag)
           const linked = Effect.gen(function* () {
             const id = freshId()
-            const tx = yield* storedTx
-            yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(0n)]), tx.hash)
+            const tx = yield* storedTx(
+              reservations.linkOnStore(yield* reservations.take(VAULT, id, [nonce(0n)]))
+            )
             yield* sleep(20)
             expect(yield* held(id)).toBe("NonceMismatch")
             return { ...tx, account: id }
@@ -185,12 +193,45 @@ for (const database of testDatabases()) {
         })
       )
 
+      it.effect("linked by the statement that stores the transaction: a store that fails links nothing", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient
+          const reservations = yield* makeNonceReservations({ unsentTtl: "300 millis" })
+          const first = freshId()
+          const stored = yield* storedTx(
+            reservations.linkOnStore(yield* reservations.take(VAULT, first, [nonce(0n)]))
+          )
+          // A second transaction at the same sender nonce is refused by the store, and its link with it.
+          const second = freshId()
+          const failed = yield* Effect.either(
+            storedTx(
+              reservations.linkOnStore(yield* reservations.take(VAULT, second, [nonce(0n)])),
+              stored.nonce
+            )
+          )
+          expect(failed._tag).toBe("Left")
+          const links = yield* sql<{ readonly account_id: string; readonly tx_hash: string | null }>`
+            SELECT account_id, tx_hash FROM relayer_nonce_reservations
+            WHERE account_id IN ${sql.in([first.toLowerCase(), second.toLowerCase()])}`
+          expect(Object.fromEntries(links.map((r) => [r.account_id, r.tx_hash]))).toEqual({
+            [first.toLowerCase()]: stored.hash,
+            [second.toLowerCase()]: null
+          })
+          // Unlinked, the second holds only until the unsent TTL; the first for as long as its
+          // transaction is pending.
+          yield* sleep(400)
+          yield* reservations.take(VAULT, second, [nonce(0n)])
+          expect((yield* refusal(reservations.take(VAULT, first, [nonce(0n)])))?._tag).toBe("NonceMismatch")
+        })
+      )
+
       it.effect("a reorg that makes the transaction pending again holds its nonce again", () =>
         Effect.gen(function* () {
           const reservations = yield* makeNonceReservations({ unsentTtl: "1 millis" })
           const id = freshId()
-          const tx = yield* storedTx
-          yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(3n)]), tx.hash)
+          const tx = yield* storedTx(
+            reservations.linkOnStore(yield* reservations.take(VAULT, id, [nonce(3n)]))
+          )
           yield* tx.store.markMined([
             { txId: tx.id, outcome: "success", hash: tx.hash, blockNumber: 10n, blockHash: BLOCK_HASH }
           ])
@@ -220,8 +261,9 @@ for (const database of testDatabases()) {
           const sql = yield* SqlClient
           const reservations = yield* makeNonceReservations()
           const id = freshId()
-          const tx = yield* storedTx
-          yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(0n)]), tx.hash)
+          const tx = yield* storedTx(
+            reservations.linkOnStore(yield* reservations.take(VAULT, id, [nonce(0n)]))
+          )
           yield* tx.store.markMined([
             { txId: tx.id, outcome: "success", hash: tx.hash, blockNumber: 10n, blockHash: BLOCK_HASH }
           ])
@@ -241,8 +283,9 @@ for (const database of testDatabases()) {
             const reservations = yield* makeNonceReservations()
             const id = freshId()
             for (const value of [0n, 1n]) {
-              const tx = yield* storedTx
-              yield* reservations.link(yield* reservations.take(VAULT, id, [nonce(value)]), tx.hash)
+              const tx = yield* storedTx(
+                reservations.linkOnStore(yield* reservations.take(VAULT, id, [nonce(value)]))
+              )
               yield* tx.store.markMined([
                 { txId: tx.id, outcome: "success", hash: tx.hash, blockNumber: 10n, blockHash: BLOCK_HASH }
               ])
