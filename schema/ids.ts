@@ -53,7 +53,7 @@ export const ownerCommitment = (owner: Address, salt: Hex): Hex =>
 
 /**
  * A keccak-256 of bytes. viem's unless a caller passes another: the attestor's commitments pass a
- * WebAssembly one (src/attestor/keccak.ts), which is checked against viem's when it is made.
+ * WebAssembly one (src/chain/keccak.ts), which is checked against viem's when it is made.
  */
 export type Keccak256 = (bytes: Uint8Array) => Hex
 export const viemKeccak256: Keccak256 = (bytes) => keccak256(bytes)

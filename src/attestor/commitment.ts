@@ -176,7 +176,7 @@ export interface CommitmentKeys {
    * `hintPublicKey` of `GET /v1/info`, a different key.
    */
   readonly attestorPubKey: CommitmentResponse["attestorPubKey"]
-  /** The keccak-256 the commitments are computed with (the services pass src/attestor/keccak.ts's). */
+  /** The keccak-256 the commitments are computed with (the services pass src/chain/keccak.ts's). */
   readonly keccak256: Keccak256
 }
 

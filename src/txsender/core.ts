@@ -15,13 +15,13 @@ import {
   type Address,
   type Hex,
   hexToBytes,
-  keccak256,
   serializeTransaction,
   type TransactionSerializableEIP1559
 } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { keptOnceRead } from "../background/once.js"
 import { ChainClient, type ChainClientShape, type ChainRequestError } from "../chain/ChainClient.js"
+import { wasmKeccak256 } from "../chain/keccak.js"
 import { checkedAgainstViem, signDigest } from "../chain/secp256k1.js"
 import {
   type Broadcast,
@@ -153,8 +153,11 @@ export const makeSenderCore = (options: {
       recent !== undefined && now - recent.atMs <= freshForMs ? recent : undefined
     )
 
-    // What `account.signTransaction` does, with the signature in WebAssembly (src/chain/secp256k1.ts).
+    // What `account.signTransaction` does, with the signature and the hashes in WebAssembly
+    // (src/chain/secp256k1.ts, src/chain/keccak.ts).
     yield* checkedAgainstViem
+    const keccak = yield* wasmKeccak256
+    const hashOf = (serialized: Hex) => keccak(Buffer.from(serialized.slice(2), "hex"))
     const key = hexToBytes(options.privateKey)
     const sign = (s: Sender, payload: Payload, nonce: bigint, fees: Fees, kind: AttemptKind) =>
       Effect.sync((): SignedAttempt => {
@@ -171,10 +174,10 @@ export const makeSenderCore = (options: {
         }
         const raw = serializeTransaction(
           transaction,
-          signDigest(keccak256(serializeTransaction(transaction)), key)
+          signDigest(hashOf(serializeTransaction(transaction)), key)
         )
         return {
-          hash: keccak256(raw),
+          hash: hashOf(raw),
           nonce,
           kind,
           maxFeePerGas: fees.maxFeePerGas,

@@ -15,13 +15,15 @@ export const expectedOwner = (
   register: Registration | undefined,
   snapshot: AccountSnapshot
 ): Effect.Effect<Address, NotFound | InvalidSignature | BadRequest> => {
-  const noOwner = new InvalidSignature({
-    message: "a handle account has no owner until a bind finalizes, so no signature can be valid"
-  })
+  // Made only when refused: an error's construction (and its stack) is not free.
+  const noOwner = () =>
+    new InvalidSignature({
+      message: "a handle account has no owner until a bind finalizes, so no signature can be valid"
+    })
   if (register !== undefined) {
     if (Option.isSome(snapshot.account))
       return Effect.fail(new BadRequest({ message: "the account is already registered; leave out register" }))
-    return register.kind === 1 ? Effect.succeed(register.owner) : Effect.fail(noOwner)
+    return register.kind === 1 ? Effect.succeed(register.owner) : Effect.fail(noOwner())
   }
   return Option.match(snapshot.account, {
     onNone: () =>
@@ -29,6 +31,6 @@ export const expectedOwner = (
         new NotFound({ message: "the account is not registered; send its registration in register" })
       ),
     onSome: (account) =>
-      account.owner === ZERO_ADDRESS ? Effect.fail(noOwner) : Effect.succeed(account.owner)
+      account.owner === ZERO_ADDRESS ? Effect.fail(noOwner()) : Effect.succeed(account.owner)
   })
 }

@@ -1,5 +1,5 @@
 /**
- * The attestor's WebAssembly keccak-256 (src/attestor/keccak.ts) gives viem's answer on any input,
+ * The WebAssembly keccak-256 (src/chain/keccak.ts) gives viem's answer on any input,
  * one call after another on its single instance, and a hasher that disagrees with viem's is refused
  * when it is made.
  */
@@ -8,7 +8,7 @@ import { Cause, Effect, Exit } from "effect"
 import { keccak256 } from "viem"
 import { describe, expect, it } from "vitest"
 import { handleCommitment, type Keccak256, userIdHash, viemKeccak256 } from "../../schema/ids.js"
-import { checkedAgainstViem, wasmKeccak256 } from "../../src/attestor/keccak.js"
+import { checkedAgainstViem, wasmKeccak256 } from "../../src/chain/keccak.js"
 
 describe("the attestor's keccak-256", () => {
   it("hashes the empty input to the known keccak-256 value", async () => {

@@ -1,13 +1,14 @@
 /**
- * The keccak-256 of the attestor's commitments (`POST /v1/commitment` and public handles: the user
- * id hash and the handle commitment, docs/protocol.md §2), compiled to WebAssembly by hash-wasm.
- * Under load the JavaScript keccak-256 took 12 to 15 µs a call, two calls a commitment, about a
- * sixth of the route's CPU (bench/PROFILE.md); this one takes about 1 µs. viem's stays the
- * keccak-256 everywhere else.
+ * keccak-256 compiled to WebAssembly by hash-wasm, where the services hash most: the attestor's
+ * commitments (`POST /v1/commitment` and public handles: the user id hash and the handle
+ * commitment, docs/protocol.md §2) and the sender's transactions (the digest it signs and the
+ * hash it stores, each over the whole serialized transaction). The JavaScript keccak-256 takes
+ * 12 to 15 µs for a commitment's input and about 95 µs for a kilobyte of calldata; this one about
+ * 1 µs and 5 µs (bench/PROFILE.md). viem's stays the keccak-256 everywhere else.
  *
- * Made at start-up by each handler group that computes commitments, and checked against viem's on
- * inputs either side of keccak-256's 136-byte block before it is used: a hasher that disagrees
- * stops the start-up instead of answering.
+ * Made at start-up by each part that uses it, and checked against viem's on inputs either side of
+ * keccak-256's 136-byte block before it is used: a hasher that disagrees stops the start-up
+ * instead of answering.
  */
 import { Effect } from "effect"
 import { createKeccak } from "hash-wasm"
