@@ -4,11 +4,11 @@
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Redacted } from "effect"
+import { wasmKeccak256 } from "../../chain/keccak.js"
 import { AttestorSettings } from "../../config/attestor.js"
 import { AttestorApi } from "../api/index.js"
 import { commitmentKeys, commitRequest } from "../commitment.js"
 import { HandleLookups } from "../handles/HandleLookups.js"
-import { wasmKeccak256 } from "../../chain/keccak.js"
 import { answerWithPayment } from "./payment.js"
 
 export const AttestorCommitmentsLive = HttpApiBuilder.group(AttestorApi, "commitments", (handlers) =>
