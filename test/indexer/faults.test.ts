@@ -58,7 +58,7 @@ for (const [i, kind] of databaseKinds().entries()) {
     })
 
     it("converges while backfilling", { timeout: 120_000 }, async () => {
-      const served = await coversHead(ctx, relayer, 90_000)
+      const served = await coversHead(ctx, relayer, 90_000, { faultyRpc: true })
       expect(proxy.stats.tooLarge).toBeGreaterThan(0)
       expect(proxy.stats.failed).toBeGreaterThan(0)
       await expectConsistent(ctx, relayer, served)
@@ -66,7 +66,7 @@ for (const [i, kind] of databaseKinds().entries()) {
 
     it("converges while following the head", { timeout: 120_000 }, async () => {
       await branchActivity(ctx, 5 + i, 6)
-      const served = await coversHead(ctx, relayer, 90_000)
+      const served = await coversHead(ctx, relayer, 90_000, { faultyRpc: true })
       await expectConsistent(ctx, relayer, served)
     })
   })

@@ -230,14 +230,37 @@ export const rebuild = (ctx: Ctx, confirmationDepth = 64) =>
   }).pipe(Effect.provide(eventStoreLayer))
 
 /** Waits until the relayer's projection covers exactly the chain's current head (number and hash). */
-export async function coversHead(ctx: Ctx, relayer: RunningRelayer, timeoutMs = 30_000) {
+export async function coversHead(
+  ctx: Ctx,
+  relayer: RunningRelayer,
+  timeoutMs = 30_000,
+  options: {
+    /**
+     * Behind an RPC that fails calls on purpose: an index whose last step failed serves only once
+     * the chain answers a head probe (src/indexer/freshness.ts), and that probe can fail as well,
+     * so a 503 `unavailable` is asked again until the next step or probe succeeds.
+     */
+    readonly faultyRpc?: boolean
+  } = {}
+) {
   await eventually(
     "the projection to cover the head",
     async () => ({ head: await latestBlock(ctx), covered: await relayer.coverage() }),
     ({ head, covered }) => covered?.block === Number(head.number) && covered.hash === head.hash,
     timeoutMs
   )
-  return getAccounts(relayer.url)
+  if (options.faultyRpc !== true) return getAccounts(relayer.url)
+  const answered = await eventually(
+    "/v1/accounts to answer",
+    async () => {
+      const res = await fetch(`${relayer.url}/v1/accounts`)
+      return { status: res.status, body: await res.json() }
+    },
+    ({ status }) => status !== 503,
+    timeoutMs
+  )
+  expect(answered.status).toBe(200)
+  return Effect.runPromise(decodeAccounts(answered.body))
 }
 
 /** (block hash, log index) of every canonical vault event the store holds up to `toBlock`. */
