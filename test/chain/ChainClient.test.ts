@@ -272,15 +272,19 @@ describe("ChainClient against anvil", () => {
           functionName: "expectValue",
           args: [current]
         })
-        // A transaction that changes the value waits in the pool, unmined.
-        yield* anvilRpc("evm_setAutomine", [false])
-        const waiting = yield* signTx(chain, account(2), {
-          to: reverter,
-          data: encodeFunctionData({ abi: reverterAbi, functionName: "poke", args: [current + 1n] })
-        }).pipe(Effect.flatMap(chain.sendRawTransaction))
-        const estimate = yield* chain
-          .estimateGas({ from: account(1).address, to: reverter, data: expectCurrent })
-          .pipe(Effect.either, Effect.ensuring(anvilRpc("evm_setAutomine", [true])))
+        // A transaction that changes the value waits in the pool, unmined, while the estimate runs;
+        // mining is back on afterwards whatever happens, for the tests after this one.
+        const { waiting, estimate } = yield* Effect.gen(function* () {
+          yield* anvilRpc("evm_setAutomine", [false])
+          const waiting = yield* signTx(chain, account(2), {
+            to: reverter,
+            data: encodeFunctionData({ abi: reverterAbi, functionName: "poke", args: [current + 1n] })
+          }).pipe(Effect.flatMap(chain.sendRawTransaction))
+          const estimate = yield* Effect.either(
+            chain.estimateGas({ from: account(1).address, to: reverter, data: expectCurrent })
+          )
+          return { waiting, estimate }
+        }).pipe(Effect.ensuring(anvilRpc("evm_setAutomine", [true])))
         yield* anvilRpc("evm_mine", [])
         yield* waitForReceipt(chain, waiting)
 
