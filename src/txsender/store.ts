@@ -356,13 +356,7 @@ export const makeTxStore = (guard: StatementGuard) =>
     }
     return {
       nextNonce: (sender: Sender) => guard(ops.nextNonce(sender)),
-      insert: (
-        sender: Sender,
-        purpose: TxPurpose,
-        payload: Payload,
-        attempt: SignedAttempt,
-        storedWith?: Statement.Fragment
-      ) => guard(ops.insert(sender, purpose, payload, attempt, storedWith)),
+      insert: (...args: Parameters<typeof ops.insert>) => guard(ops.insert(...args)),
       addAttempt: (txId: string, attempt: SignedAttempt) => guard(ops.addAttempt(txId, attempt)),
       markMined: (settled: ReadonlyArray<MinedRecord>) => guard(ops.markMined(settled)),
       markDropped: (txId: string, reason: string) => guard(ops.markDropped(txId, reason)),

@@ -14,6 +14,7 @@ import {
   RpcRejected
 } from "../../src/chain/ChainClient.js"
 import { prometheusText } from "../../src/http/metrics.js"
+import { mine, setAutomine } from "../relayer/txsender-support.js"
 import { compileReverter, reverterAbi } from "./reverter.js"
 import { closedPort, type RpcProxy, startRpcProxy } from "./rpcProxy.js"
 
@@ -254,14 +255,6 @@ describe("ChainClient against anvil", () => {
   it.live("estimates at the latest block, not after the transactions waiting in the pool", () =>
     withChain({ rpcUrl: anvil.rpcUrl, errorAbi: reverterAbi }, (chain) =>
       Effect.gen(function* () {
-        const anvilRpc = (method: string, params: ReadonlyArray<unknown>) =>
-          Effect.promise(() =>
-            fetch(anvil.rpcUrl, {
-              method: "POST",
-              headers: { "content-type": "application/json" },
-              body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params })
-            })
-          )
         const current = yield* chain.readContract({
           address: reverter,
           abi: reverterAbi,
@@ -275,7 +268,7 @@ describe("ChainClient against anvil", () => {
         // A transaction that changes the value waits in the pool, unmined, while the estimate runs;
         // mining is back on afterwards whatever happens, for the tests after this one.
         const { waiting, estimate } = yield* Effect.gen(function* () {
-          yield* anvilRpc("evm_setAutomine", [false])
+          yield* setAutomine(anvil.rpcUrl, false)
           const waiting = yield* signTx(chain, account(2), {
             to: reverter,
             data: encodeFunctionData({ abi: reverterAbi, functionName: "poke", args: [current + 1n] })
@@ -284,8 +277,8 @@ describe("ChainClient against anvil", () => {
             chain.estimateGas({ from: account(1).address, to: reverter, data: expectCurrent })
           )
           return { waiting, estimate }
-        }).pipe(Effect.ensuring(anvilRpc("evm_setAutomine", [true])))
-        yield* anvilRpc("evm_mine", [])
+        }).pipe(Effect.ensuring(setAutomine(anvil.rpcUrl, true)))
+        yield* mine(anvil.rpcUrl)
         yield* waitForReceipt(chain, waiting)
 
         // On the pending block (anvil's default) it would revert: the value would have moved on.

@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { freeLoopbackPort } from "../../layers/devnet.js"
 
+/** The kernel's floor, read here on its own rather than through the module under test. */
 const ephemeralFloor = (): number => {
   try {
     return Number.parseInt(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8"), 10)
