@@ -5,10 +5,12 @@
  * Also the start-up refusal of HANDLE_LOOKUP_MODE values this version cannot serve.
  */
 import { createHmac } from "node:crypto"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import {
   ConfigProvider,
   Effect,
   Either,
+  FastCheck as fc,
   Layer,
   Logger,
   LogLevel,
@@ -16,13 +18,19 @@ import {
   Option,
   Schema
 } from "effect"
-import { encodeAbiParameters, type Hex, keccak256, stringToHex } from "viem"
+import { encodeAbiParameters, type Hex, keccak256, stringToHex, toHex } from "viem"
 import { privateKeyToAccount, publicKeyToAddress } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { attestorServer } from "../../layers/attestor.js"
 import { CommitmentResponse } from "../../schema/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
-import { COMMUNITY_HANDLE_REFUSAL, freshNonce } from "../../src/attestor/commitment.js"
+import {
+  COMMUNITY_HANDLE_REFUSAL,
+  commitmentFor,
+  commitmentKeys,
+  freshNonce
+} from "../../src/attestor/commitment.js"
+import { renderedCommitment } from "../../src/attestor/handlers/commitments.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
@@ -202,6 +210,47 @@ describe("POST /v1/commitment with a numeric userId", () => {
     const before = await outcomes("ok")
     expect((await post({ platform: "community", userId: "7" })).status).toBe(200)
     expect(await outcomes("ok")).toBe(before + 1)
+  })
+})
+
+describe("the commitment's answer, rendered without encoding it again", () => {
+  const keys = commitmentKeys(SIGNING_KEY, Buffer.from(PEPPER.slice(2), "hex"))
+  const encodedJson = (answer: CommitmentResponse) =>
+    JSON.stringify(Schema.encodeSync(CommitmentResponse)(answer))
+  const bodyText = (response: unknown) => {
+    if (!HttpServerResponse.isServerResponse(response)) throw new Error("not a rendered response")
+    if (response.body._tag !== "Uint8Array") throw new Error(`a ${response.body._tag} body`)
+    return new TextDecoder().decode(response.body.body)
+  }
+
+  it("is the schema's encoding byte for byte, for any platform, user id and nonce", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...(Object.keys(PLATFORM_IDS) as Array<keyof typeof PLATFORM_IDS>)),
+        fc.stringMatching(/^[1-9][0-9]{0,31}$/),
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        (platform, userId, nonce) => {
+          const answer = commitmentFor(keys, platform, userId, toHex(nonce))
+          const response = renderedCommitment(answer)
+          expect(bodyText(response)).toBe(encodedJson(answer))
+          expect((response as HttpServerResponse.HttpServerResponse).status).toBe(200)
+        }
+      )
+    )
+  })
+
+  it("leaves a user id that is not canonical to the schema's encoding, which refuses it", () => {
+    const answer = commitmentFor(keys, "messenger", "0123", toHex(new Uint8Array(32)))
+    expect(renderedCommitment(answer)).toBe(answer)
+    expect(() => Schema.encodeSync(CommitmentResponse)(answer)).toThrow()
+  })
+
+  it("goes out as application/json, the bytes the schema's encoding of its own decoding gives", async () => {
+    const res = await post({ platform: "codehost", userId: "583231" })
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toBe("application/json")
+    const text = await res.text()
+    expect(encodedJson(Schema.decodeUnknownSync(CommitmentResponse)(JSON.parse(text)))).toBe(text)
   })
 })
 
