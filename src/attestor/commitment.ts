@@ -199,7 +199,9 @@ export const commitmentKeys = (
 /**
  * A 32-byte hash or nonce this module computed: `keccak256`, the salt's HMAC-SHA256 and
  * `bytesToHex` of 32 bytes all give lowercase `0x` + 64 hex digits, the form `Bytes32` brands.
- * Not decoded per response: the endpoint encodes the response, which checks every field again.
+ * Not decoded per response: `POST /v1/commitment` writes its answer without encoding it again
+ * (src/attestor/handlers/commitments.ts), on the strength of this form; `/v1/public-handle`
+ * encodes its own, which checks every field.
  */
 const computed = (hash: Hex) => hash as CommitmentResponse["nonce"]
 
