@@ -21,7 +21,12 @@ import { VaultDevnet } from "./support/relayerDevnet.js"
 let net: VaultDevnet
 /** The devnet's attestor, with every OAuth app at the stand-ins. */
 let attestor: AttestorClient
-/** One with 1-second states, a 500 ms provider timeout, no legacy GET start and no community app. */
+const STRICT_STATE_TTL_SECONDS = 5
+/**
+ * One with 5-second states, a 500 ms provider timeout, no legacy GET start and no community app.
+ * The states outlive a login's own steps on a loaded machine (the slow provider's test needs its
+ * state valid until the callback); the expired state's test waits them out.
+ */
 let strict: AttestorClient
 
 const common = { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_MINUTE: "1000", INDEXER_POLL_INTERVAL_MS: "200" }
@@ -33,7 +38,7 @@ beforeAll(async () => {
     net,
     {
       ...common,
-      OAUTH_STATE_TTL_SECONDS: "1",
+      OAUTH_STATE_TTL_SECONDS: String(STRICT_STATE_TTL_SECONDS),
       OAUTH_PROVIDER_TIMEOUT_MS: "500",
       OAUTH_GET_START: "false",
       DATA_DIR: `${net.chain.dir}/data/attestor-strict`
@@ -243,7 +248,7 @@ describe("OAuth refusals: each its status and code, and no session", () => {
   it("an expired state is 400 bad_request", { timeout: 20_000 }, async () => {
     const { url } = await start(strict, "microblog", newOwner())
     const location = await authorize(url)
-    await new Promise((resolve) => setTimeout(resolve, 2_100))
+    await new Promise((resolve) => setTimeout(resolve, STRICT_STATE_TTL_SECONDS * 1_000 + 1_100))
     await expectRefusal(await callback(location), 400, "bad_request")
   })
 
