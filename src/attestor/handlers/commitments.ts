@@ -17,7 +17,7 @@ const isUserId = Schema.is(UserId)
 
 /**
  * The answer as HttpApiBuilder writes it from `CommitmentResponse`'s encoding, without encoding it
- * again (about 20 µs of the route's CPU, bench/PROFILE.md). Every field but `userId` is the
+ * again (a quarter of the route's CPU under load, bench/PROFILE.md). Every field but `userId` is the
  * attestor's own: the hashes and the nonce lowercase 32-byte hex (`commitmentFor`), the key fields
  * decoded at start (`commitmentKeys`), `kind` 2, `platform` from the decoded request with its own
  * `platformId`. `userId`, from the request or a lookup, is checked here against `UserId`. The
