@@ -85,6 +85,9 @@ export const UserId = Schema.String.pipe(
   Schema.annotations({ identifier: "UserId", description: "numeric platform user id, decimal string" })
 )
 
+/** Whether a value is a `UserId`: the one test of a canonical user id, wherever one arrives. */
+export const isUserId = Schema.is(UserId)
+
 /** A platform handle as typed by a creator; per-platform syntax is checked by the service. */
 export const Handle = Schema.String.pipe(
   Schema.minLength(1),

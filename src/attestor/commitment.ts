@@ -23,6 +23,7 @@ import {
   type CommitmentRequest,
   type CommitmentResponse,
   CommitmentResponseFields,
+  isUserId,
   type LookupPlatform,
   type Platform,
   platformIdOf
@@ -55,7 +56,6 @@ export type HandleRequest =
   /** A well-formed handle of a lookup platform: needs a (paid) lookup. */
   | { readonly _tag: "Lookup"; readonly platform: LookupPlatform; readonly handle: string }
 
-const CANONICAL_ID = /^[1-9][0-9]{0,31}$/
 const DIGITS = /^[0-9]+$/
 
 /** Registered handle syntax of the lookup platforms, after an optional leading `@`. */
@@ -82,7 +82,7 @@ export const LOOKUP_UNSUPPORTED =
   "handle lookups are not available on this attestor: send the account's numeric userId"
 
 const numericId = (handle: string): Either.Either<HandleRequest, BadRequest> =>
-  CANONICAL_ID.test(handle)
+  isUserId(handle)
     ? Either.right({ _tag: "UserId", userId: handle })
     : Either.left(
         new BadRequest({ message: "handle: a numeric id must be 1 to 32 digits without leading zeros" })

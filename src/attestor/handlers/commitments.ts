@@ -4,16 +4,14 @@
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Redacted, Schema } from "effect"
-import { type CommitmentResponse, UserId } from "../../../schema/attestor.js"
+import { Effect, Redacted } from "effect"
+import { type CommitmentResponse, isUserId } from "../../../schema/attestor.js"
 import { wasmKeccak256 } from "../../chain/keccak.js"
 import { AttestorSettings } from "../../config/attestor.js"
 import { AttestorApi } from "../api/index.js"
 import { commitmentKeys, commitRequest } from "../commitment.js"
 import { HandleLookups } from "../handles/HandleLookups.js"
 import { answerWithPayment } from "./payment.js"
-
-const isUserId = Schema.is(UserId)
 
 /**
  * The answer as HttpApiBuilder writes it from `CommitmentResponse`'s encoding, without encoding it

@@ -14,7 +14,7 @@
  * string (Discord's exceed 2^53, so ids stay strings).
  */
 import type { Redacted } from "effect"
-import type { OAuthCallbackPlatform } from "../../../schema/attestor.js"
+import { isUserId, type OAuthCallbackPlatform } from "../../../schema/attestor.js"
 
 export interface ProviderEndpoints {
   /** Where the browser is sent to consent. */
@@ -126,14 +126,12 @@ export const oauthProviders: Readonly<Record<OAuthCallbackPlatform, OAuthProvide
 /** Longest provider answer read; a real one is a few hundred bytes. */
 export const MAX_PROVIDER_BODY_BYTES = 64 * 1024
 
-const CANONICAL_ID = /^[1-9][0-9]{0,31}$/
-
 /**
  * The user id of a user answer as a canonical decimal string, or none: a JSON number is taken only
  * while it is a safe integer (beyond that it has already lost digits).
  */
 export const canonicalUserId = (value: unknown): string | undefined => {
-  if (typeof value === "string") return CANONICAL_ID.test(value) ? value : undefined
+  if (typeof value === "string") return isUserId(value) ? value : undefined
   if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return String(value)
   return undefined
 }
