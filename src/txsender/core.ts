@@ -234,7 +234,7 @@ export const makeSenderCore = (options: {
             continue
           }
           const attempt = yield* sign(s, noop, step.nonce, initialFees(estimate, cap), "original")
-          yield* store.insert(s, "filler", noop, attempt)
+          yield* store.insert(s, [{ purpose: "filler", payload: noop, attempt }])
           yield* broadcast(attempt.raw)
           yield* metrics.recordGapFill
           yield* Effect.logWarning("tx sender: filled a nonce gap with a no-op")

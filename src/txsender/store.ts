@@ -24,7 +24,8 @@ export type TxPurpose = "request" | "filler"
 /**
  * How an attempt came about: the first signature, a re-signature at submission with higher fees
  * (`reprice`), a fee bump of a stuck one, a no-op at the same nonce replacing one that would now
- * revert, or a re-signature at a new nonce after an outsider used the old one.
+ * revert, or a re-signature at a new nonce (`renonce`): an outsider used the old one, or, before
+ * it was ever broadcast, a refusal below it in its batch freed a lower one (src/txsender/submit.ts).
  */
 export type AttemptKind = "original" | "reprice" | "bump" | "cancel" | "renonce"
 
@@ -45,6 +46,15 @@ export interface SignedAttempt {
   readonly maxFeePerGas: bigint
   readonly maxPriorityFeePerGas: bigint
   readonly raw: Hex
+}
+
+/** A transaction about to be stored with its first signature (`insert`). */
+export interface NewTransaction {
+  readonly purpose: TxPurpose
+  readonly payload: Payload
+  readonly attempt: SignedAttempt
+  /** The requester's own write, part of the statement (`TxRequest.storedWith`). */
+  readonly storedWith?: Statement.Fragment | undefined
 }
 
 export interface StoredAttempt extends SignedAttempt {
@@ -215,38 +225,66 @@ export const makeTxStore = (guard: StatementGuard) =>
         ),
 
       /**
-       * Stores a new transaction with its first signature; returns its id. One statement, so one
-       * round trip and atomic on its own: a submission stores one per request, and on the embedded
-       * database every round trip waits for the others. `storedWith`, the requester's own write
-       * (`TxRequest.storedWith`), is a part of that statement.
+       * Stores new transactions, each with its first signature, at the nonces they were signed at
+       * (distinct); returns their ids in the order given. One statement, so one round trip for a
+       * whole batch of requests (src/txsender/submit.ts) and all of it or nothing; each
+       * `storedWith` is a part of it.
        */
-      insert: (
-        sender: Sender,
-        purpose: TxPurpose,
-        payload: Payload,
-        attempt: SignedAttempt,
-        storedWith?: Statement.Fragment
-      ) =>
-        sql<{ readonly id: string }>`
-          WITH tx AS (
+      insert: (sender: Sender, entries: ReadonlyArray<NewTransaction>) => {
+        const rows = JSON.stringify(
+          entries.map(({ purpose, payload, attempt }, i) => ({
+            i,
+            nonce: attempt.nonce.toString(),
+            purpose,
+            to_address: payload.to.toLowerCase(),
+            data: payload.data,
+            value: payload.value.toString(),
+            gas: payload.gas.toString(),
+            hash: attempt.hash,
+            kind: attempt.kind,
+            max_fee_per_gas: attempt.maxFeePerGas.toString(),
+            max_priority_fee_per_gas: attempt.maxPriorityFeePerGas.toString(),
+            raw: attempt.raw
+          }))
+        )
+        const links = entries.reduce(
+          (fragment, entry, i) =>
+            entry.storedWith === undefined
+              ? fragment
+              : sql`${fragment}, ${sql.literal(`stored_with_${i}`)} AS (${entry.storedWith})`,
+          sql.literal("")
+        )
+        return sql<{ readonly i: number; readonly id: string }>`
+          WITH input AS (
+            SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS r(i integer, nonce bigint,
+              purpose text, to_address text, data text, value numeric, gas numeric, hash text, kind text,
+              max_fee_per_gas numeric, max_priority_fee_per_gas numeric, raw text)
+          ), tx AS (
             INSERT INTO relayer_txs (chain_id, sender, nonce, purpose, to_address, data, value, gas, state)
-            VALUES (${sender.chainId}, ${sender.address}, ${attempt.nonce.toString()}, ${purpose},
-              ${payload.to.toLowerCase()}, ${payload.data}, ${payload.value.toString()},
-              ${payload.gas.toString()}, 'pending')
-            RETURNING id
+            SELECT ${sender.chainId}, ${sender.address}, nonce, purpose, to_address, data, value, gas, 'pending'
+            FROM input ORDER BY i
+            RETURNING id, nonce
           ), first_attempt AS (
             INSERT INTO relayer_tx_attempts
               (hash, tx_id, nonce, kind, max_fee_per_gas, max_priority_fee_per_gas, raw)
-            SELECT ${attempt.hash}, tx.id, ${attempt.nonce.toString()}, ${attempt.kind},
-              ${attempt.maxFeePerGas.toString()}, ${attempt.maxPriorityFeePerGas.toString()}, ${attempt.raw}
-            FROM tx
-          )${storedWith === undefined ? sql.literal("") : sql`, stored_with AS (${storedWith})`}
-          SELECT id FROM tx`.pipe(
-          Effect.map((rows) => String(rows[0]?.id)),
+            SELECT input.hash, tx.id, input.nonce, input.kind, input.max_fee_per_gas,
+              input.max_priority_fee_per_gas, input.raw
+            FROM input JOIN tx ON tx.nonce = input.nonce ORDER BY input.i
+          )${links}
+          SELECT input.i, tx.id FROM input JOIN tx ON tx.nonce = input.nonce ORDER BY input.i`.pipe(
+          Effect.flatMap((rows) =>
+            rows.length === entries.length
+              ? Effect.succeed(rows.map((row) => String(row.id)))
+              : Effect.dieMessage("the store answered for another number of transactions")
+          ),
           Effect.mapError(failed("insert"))
-        ),
+        )
+      },
 
-      /** Stores another signature of a transaction; a new nonce moves the transaction with it. */
+      /**
+       * Stores another signature of a transaction; a new nonce moves the transaction with it (an
+       * outsider used the old one, or a refusal below it in its batch freed a lower one).
+       */
       addAttempt: (txId: string, attempt: SignedAttempt) =>
         Effect.gen(function* () {
           yield* sql`
@@ -356,7 +394,7 @@ export const makeTxStore = (guard: StatementGuard) =>
     }
     return {
       nextNonce: (sender: Sender) => guard(ops.nextNonce(sender)),
-      insert: (...args: Parameters<typeof ops.insert>) => guard(ops.insert(...args)),
+      insert: (sender: Sender, entries: ReadonlyArray<NewTransaction>) => guard(ops.insert(sender, entries)),
       addAttempt: (txId: string, attempt: SignedAttempt) => guard(ops.addAttempt(txId, attempt)),
       markMined: (settled: ReadonlyArray<MinedRecord>) => guard(ops.markMined(settled)),
       markDropped: (txId: string, reason: string) => guard(ops.markDropped(txId, reason)),

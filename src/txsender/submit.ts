@@ -1,8 +1,14 @@
 /**
- * Submission: requests taken together under one hold of the key's lock get the next nonces in
- * turn, each signed, stored and only then broadcast. A refusal of its nonce, fee or a gap below it
- * is worked out here (`nextSubmitStep`); once stored, a request is the monitor's to finish and its
- * caller gets the hash. Nothing stored means a refusal: `TxSubmitError`, nothing sent.
+ * Submission: the requests taken together under one hold of the key's lock are signed at
+ * consecutive nonces, stored in one statement and then broadcast in turn. A refusal of a nonce,
+ * fee or a gap below it is worked out here (`nextSubmitStep`); once stored, a request is the
+ * monitor's to finish and its caller gets the hash. Nothing stored, or a request the node refuses
+ * outright (it is dropped), means a refusal: `TxSubmitError`, nothing of it sent.
+ *
+ * The batch's nonces stay contiguous whatever the node answers in the middle of it: a request
+ * refused outright frees its nonce, so each request stored above it, not broadcast yet, is
+ * re-signed one nonce lower first; a request whose nonce another sender used (with any stored
+ * above it whose nonces that sender used too) goes to the end of the batch and is re-signed there.
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Deferred, Effect, Option } from "effect"
@@ -27,50 +33,62 @@ export interface Job {
 const complete = (job: Job, hash: Hex) => Deferred.succeed(job.done, hash)
 export const refuse = (job: Job, error: TxSubmitError) => Deferred.fail(job.done, error)
 
+/** A request of the batch, stored. */
+interface Stored {
+  readonly job: Job
+  readonly payload: Payload
+  readonly txId: string
+  /** Its latest stored signature. */
+  attempt: SignedAttempt
+  /** Broadcasts so far; `nextSubmitStep` bounds them. */
+  rounds: number
+  /** Another sender used its nonce: it was sent to the end of the batch. */
+  requeued: boolean
+}
+
+/** After a request's turn: the lowest nonce still free for the batch, and whether it comes again. */
+interface Turn {
+  readonly next: bigint
+  readonly again: boolean
+}
+
 /** Sends a batch of queued requests, holding the key; every job is completed or refused. */
 export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
   const { chain, store, address, cap, metrics } = core
 
   /**
-   * Sends one request at `nonce` (or later); returns the lowest nonce still free after it. Fails
-   * only when nothing was stored, leaving `nonce` free.
+   * The turn of a stored request, at `next`. Never fails: whatever happens once a request is
+   * stored, its caller gets its hash or, when the node refused it and it was dropped, a refusal.
    */
-  const submitOne = (
-    s: Sender,
-    job: Job,
-    nonce: bigint,
-    estimate: Fees
-  ): Effect.Effect<bigint, TxStoreError> => {
-    // The latest attempt known to be stored: once there is one, the request is the monitor's
-    // to finish whatever happens here, and the caller gets its hash.
-    let stored: SignedAttempt | undefined
-    return Effect.gen(function* () {
-      const payload: Payload = {
-        to: job.request.to,
-        data: job.request.data,
-        value: job.request.value ?? 0n,
-        gas: job.request.gas
+  const turn = (s: Sender, entry: Stored, next: bigint, estimate: Fees): Effect.Effect<Turn> =>
+    Effect.gen(function* () {
+      // Its nonce was used by the sender that took the one below: it goes to the end too.
+      if (entry.attempt.nonce < next && !entry.requeued) {
+        entry.requeued = true
+        return { next, again: true }
       }
-      let attempt = yield* core.sign(s, payload, nonce, initialFees(estimate, cap), "original")
-      const txId = yield* store.insert(s, "request", payload, attempt, job.request.storedWith?.(attempt.hash))
-      stored = attempt
-      for (let round = 1; ; round++) {
+      if (entry.attempt.nonce !== next) {
+        // Not broadcast at its own nonce: a refusal below freed a lower one, or it was requeued.
+        const moved = yield* core.sign(s, entry.payload, next, feesOf(entry.attempt), "renonce")
+        yield* store.addAttempt(entry.txId, moved)
+        entry.attempt = moved
+        if (entry.requeued) yield* metrics.recordRenonce
+      }
+      for (;;) {
+        const attempt = entry.attempt
         const result = yield* core.broadcast(attempt.raw)
-        switch (nextSubmitStep(result, round)) {
+        switch (nextSubmitStep(result, ++entry.rounds)) {
           case "done":
             // Accepted, or possibly lost on the way: either way it is stored and the monitor
             // re-broadcasts it for as long as no node holds it.
-            yield* complete(job, attempt.hash)
-            return attempt.nonce + 1n
+            yield* complete(entry.job, attempt.hash)
+            return { next: attempt.nonce + 1n, again: false }
           case "renonce": {
-            // Another sender used this nonce: sign again above everything the node knows.
+            // Another sender used this nonce: the request comes again after the rest of the
+            // batch, above everything the node knows.
             const chainNext = BigInt(yield* chain.getTransactionCount(address, "pending"))
-            const next = maxBig(attempt.nonce + 1n, chainNext)
-            attempt = yield* core.sign(s, payload, next, feesOf(attempt), "renonce")
-            yield* store.addAttempt(txId, attempt)
-            stored = attempt
-            yield* metrics.recordRenonce
-            break
+            entry.requeued = true
+            return { next: maxBig(attempt.nonce + 1n, chainNext), again: true }
           }
           case "heal_gap": {
             // A lower nonce is missing from the node: restore it, then offer this one again.
@@ -83,42 +101,41 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
             const fees = replacementFees(feesOf(attempt), fresh, cap)
             if (Option.isNone(fees)) {
               // Over the cap: it waits stored, re-broadcast by the monitor as fees allow.
-              yield* complete(job, attempt.hash)
-              return attempt.nonce + 1n
+              yield* complete(entry.job, attempt.hash)
+              return { next: attempt.nonce + 1n, again: false }
             }
-            attempt = yield* core.sign(s, payload, attempt.nonce, fees.value, "reprice")
-            yield* store.addAttempt(txId, attempt)
-            stored = attempt
+            const repriced = yield* core.sign(s, entry.payload, attempt.nonce, fees.value, "reprice")
+            yield* store.addAttempt(entry.txId, repriced)
+            entry.attempt = repriced
             break
           }
           case "drop": {
             // No node holds any attempt of it, so its nonce is free for the next request.
             const underfunded = result._tag === "Refused" && result.kind === "insufficient_funds"
-            yield* store.markDropped(txId, underfunded ? "insufficient_funds" : "rejected")
-            stored = undefined
+            // Dropped and refused together: a stop in between must not answer with its hash.
+            yield* store.markDropped(entry.txId, underfunded ? "insufficient_funds" : "rejected").pipe(
+              Effect.tap(() => refuse(entry.job, underfunded ? new HotKeyUnderfunded() : new TxRejected())),
+              Effect.uninterruptible
+            )
             yield* metrics.recordSettled("dropped")
             yield* Effect.logWarning("tx sender: the node refused a transaction; nothing was sent").pipe(
               Effect.annotateLogs({ class: sendOutcome(result) })
             )
-            yield* refuse(job, underfunded ? new HotKeyUnderfunded() : new TxRejected())
-            return attempt.nonce
+            return { next: attempt.nonce, again: false }
           }
         }
       }
     }).pipe(
-      Effect.catchAll((error): Effect.Effect<bigint, TxStoreError> => {
-        const kept = stored
-        if (kept === undefined) {
-          return error._tag === "TxStoreError"
-            ? Effect.fail(error)
-            : Effect.as(refuse(job, new SendUnavailable({ reason: "chain" })), nonce)
-        }
-        // A read or write failed after the request was stored: it stays pending (a failed drop
-        // included, which then goes out once the key is funded) and the monitor carries it on.
-        return Effect.as(complete(job, kept.hash), kept.nonce + 1n)
-      })
+      // A read or write failed: the request stays pending at its latest stored signature (a
+      // failed drop included, which then goes out once the key is funded), the monitor carries
+      // it on, and no later request of the batch may take that nonce.
+      Effect.catchAll((_: ChainRequestError | TxStoreError) =>
+        Effect.as(complete(entry.job, entry.attempt.hash), {
+          next: maxBig(next, entry.attempt.nonce + 1n),
+          again: false
+        })
+      )
     )
-  }
 
   return (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
     Effect.gen(function* () {
@@ -138,20 +155,51 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
             { concurrency: "unbounded" }
           )
           // Above everything this relayer stored and everything the node knows of this key.
-          let next = maxBig(stored, BigInt(chainNext))
-          for (const job of jobs) {
-            next = yield* submitOne(s, job, next, estimate).pipe(
-              Effect.catchAll((error) =>
-                Effect.as(
-                  refuse(
-                    job,
-                    new SendUnavailable({ reason: error._tag === "TxStoreError" ? "store" : "chain" })
-                  ),
-                  next
-                )
-              )
+          const first = maxBig(stored, BigInt(chainNext))
+          const fees = initialFees(estimate, cap)
+          const signed = yield* Effect.forEach(jobs, (job, i) => {
+            const payload: Payload = {
+              to: job.request.to,
+              data: job.request.data,
+              value: job.request.value ?? 0n,
+              gas: job.request.gas
+            }
+            return Effect.map(core.sign(s, payload, first + BigInt(i), fees, "original"), (attempt) => ({
+              job,
+              payload,
+              attempt
+            }))
+          })
+          const ids = yield* store.insert(
+            s,
+            signed.map(({ job, payload, attempt }) => ({
+              purpose: "request" as const,
+              payload,
+              attempt,
+              storedWith: job.request.storedWith?.(attempt.hash)
+            }))
+          )
+          const batch: Array<Stored> = signed.map((entry, i) => ({
+            ...entry,
+            txId: ids[i] as string,
+            rounds: 0,
+            requeued: false
+          }))
+          let next = first
+          yield* Effect.gen(function* () {
+            for (let i = 0; i < batch.length; i++) {
+              const entry = batch[i] as Stored
+              const { next: after, again } = yield* turn(s, entry, next, estimate)
+              next = after
+              if (again) batch.push(entry)
+            }
+          }).pipe(
+            // Stopping: whatever is still unanswered is stored, and the monitor sends it after a
+            // restart; its caller gets the hash rather than a refusal.
+            Effect.onInterrupt(() =>
+              Effect.forEach(batch, (entry) => complete(entry.job, entry.attempt.hash), { discard: true })
             )
-          }
+          )
         })
       )
     }).pipe(

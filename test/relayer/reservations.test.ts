@@ -40,22 +40,23 @@ const storedTx = (storedWith?: TxRequest["storedWith"], atNonce?: bigint) =>
     const txNonce = atNonce ?? BigInt(1_000_000 + txCount)
     const raw = toHex(`tx-${txCount}-${randomBytes(4).toString("hex")}`)
     const hash = keccak256(raw)
-    const id = yield* store.insert(
-      SENDER,
-      "request",
-      { to: VAULT, data: "0x", value: 0n, gas: 21_000n },
-      // A nonce of its own: the store allows one live transaction per nonce.
+    const [id] = yield* store.insert(SENDER, [
       {
-        hash,
-        nonce: txNonce,
-        kind: "original",
-        maxFeePerGas: 2n,
-        maxPriorityFeePerGas: 1n,
-        raw
-      },
-      storedWith?.(hash)
-    )
-    return { id, hash, nonce: txNonce, store }
+        purpose: "request",
+        payload: { to: VAULT, data: "0x", value: 0n, gas: 21_000n },
+        // A nonce of its own: the store allows one live transaction per nonce.
+        attempt: {
+          hash,
+          nonce: txNonce,
+          kind: "original",
+          maxFeePerGas: 2n,
+          maxPriorityFeePerGas: 1n,
+          raw
+        },
+        storedWith: storedWith?.(hash)
+      }
+    ])
+    return { id: id as string, hash, nonce: txNonce, store }
   })
 
 const refusal = <A, E>(effect: Effect.Effect<A, E>) =>

@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, ManagedRuntime, Option, type Scope } from "effect"
+import { Context, Deferred, Effect, Either, Fiber, Layer, ManagedRuntime, Option, type Scope } from "effect"
 import { type Address, type Hex, keccak256, parseGwei, parseTransaction, toHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { type AnvilInstance, spawnAnvil } from "../../src/chain/anvil.js"
@@ -20,7 +20,10 @@ import {
 } from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { migrate } from "../../src/store/migrations.js"
+import type { TxRequest } from "../../src/txsender/api.js"
+import { makeSenderCore } from "../../src/txsender/core.js"
 import { bumped } from "../../src/txsender/fees.js"
+import { type Job, makeSubmitBatch } from "../../src/txsender/submit.js"
 import {
   HotKeyUnderfunded,
   SendUnavailable,
@@ -28,6 +31,7 @@ import {
   TxSender,
   type TxSenderOptions,
   type TxSenderShape,
+  type TxSubmitError,
   txSenderLayerWith
 } from "../../src/txsender/TxSender.js"
 import { testDatabases } from "../support/database.js"
@@ -144,6 +148,96 @@ const scriptedChain = (answer: (nth: number) => "accept" | "outage" | RpcRejecti
     }
   }
 }
+
+/**
+ * A node for the batch tests: it holds one transaction per nonce, `outsider`'s nonces already
+ * held by another sender's, and its pending nonce is the lowest one nobody holds. A broadcast at
+ * a held nonce is "nonce too low"; `refusal` may refuse one outright by its order.
+ */
+const noncePoolChain = (
+  outsider: ReadonlyArray<number>,
+  refusal: (nth: number) => RpcRejectionKind | undefined = () => undefined
+) => {
+  const sent: Array<Hex> = []
+  const held = new Set<number>(outsider)
+  let onBroadcast: Effect.Effect<void> = Effect.void
+  const pendingNonce = () => {
+    let n = 0
+    while (held.has(n)) n++
+    return n
+  }
+  const rejected = (kind: RpcRejectionKind) =>
+    new RpcRejected({
+      operation: "eth_sendRawTransaction",
+      code: -32000,
+      httpStatus: undefined,
+      rpcMessage: kind,
+      kind,
+      cause: null
+    })
+  const shape: ChainClientShape = makeMockChainClient({
+    chainId: Effect.succeed(31337),
+    getTransactionCount: (_, tag) => Effect.sync(() => (tag === "pending" ? pendingNonce() : 0)),
+    getBalance: () => Effect.succeed(10n ** 18n),
+    getTransactionReceipt: () => Effect.succeed(Option.none()),
+    call: () => Effect.succeed("0x"),
+    estimateFeesPerGas: Effect.succeed({
+      maxFeePerGas: parseGwei("2"),
+      maxPriorityFeePerGas: parseGwei("1")
+    }),
+    sendRawTransaction: (raw) =>
+      Effect.zipRight(
+        onBroadcast,
+        Effect.suspend((): Effect.Effect<Hex, ChainRequestError> => {
+          sent.push(raw)
+          const refused = refusal(sent.length)
+          if (refused !== undefined) return Effect.fail(rejected(refused))
+          const nonce = parseTransaction(raw).nonce ?? 0
+          if (held.has(nonce)) return Effect.fail(rejected("nonce_too_low"))
+          held.add(nonce)
+          return Effect.succeed(keccak256(raw))
+        })
+      )
+  })
+  return {
+    layer: Layer.succeed(ChainClient, shape),
+    sent,
+    nonces: () => sent.map((raw) => parseTransaction(raw).nonce),
+    /** Runs before each broadcast. */
+    beforeBroadcast: (effect: Effect.Effect<void>) => {
+      onBroadcast = effect
+    }
+  }
+}
+
+/**
+ * The sender's submission of `count` requests taken together under one hold of the key (as its
+ * queue hands them over when they arrive while it is busy), on `chain`; every caller's answer.
+ */
+const submitAsOneBatch = (chain: Layer.Layer<ChainClient>, requests: ReadonlyArray<TxRequest>) =>
+  Effect.gen(function* () {
+    const privateKey = generatePrivateKey()
+    const core = yield* makeSenderCore({
+      privateKey,
+      chainId: Option.some(31337),
+      maxFeePerGas: parseGwei("100"),
+      service: "relayer"
+    }).pipe(Effect.provide(chain))
+    const jobs: Array<Job> = yield* Effect.forEach(requests, (request) =>
+      Effect.map(Deferred.make<Hex, TxSubmitError>(), (done) => ({ request, done }))
+    )
+    yield* makeSubmitBatch(core, (effect) => effect)(jobs)
+    const answers = yield* Effect.forEach(jobs, (job) => Effect.either(Deferred.await(job.done)))
+    return { answers, address: core.address.toLowerCase() }
+  })
+
+/** The stored transactions of a sender: nonce and state, by id. */
+const storedOf = (sender: string) =>
+  Effect.flatMap(
+    SqlClient,
+    (sql) => sql<{ nonce: string; state: string }>`
+      SELECT nonce::text AS nonce, state FROM relayer_txs WHERE sender = ${sender} ORDER BY id`
+  )
 
 const buildMockSender = (
   chain: Layer.Layer<ChainClient>,
@@ -566,6 +660,189 @@ for (const database of testDatabases()) {
           })
         )
     )
+
+    describe("a batch taken under one hold of the key", () => {
+      const requests = (count: number) => Array.from({ length: count }, (_, i) => selfTransfer(BigInt(i + 1)))
+      const hashOf = (answer: Either.Either<Hex, TxSubmitError>) =>
+        Either.getOrThrowWith(answer, (error) => new Error(`refused: ${error._tag}`))
+
+      it.live("is stored whole at consecutive nonces before its first broadcast", () =>
+        run(
+          Effect.gen(function* () {
+            const chain = noncePoolChain([])
+            let storedAtFirstBroadcast: ReadonlyArray<{ nonce: string; state: string }> | undefined
+            let sender = ""
+            chain.beforeBroadcast(
+              Effect.suspend(() =>
+                storedAtFirstBroadcast === undefined
+                  ? Effect.map(Effect.orDie(Effect.provide(storedOf(sender), db)), (rows) => {
+                      storedAtFirstBroadcast = rows
+                    })
+                  : Effect.void
+              )
+            )
+            const privateKey = generatePrivateKey()
+            sender = privateKeyToAccount(privateKey).address.toLowerCase()
+            const core = yield* makeSenderCore({
+              privateKey,
+              chainId: Option.some(31337),
+              maxFeePerGas: parseGwei("100"),
+              service: "relayer"
+            }).pipe(Effect.provide(chain.layer))
+            const jobs: Array<Job> = yield* Effect.forEach(requests(5), (request) =>
+              Effect.map(Deferred.make<Hex, TxSubmitError>(), (done) => ({ request, done }))
+            )
+            yield* makeSubmitBatch(core, (effect) => effect)(jobs)
+            expect(storedAtFirstBroadcast).toEqual(
+              [0, 1, 2, 3, 4].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
+            )
+            expect(chain.nonces()).toEqual([0, 1, 2, 3, 4])
+            const hashes = yield* Effect.forEach(jobs, (job) => Deferred.await(job.done))
+            expect(hashes).toEqual(chain.sent.map((raw) => keccak256(raw)))
+          })
+        )
+      )
+
+      it.live(
+        "a request refused outright frees its nonce: those above it are re-signed one lower before they go out",
+        () =>
+          run(
+            Effect.gen(function* () {
+              const chain = noncePoolChain([], (nth) => (nth === 2 ? "other" : undefined))
+              const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(4))
+              expect(Either.isLeft(answers[1] as Either.Either<Hex, TxSubmitError>)).toBe(true)
+              expect(Either.getLeft(answers[1] as Either.Either<Hex, TxSubmitError>)).toEqual(
+                Option.some(new TxRejected())
+              )
+              // The refused one at 1, then the two above it at 1 and 2, never at 2 and 3.
+              expect(chain.nonces()).toEqual([0, 1, 1, 2])
+              const [first, , third, fourth] = answers.map((answer) =>
+                Either.isRight(answer) ? answer.right : undefined
+              )
+              expect([first, third, fourth]).toEqual([0, 2, 3].map((i) => keccak256(chain.sent[i] as Hex)))
+              expect((yield* attemptsOf(third as Hex)).map((a) => a.kind)).toEqual(["original", "renonce"])
+              expect((yield* attemptsOf(fourth as Hex)).map((a) => a.kind)).toEqual(["original", "renonce"])
+              expect(yield* storedOf(address)).toEqual([
+                { nonce: "0", state: "pending" },
+                { nonce: "1", state: "dropped" },
+                { nonce: "1", state: "pending" },
+                { nonce: "2", state: "pending" }
+              ])
+              // Each caller's hash is the one that went out.
+              expect(hashOf(answers[3] as Either.Either<Hex, TxSubmitError>)).toBe(fourth)
+            })
+          )
+      )
+
+      it.live("an unfunded key refuses the rest of the batch: every nonce it held is free again", () =>
+        run(
+          Effect.gen(function* () {
+            const chain = noncePoolChain([], (nth) => (nth >= 2 ? "insufficient_funds" : undefined))
+            const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(3))
+            expect(Either.isRight(answers[0] as Either.Either<Hex, TxSubmitError>)).toBe(true)
+            expect(answers.slice(1).map((a) => Either.getLeft(a))).toEqual([
+              Option.some(new HotKeyUnderfunded()),
+              Option.some(new HotKeyUnderfunded())
+            ])
+            expect(chain.nonces()).toEqual([0, 1, 1])
+            expect(yield* storedOf(address)).toEqual([
+              { nonce: "0", state: "pending" },
+              { nonce: "1", state: "dropped" },
+              { nonce: "1", state: "dropped" }
+            ])
+          })
+        )
+      )
+
+      it.live(
+        "requests whose nonces another sender used go to the end of the batch, none broadcast at a used nonce",
+        () =>
+          run(
+            Effect.gen(function* () {
+              // Another sender holds 1 and 2: the requests stored at them are re-signed at 4 and 5.
+              const chain = noncePoolChain([1, 2])
+              const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(4))
+              // 0 and 3 as stored; the one at 1 refused as too low; nothing offered at 2.
+              expect(chain.nonces()).toEqual([0, 1, 3, 4, 5])
+              const hashes = answers.map(hashOf)
+              expect(hashes).toEqual([0, 3, 4, 2].map((i) => keccak256(chain.sent[i] as Hex)))
+              expect((yield* attemptsOf(hashes[1] as Hex)).map((a) => a.kind)).toEqual([
+                "original",
+                "renonce"
+              ])
+              expect((yield* attemptsOf(hashes[2] as Hex)).map((a) => a.kind)).toEqual([
+                "original",
+                "renonce"
+              ])
+              expect((yield* storedOf(address)).map((row) => row.nonce)).toEqual(["0", "4", "5", "3"])
+            })
+          )
+      )
+
+      it.live(
+        "stopped in the middle of a batch, each caller not yet answered gets the hash its request is stored under, pending",
+        () =>
+          run(
+            Effect.gen(function* () {
+              const chain = noncePoolChain([])
+              const stuck = yield* Deferred.make<void>()
+              // The second broadcast never returns.
+              chain.beforeBroadcast(
+                Effect.suspend(() =>
+                  chain.sent.length === 1
+                    ? Effect.zipRight(Deferred.succeed(stuck, undefined), Effect.never)
+                    : Effect.void
+                )
+              )
+              const core = yield* makeSenderCore({
+                privateKey: generatePrivateKey(),
+                chainId: Option.some(31337),
+                maxFeePerGas: parseGwei("100"),
+                service: "relayer"
+              }).pipe(Effect.provide(chain.layer))
+              const jobs: Array<Job> = yield* Effect.forEach(requests(3), (request) =>
+                Effect.map(Deferred.make<Hex, TxSubmitError>(), (done) => ({ request, done }))
+              )
+              const fiber = yield* Effect.fork(makeSubmitBatch(core, (effect) => effect)(jobs))
+              yield* Deferred.await(stuck)
+              yield* Fiber.interrupt(fiber)
+              const hashes = yield* Effect.forEach(jobs, (job) => Deferred.await(job.done))
+              expect(chain.sent).toHaveLength(1)
+              expect(hashes[0]).toBe(keccak256(chain.sent[0] as Hex))
+              // The other two are stored, pending at the next nonces, under the hashes returned.
+              for (const hash of hashes.slice(1))
+                expect(yield* rowOf(hash)).toEqual({ state: "pending", confirmed: false })
+              expect(yield* storedOf(core.address.toLowerCase())).toEqual(
+                [0, 1, 2].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
+              )
+            })
+          )
+      )
+
+      it.live("a batch the store refuses is refused whole, and nothing of it is sent", () =>
+        run(
+          Effect.gen(function* () {
+            const chain = noncePoolChain([])
+            const sql = yield* SqlClient
+            const [fine, broken] = requests(2)
+            const { answers, address } = yield* submitAsOneBatch(chain.layer, [
+              fine as ReturnType<typeof selfTransfer>,
+              // The requester's own write fails, so the statement stores none of the batch.
+              {
+                ...(broken as ReturnType<typeof selfTransfer>),
+                storedWith: () => sql`INSERT INTO no_such_table VALUES (1)`
+              }
+            ])
+            expect(answers.map((a) => Either.getLeft(a))).toEqual([
+              Option.some(new SendUnavailable({ reason: "store" })),
+              Option.some(new SendUnavailable({ reason: "store" }))
+            ])
+            expect(chain.sent).toHaveLength(0)
+            expect(yield* storedOf(address)).toEqual([])
+          })
+        )
+      )
+    })
 
     it.live("answers unknown for a hash it never sent", () =>
       run(
