@@ -5,23 +5,19 @@
  * left to the simulation, which asks the owner contract itself.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import {
-  type Address,
-  type Hex,
-  hashTypedData,
-  hexToBigInt,
-  isAddressEqual,
-  type TypedDataDefinition
-} from "viem"
-import { type VaultPrimaryType, vaultDomain, vaultTypes } from "../../../schema/eip712.js"
+import { type Address, type Hex, hexToBigInt, isAddressEqual } from "viem"
+import type { VaultPrimaryType } from "../../../schema/eip712.js"
 import { InvalidSignature, type Unavailable } from "../../../schema/errors.js"
+import { type Keccak256, viemKeccak256 } from "../../../schema/ids.js"
 import { ChainClient } from "../../chain/ChainClient.js"
 import { ChainId } from "../../chain/chainId.js"
 import { chainUnavailable } from "../../chain/errors.js"
-import { checkedAgainstViem, recoverSigner } from "../../chain/secp256k1.js"
+import { wasmKeccak256 } from "../../chain/keccak.js"
+import { recoverSigner, checkedAgainstViem as secp256k1AgreesWithViem } from "../../chain/secp256k1.js"
 import { RelayerSettings } from "../../config/relayer.js"
+import { checkedAgainstViem, makeVaultDigest, type VaultDigest, type VaultMessage } from "./vaultDigest.js"
 
-export type VaultMessage<P extends VaultPrimaryType> = TypedDataDefinition<typeof vaultTypes, P>["message"]
+export type { VaultMessage } from "./vaultDigest.js"
 
 /** secp256k1 order / 2: OpenZeppelin's ECDSA refuses larger `s` (malleable signatures). */
 const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n
@@ -64,17 +60,24 @@ export class VaultSignatures extends Context.Tag("VaultSignatures")<VaultSignatu
     readonly vault: Address
     /** Whether there is code at an address (latest block). */
     readonly hasCode: (address: Address) => Effect.Effect<boolean, Unavailable>
+    /** The keccak-256 of the digests: viem's unless given (the layer gives the WebAssembly one). */
+    readonly keccak256?: Keccak256
   }): VaultSignaturesShape => {
     const chainId = typeof options.chainId === "number" ? Effect.succeed(options.chainId) : options.chainId
+    const keccak = options.keccak256 ?? viemKeccak256
+    // Made, and compared with viem's, once the chain's id is known (once, unless it changes).
+    let made: { readonly chainId: number; readonly digest: VaultDigest } | undefined
+    const digestOn = (id: number): Effect.Effect<VaultDigest> =>
+      made !== undefined && made.chainId === id
+        ? Effect.succeed(made.digest)
+        : Effect.tap(
+            checkedAgainstViem(makeVaultDigest(keccak, id, options.vault), id, options.vault),
+            (digest) => {
+              made = { chainId: id, digest }
+            }
+          )
     const digest = <P extends VaultPrimaryType>(primaryType: P, message: VaultMessage<P>) =>
-      Effect.map(chainId, (id) =>
-        hashTypedData({
-          domain: vaultDomain(id, options.vault),
-          types: vaultTypes,
-          primaryType,
-          message
-        } as TypedDataDefinition<typeof vaultTypes, P>)
-      )
+      Effect.flatMap(chainId, (id) => Effect.map(digestOn(id), (digestOf) => digestOf(primaryType, message)))
     return {
       chainId,
       vault: options.vault,
@@ -98,7 +101,8 @@ export class VaultSignatures extends Context.Tag("VaultSignatures")<VaultSignatu
 
   /**
    * Domain from the settings, or with the chain's id read on first use when `CHAIN_ID` is unset
-   * (so the relayer starts with its RPC down); code lookups on the chain.
+   * (so the relayer starts with its RPC down); digests with keccak-256 in WebAssembly; code
+   * lookups on the chain.
    */
   static readonly layer: Layer.Layer<VaultSignatures, never, RelayerSettings | ChainClient | ChainId> =
     Layer.effect(
@@ -106,10 +110,11 @@ export class VaultSignatures extends Context.Tag("VaultSignatures")<VaultSignatu
       Effect.gen(function* () {
         const settings = yield* RelayerSettings
         const chain = yield* ChainClient
-        yield* checkedAgainstViem
+        yield* secp256k1AgreesWithViem
         return VaultSignatures.make({
           chainId: (yield* ChainId).get,
           vault: settings.vault,
+          keccak256: yield* wasmKeccak256,
           hasCode: (address) =>
             chain.getCode(address).pipe(
               Effect.map((code) => code !== "0x"),
