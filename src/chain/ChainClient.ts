@@ -26,7 +26,6 @@ import {
   type GetLogsReturnType,
   type Hash,
   type Hex,
-  http,
   keccak256,
   type MaybeAbiEventName,
   type MaybeExtractEventArgsFromAbi,
@@ -50,7 +49,7 @@ import {
   RpcRejected
 } from "./errors.js"
 import { countRpcRequest } from "./metrics.js"
-import { makeRpcFetch } from "./rpcFetch.js"
+import { rpcTransport } from "./rpcTransport.js"
 
 export {
   BlockNotFound,
@@ -233,14 +232,7 @@ const noAbis: ReadonlyArray<Abi> = []
 
 const makeViemClient = (url: string, timeoutMs: number): PublicClient =>
   createPublicClient({
-    transport: http(url, {
-      timeout: timeoutMs,
-      // Retries are ours, so viem must not add its own on top.
-      retryCount: 0,
-      // The cap on an answer is the transport's own (src/chain/rpcFetch.ts).
-      fetchFn: makeRpcFetch(),
-      maxResponseBodySize: false
-    }),
+    transport: rpcTransport(url, { timeoutMs }),
     // Off-chain lookups (EIP-3668) would let any called contract make this process fetch URLs.
     ccipRead: false,
     cacheTime: 0

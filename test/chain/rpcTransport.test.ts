@@ -1,14 +1,15 @@
 /**
- * The chain client's JSON-RPC transport (src/chain/rpcFetch.ts) against a JSON-RPC server on
+ * The chain client's JSON-RPC transport (src/chain/rpcTransport.ts) against a JSON-RPC server on
  * loopback that behaves as hosted RPCs do: keep-alive connections, compressed answers, credentials
- * in the URL, answers too large to keep, answers that never come.
+ * in the URL, answers too large to keep, answers that never come, and every kind of refusal,
+ * each read exactly as viem's own `http` transport reads it.
  */
 import http from "node:http"
 import type { AddressInfo, Socket } from "node:net"
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ResponseBodyTooLargeError } from "viem"
+import { ResponseBodyTooLargeError, http as viemHttp } from "viem"
 import {
   ChainClient,
   type ChainClientShape,
@@ -16,10 +17,38 @@ import {
   chainClientLayer,
   RpcRejected
 } from "../../src/chain/ChainClient.js"
-import { makeRpcFetch } from "../../src/chain/rpcFetch.js"
+import { rpcTransport } from "../../src/chain/rpcTransport.js"
 import { closedPort } from "./rpcProxy.js"
 
-type Answer = "plain" | "gzip" | "deflate" | "br" | "huge" | "hugeChunked" | "never"
+/** Refusals and oddities, each answered the way some node or gateway answers. */
+const REFUSALS = {
+  rpcError: [
+    200,
+    "application/json",
+    '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"nonce too low"}}'
+  ],
+  rpcErrorWithData: [
+    200,
+    "application/json",
+    '{"jsonrpc":"2.0","id":1,"error":{"code":3,"message":"execution reverted","data":"0x08c379a0"}}'
+  ],
+  rpcErrorAs500: [
+    500,
+    "application/json",
+    '{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"internal"}}'
+  ],
+  rateLimitedAs429: [429, "application/json", '{"error":"too many requests"}'],
+  badGatewayText: [502, "text/plain", "Bad Gateway"],
+  unavailableEmpty: [503, undefined, ""],
+  forbiddenHtml: [403, "text/html", "<html>forbidden</html>"],
+  okNotJson: [200, "text/plain", "not json"],
+  okEmpty: [200, undefined, ""],
+  okNull: [200, "application/json", "null"],
+  okJsonAsText: [200, "text/plain", '{"jsonrpc":"2.0","id":1,"result":"0x2a"}'],
+  okNoResult: [200, "application/json", '{"jsonrpc":"2.0","id":1}']
+} as const satisfies Record<string, readonly [number, string | undefined, string]>
+
+type Answer = "plain" | "gzip" | "deflate" | "br" | "huge" | "hugeChunked" | "never" | keyof typeof REFUSALS
 
 let server: http.Server
 let origin: string
@@ -71,6 +100,13 @@ beforeAll(async () => {
         }
         case "never":
           return
+        default: {
+          const [status, contentType, text] = REFUSALS[answer]
+          response
+            .writeHead(status, contentType === undefined ? {} : { "content-type": contentType })
+            .end(text)
+          return
+        }
       }
     })
   })
@@ -151,17 +187,9 @@ describe("the chain client's RPC transport", () => {
   it.live("stops reading at the limit and rejects with viem's error", () =>
     Effect.gen(function* () {
       answer = "hugeChunked"
-      const rpcFetch = makeRpcFetch({ maxBodyBytes: 64 * 1024 })
+      const { request } = rpcTransport(origin, { timeoutMs: 2_000, maxBodyBytes: 64 * 1024 })({})
       const error = yield* Effect.flip(
-        Effect.tryPromise({
-          try: () =>
-            rpcFetch(origin, {
-              method: "POST",
-              headers: { "content-type": "application/json" },
-              body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId" })
-            }),
-          catch: (cause) => cause
-        })
+        Effect.tryPromise({ try: () => request({ method: "eth_chainId" }), catch: (cause) => cause })
       )
       expect(error).toBeInstanceOf(ResponseBodyTooLargeError)
       expect(error).toMatchObject({ maxSize: 64 * 1024 })
@@ -190,6 +218,57 @@ describe("the chain client's RPC transport", () => {
       expect(error).toBeInstanceOf(ChainUnavailable)
       expect(String((error as ChainUnavailable).reason)).toContain("ECONNREFUSED")
       expect(String((error as ChainUnavailable).reason)).not.toContain(String(port))
+    })
+  )
+
+  it.live("reads every answer as viem's http transport does: the same result or the same error", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(closedPort)
+      // The error as viem's request layer and src/chain/errors.ts see it: its class, the fields
+      // they read, and the classes of its causes.
+      const described = (error: unknown) => {
+        const causes: Array<string> = []
+        for (let at = (error as Error).cause; at instanceof Error; at = at.cause)
+          causes.push(at.constructor.name)
+        const e = error as { status?: number; code?: number; details?: string; shortMessage?: string }
+        return {
+          class: (error as Error).constructor.name,
+          status: e.status,
+          code: e.code,
+          details: e.details,
+          shortMessage: e.shortMessage,
+          causes
+        }
+      }
+      const outcome = (request: (args: { method: string; params?: unknown }) => Promise<unknown>) =>
+        Effect.promise(() =>
+          request({ method: "eth_blockNumber", params: [] }).then(
+            (result) => ({ result }),
+            (error: unknown) => ({ error: described(error) })
+          )
+        )
+      const cases: Array<readonly [Answer, string]> = [
+        ["plain", origin],
+        ...(Object.keys(REFUSALS) as Array<keyof typeof REFUSALS>).map(
+          (refusal) => [refusal, origin] as const
+        ),
+        ["never", origin]
+      ]
+      for (const [kind, url] of cases) {
+        answer = kind
+        const ours = yield* outcome(rpcTransport(url, { timeoutMs: 300 })({}).request)
+        const viems = yield* outcome(viemHttp(url, { timeout: 300, retryCount: 0 })({}).request)
+        expect({ kind, ...ours }).toEqual({ kind, ...viems })
+      }
+      // No connection: the same error, whose text names the failure by its code alone (see above)
+      // where Node's fetch says "fetch failed".
+      const refused = `http://127.0.0.1:${port}`
+      const ours = yield* outcome(rpcTransport(refused, { timeoutMs: 300 })({}).request)
+      const viems = yield* outcome(viemHttp(refused, { timeout: 300, retryCount: 0 })({}).request)
+      const withoutText = (o: typeof ours) =>
+        "error" in o ? { ...o.error, details: undefined, causes: o.error.causes.slice(-1) } : o
+      expect(withoutText(ours)).toEqual(withoutText(viems))
+      expect(ours).toMatchObject({ error: { class: "HttpRequestError", status: undefined } })
     })
   )
 })
