@@ -113,6 +113,7 @@ export const rpcTransport = (url: string, options: RpcTransportOptions): CustomT
         return
       }
       let settled = false
+      let timer: ReturnType<typeof setTimeout> | undefined
       const settle = (outcome: () => void) => {
         if (settled) return
         settled = true
@@ -128,7 +129,7 @@ export const rpcTransport = (url: string, options: RpcTransportOptions): CustomT
       }
       if (authorization !== undefined) headers.authorization = authorization
       const request = (secure ? https : http).request({ ...requestOptions, headers })
-      const timer = setTimeout(() => {
+      timer = setTimeout(() => {
         fail(timedOut)
         request.destroy()
       }, options.timeoutMs)
