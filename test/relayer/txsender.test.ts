@@ -211,14 +211,14 @@ const noncePoolChain = (
 }
 
 /**
- * The sender's submission of `count` requests taken together under one hold of the key (as its
- * queue hands them over when they arrive while it is busy), on `chain`; every caller's answer.
+ * A sender's core on `chain`, with a key of its own, and one job per request: `submit` hands them
+ * to the sender as one batch taken under one hold of the key (as its queue hands over those that
+ * arrive while it is busy).
  */
-const submitAsOneBatch = (chain: Layer.Layer<ChainClient>, requests: ReadonlyArray<TxRequest>) =>
+const batchOf = (chain: Layer.Layer<ChainClient>, requests: ReadonlyArray<TxRequest>) =>
   Effect.gen(function* () {
-    const privateKey = generatePrivateKey()
     const core = yield* makeSenderCore({
-      privateKey,
+      privateKey: generatePrivateKey(),
       chainId: Option.some(31337),
       maxFeePerGas: parseGwei("100"),
       service: "relayer"
@@ -226,9 +226,20 @@ const submitAsOneBatch = (chain: Layer.Layer<ChainClient>, requests: ReadonlyArr
     const jobs: Array<Job> = yield* Effect.forEach(requests, (request) =>
       Effect.map(Deferred.make<Hex, TxSubmitError>(), (done) => ({ request, done }))
     )
-    yield* makeSubmitBatch(core, (effect) => effect)(jobs)
+    return {
+      address: core.address.toLowerCase(),
+      jobs,
+      submit: makeSubmitBatch(core, (effect) => effect)(jobs)
+    }
+  })
+
+/** The batch of `requests` submitted on `chain`; every caller's answer. */
+const submitAsOneBatch = (chain: Layer.Layer<ChainClient>, requests: ReadonlyArray<TxRequest>) =>
+  Effect.gen(function* () {
+    const { address, jobs, submit } = yield* batchOf(chain, requests)
+    yield* submit
     const answers = yield* Effect.forEach(jobs, (job) => Effect.either(Deferred.await(job.done)))
-    return { answers, address: core.address.toLowerCase() }
+    return { answers, address }
   })
 
 /** The stored transactions of a sender: nonce and state, by id. */
@@ -681,23 +692,14 @@ for (const database of testDatabases()) {
                   : Effect.void
               )
             )
-            const privateKey = generatePrivateKey()
-            sender = privateKeyToAccount(privateKey).address.toLowerCase()
-            const core = yield* makeSenderCore({
-              privateKey,
-              chainId: Option.some(31337),
-              maxFeePerGas: parseGwei("100"),
-              service: "relayer"
-            }).pipe(Effect.provide(chain.layer))
-            const jobs: Array<Job> = yield* Effect.forEach(requests(5), (request) =>
-              Effect.map(Deferred.make<Hex, TxSubmitError>(), (done) => ({ request, done }))
-            )
-            yield* makeSubmitBatch(core, (effect) => effect)(jobs)
+            const batch = yield* batchOf(chain.layer, requests(5))
+            sender = batch.address
+            yield* batch.submit
             expect(storedAtFirstBroadcast).toEqual(
               [0, 1, 2, 3, 4].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
             )
             expect(chain.nonces()).toEqual([0, 1, 2, 3, 4])
-            const hashes = yield* Effect.forEach(jobs, (job) => Deferred.await(job.done))
+            const hashes = yield* Effect.forEach(batch.jobs, (job) => Deferred.await(job.done))
             expect(hashes).toEqual(chain.sent.map((raw) => keccak256(raw)))
           })
         )
@@ -794,16 +796,8 @@ for (const database of testDatabases()) {
                     : Effect.void
                 )
               )
-              const core = yield* makeSenderCore({
-                privateKey: generatePrivateKey(),
-                chainId: Option.some(31337),
-                maxFeePerGas: parseGwei("100"),
-                service: "relayer"
-              }).pipe(Effect.provide(chain.layer))
-              const jobs: Array<Job> = yield* Effect.forEach(requests(3), (request) =>
-                Effect.map(Deferred.make<Hex, TxSubmitError>(), (done) => ({ request, done }))
-              )
-              const fiber = yield* Effect.fork(makeSubmitBatch(core, (effect) => effect)(jobs))
+              const { address, jobs, submit } = yield* batchOf(chain.layer, requests(3))
+              const fiber = yield* Effect.fork(submit)
               yield* Deferred.await(stuck)
               yield* Fiber.interrupt(fiber)
               const hashes = yield* Effect.forEach(jobs, (job) => Deferred.await(job.done))
@@ -812,7 +806,7 @@ for (const database of testDatabases()) {
               // The other two are stored, pending at the next nonces, under the hashes returned.
               for (const hash of hashes.slice(1))
                 expect(yield* rowOf(hash)).toEqual({ state: "pending", confirmed: false })
-              expect(yield* storedOf(core.address.toLowerCase())).toEqual(
+              expect(yield* storedOf(address)).toEqual(
                 [0, 1, 2].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
               )
             })
