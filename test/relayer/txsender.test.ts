@@ -85,87 +85,26 @@ const buildSender = (
   ).pipe(Effect.map((context) => Context.get(context, TxSender)))
 
 /**
- * A node for tests of the sender's error handling: it answers each broadcast as `answer` says,
- * and its pending nonce counts the broadcasts it accepted.
+ * A node for tests of the sender's error handling. It holds one transaction per nonce (those in
+ * `outsider` already held by another sender's), and its pending nonce is the lowest one nobody
+ * holds. It answers each broadcast as `answer` says by its order; one it would accept at a held
+ * nonce is "nonce too low".
  */
-const scriptedChain = (answer: (nth: number) => "accept" | "outage" | RpcRejectionKind) => {
-  const sent: Array<Hex> = []
-  let accepted = 0
-  let feesAvailable = true
-  const shape: ChainClientShape = makeMockChainClient({
-    chainId: Effect.succeed(31337),
-    getTransactionCount: (_, tag) => Effect.succeed(tag === "pending" ? accepted : 0),
-    getBalance: () => Effect.succeed(10n ** 18n),
-    getTransactionReceipt: () => Effect.succeed(Option.none()),
-    call: () => Effect.succeed("0x"),
-    estimateFeesPerGas: Effect.suspend(() =>
-      feesAvailable
-        ? Effect.succeed({ maxFeePerGas: parseGwei("2"), maxPriorityFeePerGas: parseGwei("1") })
-        : Effect.fail(
-            new ChainUnavailable({
-              operation: "estimateFeesPerGas",
-              reason: "down",
-              attempts: 3,
-              cause: null
-            })
-          )
-    ),
-    sendRawTransaction: (raw) =>
-      Effect.suspend((): Effect.Effect<Hex, ChainRequestError> => {
-        sent.push(raw)
-        const outcome = answer(sent.length)
-        if (outcome === "accept") {
-          accepted++
-          return Effect.succeed(keccak256(raw))
-        }
-        if (outcome === "outage")
-          return Effect.fail(
-            new ChainUnavailable({
-              operation: "eth_sendRawTransaction",
-              reason: "down",
-              attempts: 3,
-              cause: null
-            })
-          )
-        return Effect.fail(
-          new RpcRejected({
-            operation: "eth_sendRawTransaction",
-            code: -32000,
-            httpStatus: undefined,
-            rpcMessage: outcome,
-            kind: outcome,
-            cause: null
-          })
-        )
-      })
-  })
-  return {
-    layer: Layer.succeed(ChainClient, shape),
-    sent,
-    parsed: (nth: number) => parseTransaction(sent[nth] as Hex),
-    setFeesAvailable: (on: boolean) => {
-      feesAvailable = on
-    }
-  }
-}
-
-/**
- * A node for the batch tests: it holds one transaction per nonce, `outsider`'s nonces already
- * held by another sender's, and its pending nonce is the lowest one nobody holds. A broadcast at
- * a held nonce is "nonce too low"; `refusal` may refuse one outright by its order.
- */
-const noncePoolChain = (
-  outsider: ReadonlyArray<number>,
-  refusal: (nth: number) => RpcRejectionKind | undefined = () => undefined
+const scriptedChain = (
+  answer: (nth: number) => "accept" | "outage" | RpcRejectionKind = () => "accept",
+  outsider: ReadonlyArray<number> = []
 ) => {
   const sent: Array<Hex> = []
   const held = new Set<number>(outsider)
+  let feesAvailable = true
   let onBroadcast: Effect.Effect<void> = Effect.void
   const pendingNonce = () => {
     let n = 0
     while (held.has(n)) n++
     return n
   }
+  const unavailable = (operation: string) =>
+    new ChainUnavailable({ operation, reason: "down", attempts: 3, cause: null })
   const rejected = (kind: RpcRejectionKind) =>
     new RpcRejected({
       operation: "eth_sendRawTransaction",
@@ -181,17 +120,19 @@ const noncePoolChain = (
     getBalance: () => Effect.succeed(10n ** 18n),
     getTransactionReceipt: () => Effect.succeed(Option.none()),
     call: () => Effect.succeed("0x"),
-    estimateFeesPerGas: Effect.succeed({
-      maxFeePerGas: parseGwei("2"),
-      maxPriorityFeePerGas: parseGwei("1")
-    }),
+    estimateFeesPerGas: Effect.suspend(() =>
+      feesAvailable
+        ? Effect.succeed({ maxFeePerGas: parseGwei("2"), maxPriorityFeePerGas: parseGwei("1") })
+        : Effect.fail(unavailable("estimateFeesPerGas"))
+    ),
     sendRawTransaction: (raw) =>
       Effect.zipRight(
         onBroadcast,
         Effect.suspend((): Effect.Effect<Hex, ChainRequestError> => {
           sent.push(raw)
-          const refused = refusal(sent.length)
-          if (refused !== undefined) return Effect.fail(rejected(refused))
+          const outcome = answer(sent.length)
+          if (outcome === "outage") return Effect.fail(unavailable("eth_sendRawTransaction"))
+          if (outcome !== "accept") return Effect.fail(rejected(outcome))
           const nonce = parseTransaction(raw).nonce ?? 0
           if (held.has(nonce)) return Effect.fail(rejected("nonce_too_low"))
           held.add(nonce)
@@ -202,7 +143,11 @@ const noncePoolChain = (
   return {
     layer: Layer.succeed(ChainClient, shape),
     sent,
+    parsed: (nth: number) => parseTransaction(sent[nth] as Hex),
     nonces: () => sent.map((raw) => parseTransaction(raw).nonce),
+    setFeesAvailable: (on: boolean) => {
+      feesAvailable = on
+    },
     /** Runs before each broadcast. */
     beforeBroadcast: (effect: Effect.Effect<void>) => {
       onBroadcast = effect
@@ -680,7 +625,7 @@ for (const database of testDatabases()) {
       it.live("is stored whole at consecutive nonces before its first broadcast", () =>
         run(
           Effect.gen(function* () {
-            const chain = noncePoolChain([])
+            const chain = scriptedChain()
             let storedAtFirstBroadcast: ReadonlyArray<{ nonce: string; state: string }> | undefined
             let sender = ""
             chain.beforeBroadcast(
@@ -710,7 +655,7 @@ for (const database of testDatabases()) {
         () =>
           run(
             Effect.gen(function* () {
-              const chain = noncePoolChain([], (nth) => (nth === 2 ? "other" : undefined))
+              const chain = scriptedChain((nth) => (nth === 2 ? "other" : "accept"))
               const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(4))
               expect(Either.isLeft(answers[1] as Either.Either<Hex, TxSubmitError>)).toBe(true)
               expect(Either.getLeft(answers[1] as Either.Either<Hex, TxSubmitError>)).toEqual(
@@ -739,7 +684,7 @@ for (const database of testDatabases()) {
       it.live("an unfunded key refuses the rest of the batch: every nonce it held is free again", () =>
         run(
           Effect.gen(function* () {
-            const chain = noncePoolChain([], (nth) => (nth >= 2 ? "insufficient_funds" : undefined))
+            const chain = scriptedChain((nth) => (nth >= 2 ? "insufficient_funds" : "accept"))
             const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(3))
             expect(Either.isRight(answers[0] as Either.Either<Hex, TxSubmitError>)).toBe(true)
             expect(answers.slice(1).map((a) => Either.getLeft(a))).toEqual([
@@ -762,7 +707,7 @@ for (const database of testDatabases()) {
           run(
             Effect.gen(function* () {
               // Another sender holds 1 and 2: the requests stored at them are re-signed at 4 and 5.
-              const chain = noncePoolChain([1, 2])
+              const chain = scriptedChain(undefined, [1, 2])
               const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(4))
               // 0 and 3 as stored; the one at 1 refused as too low; nothing offered at 2.
               expect(chain.nonces()).toEqual([0, 1, 3, 4, 5])
@@ -786,7 +731,7 @@ for (const database of testDatabases()) {
         () =>
           run(
             Effect.gen(function* () {
-              const chain = noncePoolChain([])
+              const chain = scriptedChain()
               const stuck = yield* Deferred.make<void>()
               // The second broadcast never returns.
               chain.beforeBroadcast(
@@ -816,7 +761,7 @@ for (const database of testDatabases()) {
       it.live("a batch the store refuses is refused whole, and nothing of it is sent", () =>
         run(
           Effect.gen(function* () {
-            const chain = noncePoolChain([])
+            const chain = scriptedChain()
             const sql = yield* SqlClient
             const [fine, broken] = requests(2)
             const { answers, address } = yield* submitAsOneBatch(chain.layer, [
