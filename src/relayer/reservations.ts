@@ -87,17 +87,26 @@ const ordered = (keys: ReadonlyArray<ReservationKey>) =>
 export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.DurationInput } = {}) =>
   Effect.map(SqlClient, (sql): NonceReservationsShape => {
     const ttl = `${Duration.toMillis(options.unsentTtl ?? DEFAULT_UNSENT_TTL)} milliseconds`
-    // A hash whose transaction is pending; a hash may also belong to a dropped transaction that
-    // was sent again at the same nonce (migration 0010), hence EXISTS over all of them.
+    // Liveness reads other tables, and a statement's subqueries read the snapshot it started
+    // with, while ON CONFLICT and a DELETE's recheck read a row's newest version: a statement
+    // that began just before a store committed meets the store's link but not the transaction
+    // behind it. So a linked row is dead only on evidence that its transaction settled, never for
+    // want of a pending one: a hash not yet visible reads as held (transactions are never
+    // deleted, so no row is held for ever by it).
+    // A hash may belong to several transactions (a dropped one sent again at the same nonce,
+    // migration 0010), hence EXISTS over all of them.
     const pendingTx = sql.literal(`
       EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
               WHERE a.hash = r.tx_hash AND t.state = 'pending')`)
+    // Mined (success, reverted, or cancelled by a no-op) or dropped.
+    const settledTx = sql.literal(`
+      EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
+              WHERE a.hash = r.tx_hash AND t.state <> 'pending')`)
     // Mined and still shallow enough for a reorg to make it pending again.
     const unconfirmedTx = sql.literal(`
       EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
               WHERE a.hash = r.tx_hash AND t.state = 'mined' AND t.confirmed_at IS NULL)`)
 
-    // Rows of this account whose transaction is settled for good: nothing can revive them. Pruned
     // Rows of this account whose transaction is settled for good: nothing can revive them. Pruned
     // by the statement that takes the first key, leaving the keys being taken alone (one statement
     // must not both delete and take over a row).
@@ -106,7 +115,7 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
         DELETE FROM relayer_nonce_reservations r
         WHERE r.vault = ${vault} AND r.account_id = ${id} AND r.tx_hash IS NOT NULL
           AND (r.kind || ':' || r.value::text) NOT IN ${sql.in(taking.map((k) => `${k.kind}:${k.value.toString()}`))}
-          AND NOT ${pendingTx} AND NOT ${unconfirmedTx}
+          AND ${settledTx} AND NOT ${pendingTx} AND NOT ${unconfirmedTx}
       )`
 
     const takeOne = (
@@ -123,7 +132,7 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
         ON CONFLICT (vault, account_id, kind, value) DO UPDATE
           SET token = excluded.token, tx_hash = NULL, taken_at = now()
           WHERE (r.tx_hash IS NULL AND r.taken_at < now() - ${ttl}::interval)
-             OR (r.tx_hash IS NOT NULL AND NOT ${pendingTx})
+             OR (r.tx_hash IS NOT NULL AND ${settledTx} AND NOT ${pendingTx})
         RETURNING token`.pipe(
         Effect.flatMap((rows) =>
           rows.length === 1 ? Effect.void : Effect.fail(new Held({ kind: key.kind }))
