@@ -65,6 +65,8 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
         Effect.suspend(() => {
           // Set once the request is handed to the sender: interrupted after that, it may still be sent.
           let handedOver = false
+          // The sender could not tell whether it stored the transaction, which then goes out.
+          let maybeStored = false
           return Effect.acquireUseRelease(
             reservations.take(vault, request.id, request.reserve),
             (reservation) =>
@@ -85,14 +87,22 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
                     gas: gasLimit,
                     ...(storedWith === undefined ? {} : { storedWith })
                   })
-                  .pipe(Effect.mapError(txSubmitErrorToApi))
+                  .pipe(
+                    Effect.tapError((error) =>
+                      Effect.sync(() => {
+                        maybeStored = error._tag === "SendUnavailable" && error.reason === "store_unsure"
+                      })
+                    ),
+                    Effect.mapError(txSubmitErrorToApi)
+                  )
                 return { txHash: txHash as Bytes32 }
               }),
             // Refused before sending, or refused by the sender (which then stored or kept nothing):
-            // the nonces are free again. Interrupted once handed over, the transaction may go out
-            // anyway, so the reservation stays: linked if the sender stored it, else until it expires.
+            // the nonces are free again. Interrupted once handed over, or refused by a sender
+            // unsure of its store, the transaction may go out anyway, so the reservation stays:
+            // linked if the sender stored it, else until it expires.
             (reservation, exit) =>
-              Exit.isSuccess(exit) || (handedOver && Exit.isInterrupted(exit))
+              Exit.isSuccess(exit) || (handedOver && Exit.isInterrupted(exit)) || maybeStored
                 ? Effect.void
                 : reservations.release(reservation)
           )

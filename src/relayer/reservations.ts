@@ -98,10 +98,14 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
     const pendingTx = sql.literal(`
       EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
               WHERE a.hash = r.tx_hash AND t.state = 'pending')`)
-    // Mined (success, reverted, or cancelled by a no-op) or dropped.
+    // Mined (success, reverted, or cancelled by a no-op) or dropped: the transaction stored for
+    // this holder, after its take, not an earlier one dropped under the same hash (a request
+    // sent again at the same nonce and fees signs to the same bytes). Past the unsent TTL any
+    // statement sees the holder's own transaction, so then the time need not be trusted.
     const settledTx = sql.literal(`
       EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
-              WHERE a.hash = r.tx_hash AND t.state <> 'pending')`)
+              WHERE a.hash = r.tx_hash AND t.state <> 'pending'
+                AND (t.created_at >= r.taken_at OR r.taken_at < now() - '${ttl}'::interval))`)
     // Mined and still shallow enough for a reorg to make it pending again.
     const unconfirmedTx = sql.literal(`
       EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id

@@ -34,12 +34,17 @@ export class HotKeyUnderfunded extends Data.TaggedError("HotKeyUnderfunded")<{}>
 const unavailableMessages = {
   chain: CHAIN_UNAVAILABLE,
   store: "the transaction store is not answering",
+  store_unsure:
+    "the transaction store did not confirm the transaction; it may still be sent, so wait before signing it again",
   lock: "another relayer replica is holding the hot key",
   stopping: "the relayer is shutting down",
   internal: "the transaction sender failed"
 } as const
 
-/** Nothing was sent: the chain, the store or the key's lock could not be had, or the sender is stopping. */
+/**
+ * Nothing was sent: the chain, the store or the key's lock could not be had, or the sender is
+ * stopping. Except `store_unsure`: the store's answer was lost, and what it stored is sent.
+ */
 export class SendUnavailable extends Data.TaggedError("SendUnavailable")<{
   readonly reason: keyof typeof unavailableMessages
 }> {

@@ -18,6 +18,24 @@ export class TxStoreError extends Data.TaggedError("TxStoreError")<{
   }
 }
 
+/**
+ * The database answered the statement with an error (an ErrorResponse: a SQLSTATE and a
+ * severity), so it was rolled back. Without one its answer was lost (a connection closed), and an
+ * autocommitted statement may have been stored, or may still be.
+ */
+export const refusedByDatabase = (error: SqlError): boolean => {
+  const cause: unknown = error.cause
+  return (
+    typeof cause === "object" &&
+    cause !== null &&
+    "code" in cause &&
+    "severity" in cause &&
+    typeof cause.code === "string" &&
+    /^[0-9A-Z]{5}$/.test(cause.code) &&
+    typeof cause.severity === "string"
+  )
+}
+
 /** Why a transaction exists: a caller's request, or a no-op self-transfer filling a nonce gap. */
 export type TxPurpose = "request" | "filler"
 

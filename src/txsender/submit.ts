@@ -11,7 +11,7 @@
  * above it whose nonces that sender used too) goes to the end of the batch and is re-signed there.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Deferred, Effect, Option } from "effect"
+import { Cause, Data, Deferred, Effect, Exit, Option } from "effect"
 import type { Hex } from "viem"
 import type { ChainRequestError } from "../chain/ChainClient.js"
 import { describeFailure } from "../logging.js"
@@ -20,7 +20,17 @@ import { type SenderCore, sendOutcome } from "./core.js"
 import { feesOf, maxBig, nextSubmitStep } from "./decisions.js"
 import { type Fees, initialFees, replacementFees } from "./fees.js"
 import type { KeyLock, LockTimeout } from "./lock.js"
-import type { Payload, Sender, SignedAttempt, TxStoreError } from "./store.js"
+import {
+  type NewTransaction,
+  type Payload,
+  refusedByDatabase,
+  type Sender,
+  type SignedAttempt,
+  type TxStoreError
+} from "./store.js"
+
+/** The batch's statement got no answer and its rows were not found: it may yet be stored. */
+class StoreOutcomeUnknown extends Data.TaggedError("StoreOutcomeUnknown")<{}> {}
 
 /** Requests taken together under one hold of the lock. */
 export const MAX_BATCH = 64
@@ -44,6 +54,8 @@ interface Stored {
   rounds: number
   /** Another sender used its nonce: it was sent to the end of the batch. */
   requeued: boolean
+  /** Every signature broadcast so far, any of which a node may hold. */
+  readonly broadcast: Array<Hex>
 }
 
 /** After a request's turn: the lowest nonce still free for the batch, and whether it comes again. */
@@ -76,6 +88,7 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
       }
       for (;;) {
         const attempt = entry.attempt
+        entry.broadcast.push(attempt.hash)
         const result = yield* core.broadcast(attempt.raw)
         switch (nextSubmitStep(result, ++entry.rounds)) {
           case "done":
@@ -84,6 +97,14 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
             yield* complete(entry.job, attempt.hash)
             return { next: attempt.nonce + 1n, again: false }
           case "renonce": {
+            // "Nonce too low" also answers a retry of our own broadcast whose first answer was
+            // lost after the node took it: then it is out, and signing it again would send it
+            // twice.
+            const own = yield* heldByNode(entry.broadcast)
+            if (own !== undefined) {
+              yield* complete(entry.job, own)
+              return { next: attempt.nonce + 1n, again: false }
+            }
             // Another sender used this nonce: the request comes again after the rest of the
             // batch, above everything the node knows.
             const chainNext = BigInt(yield* chain.getTransactionCount(address, "pending"))
@@ -126,14 +147,52 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
         }
       }
     }).pipe(
-      // A read or write failed: the request stays pending at its latest stored signature (a
-      // failed drop included, which then goes out once the key is funded), the monitor carries
-      // it on, and no later request of the batch may take that nonce.
-      Effect.catchAll((_: ChainRequestError | TxStoreError) =>
-        Effect.as(complete(entry.job, entry.attempt.hash), {
-          next: maxBig(next, entry.attempt.nonce + 1n),
-          again: false
-        })
+      // A read or write failed, or a defect: the request stays pending at its latest stored
+      // signature (a failed drop included, which then goes out once the key is funded), the
+      // monitor carries it on, and no later request of the batch may take that nonce.
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.interrupt
+          : Effect.gen(function* () {
+              if (Cause.isDie(cause))
+                yield* Effect.logError("tx sender: a stored request's turn failed; it stays pending").pipe(
+                  Effect.annotateLogs("failure", describeFailure(cause))
+                )
+              yield* complete(entry.job, entry.attempt.hash)
+              return { next: maxBig(next, entry.attempt.nonce + 1n), again: false }
+            })
+      )
+    )
+
+  /** The first of `hashes`, newest first, that a node holds, pending or mined. */
+  const heldByNode = (hashes: ReadonlyArray<Hex>) =>
+    Effect.gen(function* () {
+      for (const hash of [...hashes].reverse())
+        if (Option.isSome(yield* chain.getTransaction(hash))) return hash
+      return undefined
+    })
+
+  /**
+   * Stores the batch in one statement; its ids, or undefined when the statement's answer was lost
+   * but the batch is found stored. A statement the database refused stored nothing
+   * (`TxStoreError`); one whose answer never came may have been stored or may still be
+   * (`StoreOutcomeUnknown`).
+   */
+  const storeBatch = (s: Sender, entries: ReadonlyArray<NewTransaction>) =>
+    store.insert(s, entries).pipe(
+      Effect.catchTag(
+        "TxStoreError",
+        (error): Effect.Effect<undefined, TxStoreError | StoreOutcomeUnknown> =>
+          refusedByDatabase(error.cause)
+            ? Effect.fail(error)
+            : store.byHash((entries[0] as NewTransaction).attempt.hash).pipe(
+                Effect.flatMap((found) =>
+                  Option.isSome(found) && found.value.state !== "dropped"
+                    ? Effect.succeed(undefined)
+                    : Effect.fail(new StoreOutcomeUnknown())
+                ),
+                Effect.catchTag("TxStoreError", () => Effect.fail(new StoreOutcomeUnknown()))
+              )
       )
     )
 
@@ -170,50 +229,73 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
               attempt
             }))
           })
-          const ids = yield* store.insert(
-            s,
-            signed.map(({ job, payload, attempt }) => ({
-              purpose: "request" as const,
-              payload,
-              attempt,
-              storedWith: job.request.storedWith?.(attempt.hash)
-            }))
-          )
-          const batch: Array<Stored> = signed.map((entry, i) => ({
-            ...entry,
-            txId: ids[i] as string,
-            rounds: 0,
-            requeued: false
+          const entries = signed.map(({ job, payload, attempt }) => ({
+            purpose: "request" as const,
+            payload,
+            attempt,
+            storedWith: job.request.storedWith?.(attempt.hash)
           }))
-          let next = first
-          yield* Effect.gen(function* () {
-            for (let i = 0; i < batch.length; i++) {
-              const entry = batch[i] as Stored
-              const { next: after, again } = yield* turn(s, entry, next, estimate)
-              next = after
-              if (again) batch.push(entry)
-            }
-          }).pipe(
-            // Stopping: whatever is still unanswered is stored, and the monitor sends it after a
-            // restart; its caller gets the hash rather than a refusal.
-            Effect.onInterrupt(() =>
-              Effect.forEach(batch, (entry) => complete(entry.job, entry.attempt.hash), { discard: true })
-            )
+          // Uninterruptible from the insert until the completion below is in place: a stop
+          // during the statement must not refuse callers whose requests it stored.
+          yield* Effect.uninterruptibleMask((restore) =>
+            Effect.gen(function* () {
+              const ids = yield* storeBatch(s, entries)
+              if (ids === undefined) {
+                // Stored, though the store's answer was lost: the monitor sends them.
+                yield* Effect.forEach(signed, ({ job, attempt }) => complete(job, attempt.hash), {
+                  discard: true
+                })
+                return
+              }
+              const batch: Array<Stored> = signed.map((entry, i) => ({
+                ...entry,
+                txId: ids[i] as string,
+                rounds: 0,
+                requeued: false,
+                broadcast: []
+              }))
+              let next = first
+              yield* restore(
+                Effect.gen(function* () {
+                  for (let i = 0; i < batch.length; i++) {
+                    const entry = batch[i] as Stored
+                    const { next: after, again } = yield* turn(s, entry, next, estimate)
+                    next = after
+                    if (again) batch.push(entry)
+                  }
+                })
+              ).pipe(
+                // Stopping (or anything else ending the loop early): whatever is still unanswered
+                // is stored, and the monitor sends it, after a restart if need be; its caller gets
+                // the hash rather than a refusal.
+                Effect.onExit((exit) =>
+                  Exit.isSuccess(exit)
+                    ? Effect.void
+                    : Effect.forEach(batch, (entry) => complete(entry.job, entry.attempt.hash), {
+                        discard: true
+                      })
+                )
+              )
+            })
           )
         })
       )
     }).pipe(
-      Effect.catchAll((error: ChainRequestError | TxStoreError | LockTimeout | SqlError) => {
-        const reason =
-          error._tag === "LockTimeout"
-            ? "lock"
-            : error._tag === "TxStoreError" || error._tag === "SqlError"
-              ? "store"
-              : "chain"
-        return Effect.forEach(jobs, (job) => refuse(job, new SendUnavailable({ reason })), {
-          discard: true
-        })
-      }),
+      Effect.catchAll(
+        (error: ChainRequestError | TxStoreError | StoreOutcomeUnknown | LockTimeout | SqlError) => {
+          const reason =
+            error._tag === "LockTimeout"
+              ? "lock"
+              : error._tag === "StoreOutcomeUnknown"
+                ? "store_unsure"
+                : error._tag === "TxStoreError" || error._tag === "SqlError"
+                  ? "store"
+                  : "chain"
+          return Effect.forEach(jobs, (job) => refuse(job, new SendUnavailable({ reason })), {
+            discard: true
+          })
+        }
+      ),
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause)

@@ -2,7 +2,8 @@
  * The shared last step of every relayed write (the `Relay` service, src/relayer/Relay.ts) around its nonce
  * reservation, over stubs: a held nonce is refused before simulation, a refusal before sending
  * releases the reservation, a sent transaction is stored with its link to it, and a request interrupted once it
- * was handed to the sender keeps it (the transaction may still go out).
+ * was handed to the sender, or refused by a sender unsure of its store, keeps it (the transaction may still
+ * go out).
  */
 import { unsafeFragment } from "@effect/sql/Statement"
 import { describe, expect, it } from "@effect/vitest"
@@ -13,7 +14,12 @@ import { Relay, type RelayRequest } from "../../src/relayer/Relay.js"
 import { IdRateLimit } from "../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../src/relayer/reservations.js"
 import { TxPreflight } from "../../src/relayer/simulate.js"
-import { HotKeyUnderfunded, TxSender, type TxSubmitError } from "../../src/txsender/TxSender.js"
+import {
+  HotKeyUnderfunded,
+  SendUnavailable,
+  TxSender,
+  type TxSubmitError
+} from "../../src/txsender/TxSender.js"
 import { settingsLayer } from "./claimSupport.js"
 
 const VAULT = "0x00000000000000000000000000000000000000e1"
@@ -137,6 +143,26 @@ describe("relay with nonce reservations", () => {
       yield* Deferred.await(submitted)
       yield* Fiber.interrupt(fiber)
       expect(log).toEqual(["take nonce:7", "simulate", "charge", "submit"])
+    })
+  )
+
+  it.effect("refused by a sender unsure whether it stored the transaction: kept (it may still be sent)", () =>
+    Effect.gen(function* () {
+      const unsure = harness({ submit: Effect.fail(new SendUnavailable({ reason: "store_unsure" })) })
+      const exit = yield* Effect.exit(unsure.send(request))
+      expect(exit).toEqual(
+        Exit.fail(
+          expect.objectContaining({
+            _tag: "Unavailable",
+            message: expect.stringMatching(/may still be sent/)
+          })
+        )
+      )
+      expect(unsure.log).toEqual(["take nonce:7", "simulate", "charge", "submit"])
+      // A store that refused the statement outright stored nothing: released.
+      const refused = harness({ submit: Effect.fail(new SendUnavailable({ reason: "store" })) })
+      yield* Effect.exit(refused.send(request))
+      expect(refused.log).toEqual(["take nonce:7", "simulate", "charge", "submit", "release"])
     })
   )
 })

@@ -39,12 +39,12 @@ let txCount = 0
  * A pending transaction in the sender's store, as `submit` leaves it, stored with the requester's
  * write when there is one (the reservation linking itself); returns its id and hash.
  */
-const storedTx = (storedWith?: TxRequest["storedWith"], atNonce?: bigint) =>
+const storedTx = (storedWith?: TxRequest["storedWith"], atNonce?: bigint, bytes?: Hex) =>
   Effect.gen(function* () {
     const store = yield* makeTxStore(identity)
     txCount++
     const txNonce = atNonce ?? BigInt(1_000_000 + txCount)
-    const raw = toHex(`tx-${txCount}-${randomBytes(4).toString("hex")}`)
+    const raw = bytes ?? toHex(`tx-${txCount}-${randomBytes(4).toString("hex")}`)
     const hash = keccak256(raw)
     const [id] = yield* store.insert(SENDER, [
       {
@@ -62,7 +62,7 @@ const storedTx = (storedWith?: TxRequest["storedWith"], atNonce?: bigint) =>
         storedWith: storedWith?.(hash)
       }
     ])
-    return { id: id as string, hash, nonce: txNonce, store }
+    return { id: id as string, hash, nonce: txNonce, raw, store }
   })
 
 const refusal = <A, E>(effect: Effect.Effect<A, E>) =>
@@ -319,6 +319,43 @@ for (const database of testDatabases()) {
             expect(pruning).toBeUndefined()
             // The linked row of `other` survived the prune: its key is still held.
             expect((yield* refusal(reservations.take(VAULT, other, [nonce(0n)])))?._tag).toBe("NonceMismatch")
+          })
+      )
+
+      // A request dropped and sent again at the same nonce and fees signs to the same bytes: the
+      // dropped transaction is not evidence that the new one, under the same hash, settled.
+      it.effect.skipIf(database.name === "pglite")(
+        "a take that began before a dropped transaction's bytes were stored again holds",
+        () =>
+          Effect.gen(function* () {
+            const sql = yield* SqlClient
+            const reservations = yield* makeNonceReservations()
+            const id = freshId()
+            const dropped = yield* storedTx(
+              reservations.linkOnStore(yield* reservations.take(VAULT, id, [nonce(0n)]))
+            )
+            yield* dropped.store.markDropped(dropped.id, "rejected")
+            const locked = yield* Deferred.make<string>()
+            const gate = yield* Deferred.make<void>()
+            const store = yield* Effect.gen(function* () {
+              const holder = yield* reservations.take(VAULT, id, [nonce(0n)])
+              const [xact] = yield* sql<{ readonly id: string }>`SELECT pg_current_xact_id()::text AS id`
+              yield* Deferred.succeed(locked, xact?.id ?? "")
+              yield* Deferred.await(gate)
+              const again = yield* storedTx(reservations.linkOnStore(holder), dropped.nonce, dropped.raw)
+              expect(again.hash).toBe(dropped.hash)
+            }).pipe(sql.withTransaction, Effect.fork)
+            const xact = yield* Deferred.await(locked)
+            const take = yield* Effect.fork(refusal(reservations.take(VAULT, id, [nonce(0n)])))
+            yield* waitUntil(
+              sql<{ readonly n: number }>`
+                SELECT count(*)::int AS n FROM pg_locks
+                WHERE locktype = 'transactionid' AND transactionid::text = ${xact} AND NOT granted`,
+              (rows) => (rows[0]?.n ?? 0) >= 1
+            )
+            yield* Deferred.succeed(gate, undefined)
+            yield* Fiber.join(store)
+            expect((yield* Fiber.join(take))?._tag).toBe("NonceMismatch")
           })
       )
 

@@ -4,6 +4,7 @@
  * process, gaps and an unfunded key. Each test sends from a hot key of its own.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Either, Fiber, Layer, ManagedRuntime, Option, type Scope } from "effect"
 import { type Address, type Hex, keccak256, parseGwei, parseTransaction, toHex } from "viem"
@@ -23,6 +24,7 @@ import { migrate } from "../../src/store/migrations.js"
 import type { TxRequest } from "../../src/txsender/api.js"
 import { makeSenderCore } from "../../src/txsender/core.js"
 import { bumped } from "../../src/txsender/fees.js"
+import { type TxStore, TxStoreError } from "../../src/txsender/store.js"
 import { type Job, makeSubmitBatch } from "../../src/txsender/submit.js"
 import {
   HotKeyUnderfunded,
@@ -88,16 +90,20 @@ const buildSender = (
  * A node for tests of the sender's error handling. It holds one transaction per nonce (those in
  * `outsider` already held by another sender's), and its pending nonce is the lowest one nobody
  * holds. It answers each broadcast as `answer` says by its order; one it would accept at a held
- * nonce is "nonce too low".
+ * nonce is "nonce too low". `lost` is a broadcast it takes whose answer is lost: the client's
+ * retry is then told "nonce too low".
  */
 const scriptedChain = (
-  answer: (nth: number) => "accept" | "outage" | RpcRejectionKind = () => "accept",
+  answer: (nth: number) => "accept" | "lost" | "outage" | RpcRejectionKind = () => "accept",
   outsider: ReadonlyArray<number> = []
 ) => {
   const sent: Array<Hex> = []
   const held = new Set<number>(outsider)
+  /** The transactions it holds, by hash. */
+  const holding = new Set<Hex>()
   let feesAvailable = true
   let onBroadcast: Effect.Effect<void> = Effect.void
+  let onLookup: Effect.Effect<void> = Effect.void
   const pendingNonce = () => {
     let n = 0
     while (held.has(n)) n++
@@ -119,6 +125,12 @@ const scriptedChain = (
     getTransactionCount: (_, tag) => Effect.sync(() => (tag === "pending" ? pendingNonce() : 0)),
     getBalance: () => Effect.succeed(10n ** 18n),
     getTransactionReceipt: () => Effect.succeed(Option.none()),
+    // Only whether it holds the hash is read.
+    getTransaction: (hash) =>
+      Effect.zipRight(
+        onLookup,
+        Effect.sync(() => (holding.has(hash) ? Option.some({ hash } as never) : Option.none()))
+      ),
     call: () => Effect.succeed("0x"),
     estimateFeesPerGas: Effect.suspend(() =>
       feesAvailable
@@ -132,11 +144,12 @@ const scriptedChain = (
           sent.push(raw)
           const outcome = answer(sent.length)
           if (outcome === "outage") return Effect.fail(unavailable("eth_sendRawTransaction"))
-          if (outcome !== "accept") return Effect.fail(rejected(outcome))
+          if (outcome !== "accept" && outcome !== "lost") return Effect.fail(rejected(outcome))
           const nonce = parseTransaction(raw).nonce ?? 0
           if (held.has(nonce)) return Effect.fail(rejected("nonce_too_low"))
           held.add(nonce)
-          return Effect.succeed(keccak256(raw))
+          holding.add(keccak256(raw))
+          return outcome === "lost" ? Effect.fail(rejected("nonce_too_low")) : Effect.succeed(keccak256(raw))
         })
       )
   })
@@ -151,6 +164,10 @@ const scriptedChain = (
     /** Runs before each broadcast. */
     beforeBroadcast: (effect: Effect.Effect<void>) => {
       onBroadcast = effect
+    },
+    /** Runs before each lookup of a transaction by its hash. */
+    beforeLookup: (effect: Effect.Effect<void>) => {
+      onLookup = effect
     }
   }
 }
@@ -160,14 +177,20 @@ const scriptedChain = (
  * to the sender as one batch taken under one hold of the key (as its queue hands over those that
  * arrive while it is busy).
  */
-const batchOf = (chain: Layer.Layer<ChainClient>, requests: ReadonlyArray<TxRequest>) =>
+const batchOf = (
+  chain: Layer.Layer<ChainClient>,
+  requests: ReadonlyArray<TxRequest>,
+  insert?: (stored: TxStore["insert"]) => TxStore["insert"]
+) =>
   Effect.gen(function* () {
-    const core = yield* makeSenderCore({
+    const made = yield* makeSenderCore({
       privateKey: generatePrivateKey(),
       chainId: Option.some(31337),
       maxFeePerGas: parseGwei("100"),
       service: "relayer"
     }).pipe(Effect.provide(chain))
+    const core =
+      insert === undefined ? made : { ...made, store: { ...made.store, insert: insert(made.store.insert) } }
     const jobs: Array<Job> = yield* Effect.forEach(requests, (request) =>
       Effect.map(Deferred.make<Hex, TxSubmitError>(), (done) => ({ request, done }))
     )
@@ -179,9 +202,13 @@ const batchOf = (chain: Layer.Layer<ChainClient>, requests: ReadonlyArray<TxRequ
   })
 
 /** The batch of `requests` submitted on `chain`; every caller's answer. */
-const submitAsOneBatch = (chain: Layer.Layer<ChainClient>, requests: ReadonlyArray<TxRequest>) =>
+const submitAsOneBatch = (
+  chain: Layer.Layer<ChainClient>,
+  requests: ReadonlyArray<TxRequest>,
+  insert?: (stored: TxStore["insert"]) => TxStore["insert"]
+) =>
   Effect.gen(function* () {
-    const { address, jobs, submit } = yield* batchOf(chain, requests)
+    const { address, jobs, submit } = yield* batchOf(chain, requests, insert)
     yield* submit
     const answers = yield* Effect.forEach(jobs, (job) => Effect.either(Deferred.await(job.done)))
     return { answers, address }
@@ -780,6 +807,125 @@ for (const database of testDatabases()) {
             expect(yield* storedOf(address)).toEqual([])
           })
         )
+      )
+
+      it.live(
+        "a broadcast the node took, whose answer was lost and whose retry was told nonce too low, is not signed again",
+        () =>
+          run(
+            Effect.gen(function* () {
+              const chain = scriptedChain((nth) => (nth === 1 ? "lost" : "accept"))
+              const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(2))
+              expect(chain.nonces()).toEqual([0, 1])
+              expect(answers.map(hashOf)).toEqual(chain.sent.map((raw) => keccak256(raw)))
+              expect(yield* storedOf(address)).toEqual(
+                [0, 1].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
+              )
+            })
+          )
+      )
+
+      it.live(
+        "a defect once the batch is stored: the caller gets the hash it is stored under, and the rest goes out",
+        () =>
+          run(
+            Effect.gen(function* () {
+              const chain = scriptedChain((nth) => (nth === 2 ? "nonce_too_low" : "accept"))
+              chain.beforeLookup(Effect.dieMessage("an answer the client cannot read"))
+              const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(3))
+              expect(chain.nonces()).toEqual([0, 1, 2])
+              expect(answers.map(hashOf)).toEqual(chain.sent.map((raw) => keccak256(raw)))
+              expect(yield* storedOf(address)).toEqual(
+                [0, 1, 2].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
+              )
+            })
+          )
+      )
+
+      it.live(
+        "stopped while the batch is being stored: the statement finishes and each caller gets its hash",
+        () =>
+          run(
+            Effect.gen(function* () {
+              const chain = scriptedChain()
+              const storing = yield* Deferred.make<void>()
+              const { address, jobs, submit } = yield* batchOf(
+                chain.layer,
+                requests(2),
+                (insert) => (sender, entries) =>
+                  Effect.zipRight(
+                    Effect.zipRight(Deferred.succeed(storing, undefined), Effect.sleep("200 millis")),
+                    insert(sender, entries)
+                  )
+              )
+              const fiber = yield* Effect.fork(submit)
+              yield* Deferred.await(storing)
+              yield* Fiber.interrupt(fiber)
+              const hashes = yield* Effect.forEach(jobs, (job) =>
+                Deferred.await(job.done).pipe(
+                  Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "unanswered" })
+                )
+              )
+              expect(chain.sent).toHaveLength(0)
+              for (const hash of hashes)
+                expect(yield* rowOf(hash)).toEqual({ state: "pending", confirmed: false })
+              expect(yield* storedOf(address)).toEqual(
+                [0, 1].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
+              )
+            })
+          )
+      )
+
+      /** The statement's answer lost on the way, as a closed connection loses it. */
+      const lostAnswer = new TxStoreError({
+        operation: "insert",
+        cause: new SqlError({
+          cause: new Error("Connection terminated unexpectedly"),
+          message: "Failed to execute statement"
+        })
+      })
+
+      it.live(
+        "a batch stored whose answer was lost: each caller gets the hash it is stored under, for the monitor to send",
+        () =>
+          run(
+            Effect.gen(function* () {
+              const chain = scriptedChain()
+              const { answers, address } = yield* submitAsOneBatch(
+                chain.layer,
+                requests(2),
+                (insert) => (sender, entries) =>
+                  Effect.zipRight(insert(sender, entries), Effect.fail(lostAnswer))
+              )
+              expect(chain.sent).toHaveLength(0)
+              for (const hash of answers.map(hashOf))
+                expect(yield* rowOf(hash)).toEqual({ state: "pending", confirmed: false })
+              expect(yield* storedOf(address)).toEqual(
+                [0, 1].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
+              )
+            })
+          )
+      )
+
+      it.live(
+        "a batch whose answer was lost and that is not found stored is refused as perhaps stored, and nothing is sent",
+        () =>
+          run(
+            Effect.gen(function* () {
+              const chain = scriptedChain()
+              const { answers, address } = yield* submitAsOneBatch(
+                chain.layer,
+                requests(2),
+                () => () => Effect.fail(lostAnswer)
+              )
+              expect(answers.map((a) => Either.getLeft(a))).toEqual([
+                Option.some(new SendUnavailable({ reason: "store_unsure" })),
+                Option.some(new SendUnavailable({ reason: "store_unsure" }))
+              ])
+              expect(chain.sent).toHaveLength(0)
+              expect(yield* storedOf(address)).toEqual([])
+            })
+          )
       )
     })
 
