@@ -170,10 +170,10 @@ export const rpcTransport = (url: string, options: RpcTransportOptions): CustomT
           if (!response.complete) fail(new Error("the connection closed before the RPC answer was complete"))
         })
         stream.on("end", () => {
-          const text =
-            chunks.length === 1
-              ? (chunks[0] as Buffer).toString("utf8")
-              : Buffer.concat(chunks).toString("utf8")
+          const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)
+          // A leading byte order mark is dropped, as fetch's text() drops it.
+          const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0
+          const text = bytes.toString("utf8", bom)
           settle(() =>
             resolve({
               status: response.statusCode ?? 0,
@@ -223,7 +223,8 @@ export const rpcTransport = (url: string, options: RpcTransportOptions): CustomT
           })
         throw new HttpRequestError({
           body,
-          details: stringify((data as { error?: unknown } | null)?.error) || answer.statusText,
+          // An answer of `null` throws here, as in viem: the error then has no status.
+          details: stringify((data as { error?: unknown }).error) || answer.statusText,
           headers,
           status: answer.status,
           url: shownUrl

@@ -44,6 +44,8 @@ const REFUSALS = {
   okNotJson: [200, "text/plain", "not json"],
   okEmpty: [200, undefined, ""],
   okNull: [200, "application/json", "null"],
+  badRequestNull: [400, "application/json", "null"],
+  okWithByteOrderMark: [200, "application/json", '\ufeff{"jsonrpc":"2.0","id":1,"result":"0x2a"}'],
   okJsonAsText: [200, "text/plain", '{"jsonrpc":"2.0","id":1,"result":"0x2a"}'],
   okNoResult: [200, "application/json", '{"jsonrpc":"2.0","id":1}']
 } as const satisfies Record<string, readonly [number, string | undefined, string]>
