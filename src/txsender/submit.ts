@@ -148,8 +148,8 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
       }
     }).pipe(
       // A read or write failed, or a defect: the request stays pending at its latest stored
-      // signature (a failed drop included, which then goes out once the key is funded), the
-      // monitor carries it on, and no later request of the batch may take that nonce.
+      // signature (a failed drop included, which the monitor then keeps offering and replacing),
+      // the monitor carries it on, and no later request of the batch may take that nonce.
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.interrupt
