@@ -30,6 +30,41 @@ const waitUntil = <A, E, R>(query: Effect.Effect<A, E, R>, done: (a: A) => boole
     while (!done(yield* query)) yield* sleep(20)
   })
 
+/**
+ * A store committing while statements that began before it wait on its rows (PostgreSQL): `take`
+ * runs in a transaction, `racing` starts once it has, and `store` finishes the transaction once
+ * `waiting` of racing's statements wait on it. Returns what `racing` returned.
+ */
+const whileStoring = <H, A, E, R>(
+  take: Effect.Effect<H, unknown, SqlClient>,
+  store: (held: H) => Effect.Effect<unknown, unknown, SqlClient>,
+  racing: Effect.Effect<A, E, R>,
+  waiting: number
+) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    const begun = yield* Deferred.make<string>()
+    const gate = yield* Deferred.make<void>()
+    const storing = yield* Effect.gen(function* () {
+      const held = yield* take
+      const [xact] = yield* sql<{ readonly id: string }>`SELECT pg_current_xact_id()::text AS id`
+      yield* Deferred.succeed(begun, xact?.id ?? "")
+      yield* Deferred.await(gate)
+      yield* store(held)
+    }).pipe(sql.withTransaction, Effect.orDie, Effect.fork)
+    const xact = yield* Deferred.await(begun)
+    const raced = yield* Effect.fork(racing)
+    yield* waitUntil(
+      sql<{ readonly n: number }>`
+        SELECT count(*)::int AS n FROM pg_locks
+        WHERE locktype = 'transactionid' AND transactionid::text = ${xact} AND NOT granted`,
+      (rows) => (rows[0]?.n ?? 0) >= waiting
+    )
+    yield* Deferred.succeed(gate, undefined)
+    yield* Fiber.join(storing)
+    return yield* Fiber.join(raced)
+  })
+
 const freshId = (): Hex => `0x${randomBytes(32).toString("hex")}`
 const nonce = (value: bigint): ReservationKey => ({ kind: "nonce", value })
 const bindNonce = (value: bigint): ReservationKey => ({ kind: "bindNonce", value })
@@ -270,51 +305,35 @@ for (const database of testDatabases()) {
         "a take that began before the linking store committed holds, and its prune keeps the row",
         () =>
           Effect.gen(function* () {
-            const sql = yield* SqlClient
             const reservations = yield* makeNonceReservations({ unsentTtl: "1 millis" })
-            const id = freshId()
-            // A settled row of the same key: the take's snapshot sees its dead transaction.
-            const settled = yield* storedTx(
-              reservations.linkOnStore(yield* reservations.take(VAULT, id, [nonce(0n)]))
+            /** An account whose key 0 is held by a transaction since dropped. */
+            const settledAccount = Effect.gen(function* () {
+              const id = freshId()
+              const settled = yield* storedTx(
+                reservations.linkOnStore(yield* reservations.take(VAULT, id, [nonce(0n)]))
+              )
+              yield* settled.store.markDropped(settled.id, "rejected")
+              return id
+            })
+            const id = yield* settledAccount
+            const other = yield* settledAccount
+            const [same, pruning] = yield* whileStoring(
+              // A request's take of both settled rows, then its store linking them.
+              Effect.all([
+                reservations.take(VAULT, id, [nonce(0n)]),
+                reservations.take(VAULT, other, [nonce(0n)])
+              ]),
+              (holders) => Effect.forEach(holders, (holder) => storedTx(reservations.linkOnStore(holder))),
+              // The same key, and another key of `other` whose take prunes that account's rows.
+              Effect.all(
+                [
+                  refusal(reservations.take(VAULT, id, [nonce(0n)])),
+                  refusal(reservations.take(VAULT, other, [nonce(1n)]))
+                ],
+                { concurrency: "unbounded" }
+              ),
+              2
             )
-            yield* settled.store.markDropped(settled.id, "rejected")
-            const other = freshId()
-            const otherSettled = yield* storedTx(
-              reservations.linkOnStore(yield* reservations.take(VAULT, other, [nonce(0n)]))
-            )
-            yield* otherSettled.store.markDropped(otherSettled.id, "rejected")
-            const locked = yield* Deferred.make<string>()
-            const gate = yield* Deferred.make<void>()
-            // A request's take and its store, as one transaction: it takes both settled rows
-            // over before the takes below start, and links them only after they are waiting.
-            const store = yield* Effect.gen(function* () {
-              const holders = [
-                yield* reservations.take(VAULT, id, [nonce(0n)]),
-                yield* reservations.take(VAULT, other, [nonce(0n)])
-              ]
-              const [xact] = yield* sql<{ readonly id: string }>`SELECT pg_current_xact_id()::text AS id`
-              yield* Deferred.succeed(locked, xact?.id ?? "")
-              yield* Deferred.await(gate)
-              for (const holder of holders) yield* storedTx(reservations.linkOnStore(holder))
-            }).pipe(sql.withTransaction, Effect.fork)
-            const xact = yield* Deferred.await(locked)
-            // The same key, and another key of `other` whose take prunes that account's rows.
-            const takes = yield* Effect.all(
-              [
-                refusal(reservations.take(VAULT, id, [nonce(0n)])),
-                refusal(reservations.take(VAULT, other, [nonce(1n)]))
-              ],
-              { concurrency: "unbounded" }
-            ).pipe(Effect.fork)
-            yield* waitUntil(
-              sql<{ readonly n: number }>`
-                SELECT count(*)::int AS n FROM pg_locks
-                WHERE locktype = 'transactionid' AND transactionid::text = ${xact} AND NOT granted`,
-              (rows) => (rows[0]?.n ?? 0) >= 2
-            )
-            yield* Deferred.succeed(gate, undefined)
-            yield* Fiber.join(store)
-            const [same, pruning] = yield* Fiber.join(takes)
             expect(same?._tag).toBe("NonceMismatch")
             expect(pruning).toBeUndefined()
             // The linked row of `other` survived the prune: its key is still held.
@@ -328,34 +347,22 @@ for (const database of testDatabases()) {
         "a take that began before a dropped transaction's bytes were stored again holds",
         () =>
           Effect.gen(function* () {
-            const sql = yield* SqlClient
             const reservations = yield* makeNonceReservations()
             const id = freshId()
             const dropped = yield* storedTx(
               reservations.linkOnStore(yield* reservations.take(VAULT, id, [nonce(0n)]))
             )
             yield* dropped.store.markDropped(dropped.id, "rejected")
-            const locked = yield* Deferred.make<string>()
-            const gate = yield* Deferred.make<void>()
-            const store = yield* Effect.gen(function* () {
-              const holder = yield* reservations.take(VAULT, id, [nonce(0n)])
-              const [xact] = yield* sql<{ readonly id: string }>`SELECT pg_current_xact_id()::text AS id`
-              yield* Deferred.succeed(locked, xact?.id ?? "")
-              yield* Deferred.await(gate)
-              const again = yield* storedTx(reservations.linkOnStore(holder), dropped.nonce, dropped.raw)
-              expect(again.hash).toBe(dropped.hash)
-            }).pipe(sql.withTransaction, Effect.fork)
-            const xact = yield* Deferred.await(locked)
-            const take = yield* Effect.fork(refusal(reservations.take(VAULT, id, [nonce(0n)])))
-            yield* waitUntil(
-              sql<{ readonly n: number }>`
-                SELECT count(*)::int AS n FROM pg_locks
-                WHERE locktype = 'transactionid' AND transactionid::text = ${xact} AND NOT granted`,
-              (rows) => (rows[0]?.n ?? 0) >= 1
+            const refused = yield* whileStoring(
+              reservations.take(VAULT, id, [nonce(0n)]),
+              (holder) =>
+                Effect.map(storedTx(reservations.linkOnStore(holder), dropped.nonce, dropped.raw), (again) =>
+                  expect(again.hash).toBe(dropped.hash)
+                ),
+              refusal(reservations.take(VAULT, id, [nonce(0n)])),
+              1
             )
-            yield* Deferred.succeed(gate, undefined)
-            yield* Fiber.join(store)
-            expect((yield* Fiber.join(take))?._tag).toBe("NonceMismatch")
+            expect(refused?._tag).toBe("NonceMismatch")
           })
       )
 

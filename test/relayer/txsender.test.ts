@@ -222,6 +222,12 @@ const storedOf = (sender: string) =>
       SELECT nonce::text AS nonce, state FROM relayer_txs WHERE sender = ${sender} ORDER BY id`
   )
 
+/** Every stored transaction of `sender` pending, at `nonces` in order of storing. */
+const expectAllPendingAt = (sender: string, nonces: ReadonlyArray<number>) =>
+  Effect.map(storedOf(sender), (rows) =>
+    expect(rows).toEqual(nonces.map((nonce) => ({ nonce: String(nonce), state: "pending" })))
+  )
+
 const buildMockSender = (
   chain: Layer.Layer<ChainClient>,
   overrides: Partial<TxSenderOptions> = {}
@@ -778,9 +784,7 @@ for (const database of testDatabases()) {
               // The other two are stored, pending at the next nonces, under the hashes returned.
               for (const hash of hashes.slice(1))
                 expect(yield* rowOf(hash)).toEqual({ state: "pending", confirmed: false })
-              expect(yield* storedOf(address)).toEqual(
-                [0, 1, 2].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
-              )
+              yield* expectAllPendingAt(address, [0, 1, 2])
             })
           )
       )
@@ -818,9 +822,7 @@ for (const database of testDatabases()) {
               const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(2))
               expect(chain.nonces()).toEqual([0, 1])
               expect(answers.map(hashOf)).toEqual(chain.sent.map((raw) => keccak256(raw)))
-              expect(yield* storedOf(address)).toEqual(
-                [0, 1].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
-              )
+              yield* expectAllPendingAt(address, [0, 1])
             })
           )
       )
@@ -835,9 +837,7 @@ for (const database of testDatabases()) {
               const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(3))
               expect(chain.nonces()).toEqual([0, 1, 2])
               expect(answers.map(hashOf)).toEqual(chain.sent.map((raw) => keccak256(raw)))
-              expect(yield* storedOf(address)).toEqual(
-                [0, 1, 2].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
-              )
+              yield* expectAllPendingAt(address, [0, 1, 2])
             })
           )
       )
@@ -869,9 +869,7 @@ for (const database of testDatabases()) {
               expect(chain.sent).toHaveLength(0)
               for (const hash of hashes)
                 expect(yield* rowOf(hash)).toEqual({ state: "pending", confirmed: false })
-              expect(yield* storedOf(address)).toEqual(
-                [0, 1].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
-              )
+              yield* expectAllPendingAt(address, [0, 1])
             })
           )
       )
@@ -900,9 +898,7 @@ for (const database of testDatabases()) {
               expect(chain.sent).toHaveLength(0)
               for (const hash of answers.map(hashOf))
                 expect(yield* rowOf(hash)).toEqual({ state: "pending", confirmed: false })
-              expect(yield* storedOf(address)).toEqual(
-                [0, 1].map((nonce) => ({ nonce: String(nonce), state: "pending" }))
-              )
+              yield* expectAllPendingAt(address, [0, 1])
             })
           )
       )
