@@ -654,6 +654,15 @@ for (const database of testDatabases()) {
       const requests = (count: number) => Array.from({ length: count }, (_, i) => selfTransfer(BigInt(i + 1)))
       const hashOf = (answer: Either.Either<Hex, TxSubmitError>) =>
         Either.getOrThrowWith(answer, (error) => new Error(`refused: ${error._tag}`))
+      /** One broadcast per request, at `nonces`, each caller answered with the hash that went out. */
+      const expectEachSentOnce = (
+        chain: ReturnType<typeof scriptedChain>,
+        answers: ReadonlyArray<Either.Either<Hex, TxSubmitError>>,
+        nonces: ReadonlyArray<number>
+      ) => {
+        expect(chain.nonces()).toEqual(nonces)
+        expect(answers.map(hashOf)).toEqual(chain.sent.map((raw) => keccak256(raw)))
+      }
 
       it.live("is stored whole at consecutive nonces before its first broadcast", () =>
         run(
@@ -820,8 +829,7 @@ for (const database of testDatabases()) {
             Effect.gen(function* () {
               const chain = scriptedChain((nth) => (nth === 1 ? "lost" : "accept"))
               const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(2))
-              expect(chain.nonces()).toEqual([0, 1])
-              expect(answers.map(hashOf)).toEqual(chain.sent.map((raw) => keccak256(raw)))
+              expectEachSentOnce(chain, answers, [0, 1])
               yield* expectAllPendingAt(address, [0, 1])
             })
           )
@@ -835,8 +843,7 @@ for (const database of testDatabases()) {
               const chain = scriptedChain((nth) => (nth === 2 ? "nonce_too_low" : "accept"))
               chain.beforeLookup(Effect.dieMessage("an answer the client cannot read"))
               const { answers, address } = yield* submitAsOneBatch(chain.layer, requests(3))
-              expect(chain.nonces()).toEqual([0, 1, 2])
-              expect(answers.map(hashOf)).toEqual(chain.sent.map((raw) => keccak256(raw)))
+              expectEachSentOnce(chain, answers, [0, 1, 2])
               yield* expectAllPendingAt(address, [0, 1, 2])
             })
           )
