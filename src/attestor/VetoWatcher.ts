@@ -27,14 +27,20 @@
  * Durable record (migration 0022, `attestor_bind_proposals`, keyed by id and bind nonce): each
  * proposal's last verdict, so `attestor_bind_proposals_total{verdict}` counts a verdict once per
  * proposal (again only when it changes, e.g. attested then contested), across restarts; and its
- * veto: claimed (`sending`) in the database before anything is sent, so a proposal is vetoed at
- * most once whatever restarts or replicas do. A claimed veto that could not be handed to the
- * transaction sender (nothing sent) is released and tried on the next pass.
+ * veto: claimed (`sending`) in the database before anything is sent, and made `sent` with its hash
+ * by the very statement that stores the transaction (`TxRequest.storedWith`), so a proposal is
+ * vetoed once whatever restarts or replicas do. A claimed veto that could not be handed to the
+ * transaction sender (nothing sent) is released and tried on the next pass; a claim left
+ * `sending` (a stop, a store that did not answer) stored nothing, and is taken again once stale.
+ * A `sent` veto whose transaction reverted or was dropped while the index still has the proposal
+ * pending (a reorg put it back) is sent again.
  *
  * Veto: `eth_call` of `vetoBind(id)` from the attestor's address first (a proposal cancelled or
- * finalized meanwhile, or a key that is not an attestor, reverts: recorded as `skipped`, nothing
- * sent), then gas estimation (x1.2) and the relayer's durable `TxSender` for the attestor key
- * (created only with `AUTO_VETO`), which signs, stores, broadcasts and replaces stuck attempts.
+ * finalized meanwhile, a node behind the indexer, or a key that is not an attestor, reverts:
+ * nothing sent, counted `skipped` once, tried again on the next pass while the proposal is
+ * pending in the index), then gas estimation (x1.2) and the relayer's durable `TxSender` for the
+ * attestor key (created only with `AUTO_VETO`), which signs, stores, broadcasts and replaces stuck
+ * attempts.
  *
  * Passes run whenever the indexer's projection changes and at least every `resyncIntervalMs`
  * (a contest changes attestations, not the projection). A failed pass is logged without account
@@ -55,6 +61,7 @@ import { AttestorSettings } from "../config/attestor.js"
 import { counter } from "../http/metrics.js"
 import { Indexer } from "../indexer/Indexer.js"
 import type { AccountState } from "../store/projections/accounts.js"
+import type { TxRequest } from "../txsender/api.js"
 import { makeTxSender, type TxSenderShape, txSenderOptions } from "../txsender/TxSender.js"
 import { AttestationStore, type StoredAttestation } from "./AttestationStore.js"
 import { HintIndex } from "./hintIndex.js"
@@ -78,6 +85,8 @@ export type VetoState = "none" | "sending" | "sent" | "skipped"
 export interface Handled {
   readonly verdict: Verdict
   readonly veto: VetoState
+  /** The veto's transaction, once `sent`. */
+  readonly txHash?: Hex | undefined
 }
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
@@ -113,15 +122,28 @@ export const verdictOf = (
   return attested ? "attested" : "unattested"
 }
 
-/** What to do with a judged proposal: count its verdict (new or changed), send a veto. */
+/**
+ * What to do with a judged proposal: count its verdict (new or changed), send a veto. `skipped`,
+ * written by earlier versions when the simulation reverted, is tried again like `none`.
+ */
 export const decide = (
   verdict: Verdict,
   handled: Handled | undefined,
   autoVeto: boolean
-): { readonly count: boolean; readonly veto: boolean } => ({
-  count: handled?.verdict !== verdict,
-  veto: verdict === "unattested" && autoVeto && (handled?.veto ?? "none") === "none"
-})
+): { readonly count: boolean; readonly veto: boolean } => {
+  const veto = handled?.veto ?? "none"
+  return {
+    count: handled?.verdict !== verdict,
+    veto: verdict === "unattested" && autoVeto && (veto === "none" || veto === "skipped")
+  }
+}
+
+/**
+ * A claim (`sending`) this old with no transaction stored is one whose process stopped or failed
+ * between claiming and recording: a stored veto turns its row `sent` in the statement that stores
+ * it, so the claim can be taken again.
+ */
+export const STALE_CLAIM_SECONDS = 600
 
 // ---------------------------------------------------------------------------------------------
 // The record of judged proposals (migration 0022)
@@ -145,8 +167,20 @@ export interface ProposalStoreShape {
     verdict: Verdict,
     now: number
   ) => Effect.Effect<void, ProposalStoreError>
-  /** Claims the veto (`none` → `sending`); false when another process or pass has it. */
+  /**
+   * Claims the veto (`none`, `skipped` or a stale `sending` → `sending`); false when another
+   * process or pass has it.
+   */
   readonly claimVeto: (id: Hex, bindNonce: bigint, now: number) => Effect.Effect<boolean, ProposalStoreError>
+  /** The sender's part of storing the veto: the claimed row becomes `sent` with its hash. */
+  readonly linkVeto: (id: Hex, bindNonce: bigint) => NonNullable<TxRequest["storedWith"]>
+  /** A `sent` veto whose transaction reverted or was dropped: `none` again, to be sent again. */
+  readonly reopenVeto: (
+    id: Hex,
+    bindNonce: bigint,
+    txHash: Hex,
+    now: number
+  ) => Effect.Effect<void, ProposalStoreError>
   /** Ends a claimed veto: `sent` with the hash, `skipped`, or `none` again (nothing was sent). */
   readonly endVeto: (
     id: Hex,
@@ -160,6 +194,7 @@ export interface ProposalStoreShape {
 interface ProposalRow {
   readonly verdict: string
   readonly veto: string
+  readonly tx_hash: string | null
 }
 
 export const makeProposalStore = Effect.gen(function* () {
@@ -169,13 +204,14 @@ export const makeProposalStore = Effect.gen(function* () {
 
   const get: ProposalStoreShape["get"] = (id, bindNonce) =>
     sql<ProposalRow>`
-      SELECT verdict, veto FROM attestor_bind_proposals
+      SELECT verdict, veto, tx_hash FROM attestor_bind_proposals
       WHERE beneficiary_id = ${lower(id)} AND bind_nonce = ${bindNonce.toString()}`.pipe(
       Effect.mapError(failed("reading proposals")),
       Effect.map((rows) =>
         Option.map(Option.fromNullable(rows[0]), (row) => ({
           verdict: row.verdict as Verdict,
-          veto: row.veto as VetoState
+          veto: row.veto as VetoState,
+          ...(row.tx_hash === null ? {} : { txHash: row.tx_hash as Hex })
         }))
       )
     )
@@ -192,11 +228,26 @@ export const makeProposalStore = Effect.gen(function* () {
 
   const claimVeto: ProposalStoreShape["claimVeto"] = (id, bindNonce, now) =>
     sql<{ readonly veto: string }>`
-      UPDATE attestor_bind_proposals SET veto = 'sending', updated_at = ${now}
-      WHERE beneficiary_id = ${lower(id)} AND bind_nonce = ${bindNonce.toString()} AND veto = 'none'
+      UPDATE attestor_bind_proposals SET veto = 'sending', tx_hash = NULL, updated_at = ${now}
+      WHERE beneficiary_id = ${lower(id)} AND bind_nonce = ${bindNonce.toString()}
+        AND (veto IN ('none', 'skipped') OR (veto = 'sending' AND updated_at < ${now - STALE_CLAIM_SECONDS}))
       RETURNING veto`.pipe(
       Effect.map((rows) => rows.length === 1),
       Effect.mapError(failed("claiming a veto"))
+    )
+
+  const linkVeto: ProposalStoreShape["linkVeto"] = (id, bindNonce) => (txHash) =>
+    sql`
+      UPDATE attestor_bind_proposals SET veto = 'sent', tx_hash = ${txHash.toLowerCase()}
+      WHERE beneficiary_id = ${lower(id)} AND bind_nonce = ${bindNonce.toString()} AND veto = 'sending'`
+
+  const reopenVeto: ProposalStoreShape["reopenVeto"] = (id, bindNonce, txHash, now) =>
+    sql`
+      UPDATE attestor_bind_proposals SET veto = 'none', tx_hash = NULL, updated_at = ${now}
+      WHERE beneficiary_id = ${lower(id)} AND bind_nonce = ${bindNonce.toString()}
+        AND veto = 'sent' AND tx_hash = ${txHash.toLowerCase()}`.pipe(
+      Effect.asVoid,
+      Effect.mapError(failed("reopening a veto"))
     )
 
   const endVeto: ProposalStoreShape["endVeto"] = (id, bindNonce, veto, txHash, now) =>
@@ -208,7 +259,7 @@ export const makeProposalStore = Effect.gen(function* () {
       Effect.mapError(failed("recording a veto"))
     )
 
-  return { get, setVerdict, claimVeto, endVeto } satisfies ProposalStoreShape
+  return { get, setVerdict, claimVeto, linkVeto, reopenVeto, endVeto } satisfies ProposalStoreShape
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -292,6 +343,8 @@ export const makeVetoWatcher = (
     const resyncInterval = config.resyncIntervalMs ?? 5_000
     const cache = new Map<string, Handled>()
     const keyOf = (p: Proposal) => `${p.id.toLowerCase()}:${p.bindNonce}`
+    /** Proposals whose veto's simulation reverted, so it is counted and logged once. */
+    const reverted = new Set<string>()
 
     const handledOf = (p: Proposal) =>
       Effect.suspend(() => {
@@ -317,15 +370,18 @@ export const makeVetoWatcher = (
             )
             return
           }
-          if (!(yield* store.claimVeto(p.id, p.bindNonce, now))) return
-          yield* store.endVeto(p.id, p.bindNonce, "skipped", undefined, now)
-          cache.set(keyOf(p), { verdict: "unattested", veto: "skipped" })
+          // Not final: the node may be behind the indexer, or a reorg may bring the proposal
+          // back. Tried again on every pass while the index has the proposal pending; counted
+          // and logged once.
+          if (reverted.has(keyOf(p))) return
+          reverted.add(keyOf(p))
           yield* countVeto("skipped")
           yield* Effect.logWarning(
-            "veto not sent: vetoBind would revert (no pending bind, or not an attestor)"
+            "veto not sent: vetoBind would revert (no pending bind, or not an attestor); next pass"
           )
           return
         }
+        reverted.delete(keyOf(p))
         const gas = yield* Effect.either(chain.estimateGas(request))
         if (gas._tag === "Left") {
           yield* countVeto("unavailable")
@@ -336,13 +392,28 @@ export const makeVetoWatcher = (
         }
         if (!(yield* store.claimVeto(p.id, p.bindNonce, now))) return
         cache.set(keyOf(p), { verdict: "unattested", veto: "sending" })
-        const sent = yield* Effect.either(s.submit({ to: config.vault, data, gas: withGasMargin(gas.right) }))
+        const sent = yield* Effect.either(
+          s.submit({
+            to: config.vault,
+            data,
+            gas: withGasMargin(gas.right),
+            storedWith: store.linkVeto(p.id, p.bindNonce)
+          })
+        )
         const after = yield* nowSeconds
         if (sent._tag === "Right") {
+          // Already `sent` by the statement that stored it; this records it when nothing did.
           yield* store.endVeto(p.id, p.bindNonce, "sent", sent.right, after)
-          cache.set(keyOf(p), { verdict: "unattested", veto: "sent" })
+          cache.set(keyOf(p), { verdict: "unattested", veto: "sent", txHash: sent.right })
           yield* countVeto("sent")
           yield* Effect.logInfo("vetoBind sent for an unattested bind proposal")
+          return
+        }
+        if (sent.left._tag === "SendUnavailable" && sent.left.reason === "store_unsure") {
+          // Perhaps stored, and then sent: the row says so (`sent`), or stays claimed until stale.
+          cache.delete(keyOf(p))
+          yield* countVeto("failed")
+          yield* Effect.logWarning("veto perhaps not sent: the transaction store did not answer; claim kept")
           return
         }
         // Nothing was sent (the sender's errors say so): released for the next pass.
@@ -354,6 +425,29 @@ export const makeVetoWatcher = (
         )
       })
 
+    /**
+     * A proposal the index still has pending although its veto was sent: the veto may not be
+     * mined yet, or it reverted (a reorg brought the proposal back after it) or was dropped. Then
+     * it is `none` again, to be sent again.
+     */
+    const stillSent = (p: Proposal, recorded: Handled, s: TxSenderShape) =>
+      Effect.gen(function* () {
+        if (recorded.txHash === undefined) return recorded
+        const status = yield* Effect.either(s.status(recorded.txHash))
+        if (
+          status._tag === "Left" ||
+          (status.right.status !== "reverted" && status.right.status !== "unknown")
+        )
+          return recorded
+        yield* store.reopenVeto(p.id, p.bindNonce, recorded.txHash, yield* nowSeconds)
+        const reopened: Handled = { verdict: recorded.verdict, veto: "none" }
+        cache.set(keyOf(p), reopened)
+        yield* Effect.logWarning(
+          "a sent veto reverted or was dropped while the proposal is pending; sending again"
+        )
+        return reopened
+      })
+
     /** One proposal: verdict, count, veto. */
     const judge = (p: Proposal, known: boolean) =>
       Effect.gen(function* () {
@@ -361,11 +455,15 @@ export const makeVetoWatcher = (
           !known && !config.vetoUnknownIds
             ? ("unknown_id" as const)
             : verdictOf(p, known, config.vetoUnknownIds, yield* attestations.ofId(p.id))
-        const handled = yield* handledOf(p)
+        const recorded = yield* handledOf(p)
+        const handled =
+          recorded?.veto === "sent" && Option.isSome(sender)
+            ? yield* stillSent(p, recorded, sender.value)
+            : recorded
         const action = decide(verdict, handled, config.autoVeto)
         if (action.count) {
           yield* store.setVerdict(p.id, p.bindNonce, verdict, yield* nowSeconds)
-          cache.set(keyOf(p), { verdict, veto: handled?.veto ?? "none" })
+          cache.set(keyOf(p), { ...handled, verdict, veto: handled?.veto ?? "none" })
           yield* countVerdict(verdict)
           yield* Effect.logInfo("bind proposal judged").pipe(
             Effect.annotateLogs({ verdict, auto_veto: config.autoVeto })

@@ -6,6 +6,7 @@
  * (not on the next pass, not after a restart), a contest's revocation leading to a veto, a
  * simulation that reverts sending nothing, a sender's refusal retried, AUTO_VETO off only counting.
  */
+import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Metric, Option } from "effect"
 import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem"
@@ -22,6 +23,7 @@ import {
   makeVetoWatcher,
   type Proposal,
   pendingProposals,
+  STALE_CLAIM_SECONDS,
   verdictOf,
   vetoes
 } from "../../src/attestor/VetoWatcher.js"
@@ -89,11 +91,16 @@ describe("the decision rule", () => {
       count: true,
       veto: true
     })
-    for (const veto of ["sending", "sent", "skipped"] as const)
+    for (const veto of ["sending", "sent"] as const)
       expect(decide("unattested", { verdict: "unattested", veto }, true)).toEqual({
         count: false,
         veto: false
       })
+    // Written by earlier versions when the simulation reverted: tried again.
+    expect(decide("unattested", { verdict: "unattested", veto: "skipped" }, true)).toEqual({
+      count: false,
+      veto: true
+    })
     expect(decide("attested", undefined, true)).toEqual({ count: true, veto: false })
     expect(decide("attested", { verdict: "attested", veto: "none" }, true)).toEqual({
       count: false,
@@ -138,14 +145,23 @@ for (const database of testDatabases()) {
           expect(yield* store.claimVeto(id, 0n, 3)).toBe(false)
           yield* store.endVeto(id, 0n, "none", undefined, 4)
           expect(yield* store.claimVeto(id, 0n, 5)).toBe(true)
-          yield* store.endVeto(id, 0n, "sent", `0x${"ab".repeat(32)}`, 6)
-          expect(yield* store.get(id, 0n)).toEqual(Option.some({ verdict: "unattested", veto: "sent" }))
+          const hash: Hex = `0x${"ab".repeat(32)}`
+          yield* store.endVeto(id, 0n, "sent", hash, 6)
+          const sent = Option.some({ verdict: "unattested", veto: "sent", txHash: hash })
+          expect(yield* store.get(id, 0n)).toEqual(sent)
           expect(yield* store.claimVeto(id, 0n, 7)).toBe(false)
           // Another bind nonce of the same id is another proposal.
           expect(yield* store.get(id, 1n)).toEqual(Option.none())
-          expect(yield* store.get(id.toUpperCase().replace("0X", "0x") as Hex, 0n)).toEqual(
-            Option.some({ verdict: "unattested", veto: "sent" })
-          )
+          expect(yield* store.get(id.toUpperCase().replace("0X", "0x") as Hex, 0n)).toEqual(sent)
+          // Reopened only by the hash it was sent with.
+          yield* store.reopenVeto(id, 0n, `0x${"cd".repeat(32)}`, 8)
+          expect(yield* store.get(id, 0n)).toEqual(sent)
+          yield* store.reopenVeto(id, 0n, hash, 8)
+          expect(yield* store.get(id, 0n)).toEqual(Option.some({ verdict: "unattested", veto: "none" }))
+          // A claim left by a process that stopped is taken again once stale, not before.
+          expect(yield* store.claimVeto(id, 0n, 10)).toBe(true)
+          expect(yield* store.claimVeto(id, 0n, 10 + STALE_CLAIM_SECONDS)).toBe(false)
+          expect(yield* store.claimVeto(id, 0n, 11 + STALE_CLAIM_SECONDS)).toBe(true)
         })
       )
 
@@ -157,7 +173,9 @@ for (const database of testDatabases()) {
             const known = new Set<string>()
             const reverting = new Set<string>()
             const submitted: Array<TxRequest> = []
-            let refuse = false
+            /** What the sender's store says of each veto sent, by hash: pending unless set. */
+            const outcomes = new Map<Hex, "success" | "reverted" | "unknown">()
+            let refuse: SendUnavailable["reason"] | undefined
             let chainDown = false
 
             const propose = (id: Hex, owner: Address, consumed: bigint) =>
@@ -217,16 +235,23 @@ for (const database of testDatabases()) {
                     : Effect.succeed("0x"),
               estimateGas: () => Effect.succeed(50_000n)
             })
+            const sql = yield* SqlClient
+            // As the sender does: the request's own write goes in the statement that stores it;
+            // with `store_unsure`, nothing was stored.
             const sender: TxSenderShape = {
               address: ATTESTOR,
               submit: (request) =>
-                refuse
-                  ? Effect.fail(new SendUnavailable({ reason: "chain" }))
-                  : Effect.sync(() => {
+                refuse !== undefined
+                  ? Effect.fail(new SendUnavailable({ reason: refuse }))
+                  : Effect.gen(function* () {
                       submitted.push(request)
-                      return `0x${String(submitted.length).padStart(64, "0")}` as Hex
+                      const hash = `0x${String(submitted.length).padStart(64, "0")}` as Hex
+                      if (request.storedWith !== undefined)
+                        yield* Effect.orDie(sql`${request.storedWith(hash)}`)
+                      return hash
                     }),
-              status: () => Effect.die("unused")
+              status: (hash) =>
+                Effect.succeed({ txHash: hash as never, status: outcomes.get(hash) ?? "pending" })
             }
 
             const attestations = yield* makeAttestationStore
@@ -269,7 +294,7 @@ for (const database of testDatabases()) {
             expect(submitted[0]).toMatchObject({ to: VAULT, gas: 60_000n })
             expect(idOf(submitted[0]!.data)).toBe(forged.id.toLowerCase())
             expect(yield* proposals.get(forged.id, 2n)).toEqual(
-              Option.some({ verdict: "unattested", veto: "sent" })
+              Option.some({ verdict: "unattested", veto: "sent", txHash: `0x${"1".padStart(64, "0")}` })
             )
             expect(yield* proposals.get(attested.id, 0n)).toEqual(
               Option.some({ verdict: "attested", veto: "none" })
@@ -301,7 +326,9 @@ for (const database of testDatabases()) {
             expect(submitted).toHaveLength(3)
             expect(idOf(submitted[2]!.data)).toBe(unknown.id.toLowerCase())
 
-            // A proposal no longer pending on the chain: the simulation reverts, nothing is sent, ever.
+            // A proposal the chain does not have pending (a node behind the indexer, or a reorg
+            // that took it out): the simulation reverts and nothing is sent, counted once, tried
+            // again on each pass while the index has it pending.
             const stale = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
             known.add(stale.id.toLowerCase())
             reverting.add(stale.id.toLowerCase())
@@ -310,9 +337,28 @@ for (const database of testDatabases()) {
             yield* on.pass
             expect(submitted).toHaveLength(3)
             expect(yield* proposals.get(stale.id, 0n)).toEqual(
-              Option.some({ verdict: "unattested", veto: "skipped" })
+              Option.some({ verdict: "unattested", veto: "none" })
             )
             expect(yield* counted(vetoes, "outcome", "skipped")).toBe(before.skipped + 1)
+            // The chain has it pending again: vetoed.
+            reverting.delete(stale.id.toLowerCase())
+            yield* on.pass
+            expect(submitted).toHaveLength(4)
+            expect(idOf(submitted[3]!.data)).toBe(stale.id.toLowerCase())
+
+            // A sent veto that reverted (a reorg put the proposal back after it) while the index
+            // has the proposal pending: sent again, once. One that succeeded is left alone.
+            const [staleVeto] = Option.toArray(yield* proposals.get(stale.id, 0n))
+            expect(staleVeto?.veto).toBe("sent")
+            outcomes.set(staleVeto?.txHash as Hex, "success")
+            yield* on.pass
+            expect(submitted).toHaveLength(4)
+            outcomes.set(staleVeto?.txHash as Hex, "reverted")
+            yield* on.pass
+            expect(submitted).toHaveLength(5)
+            expect(idOf(submitted[4]!.data)).toBe(stale.id.toLowerCase())
+            yield* on.pass
+            expect(submitted).toHaveLength(5)
 
             // The chain not answering, or the sender refusing: nothing sent, tried again next pass.
             const retried = { id: newId(), newOwner: newOwner(), bindNonce: 4n }
@@ -321,16 +367,30 @@ for (const database of testDatabases()) {
             chainDown = true
             yield* on.pass
             chainDown = false
-            refuse = true
+            refuse = "chain"
             yield* on.pass
-            expect(submitted).toHaveLength(3)
+            expect(submitted).toHaveLength(5)
             expect(yield* proposals.get(retried.id, 4n)).toEqual(
               Option.some({ verdict: "unattested", veto: "none" })
             )
             expect(yield* counted(vetoes, "outcome", "failed")).toBe(before.failed + 1)
-            refuse = false
+            refuse = undefined
             yield* on.pass
-            expect(submitted).toHaveLength(4)
+            expect(submitted).toHaveLength(6)
+
+            // A sender unsure whether it stored the veto: the claim is kept, nothing sent again
+            // (a stored veto would have made the row `sent`), until the claim is stale.
+            const unsure = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
+            known.add(unsure.id.toLowerCase())
+            propose(unsure.id, unsure.newOwner, 0n)
+            refuse = "store_unsure"
+            yield* on.pass
+            refuse = undefined
+            yield* on.pass
+            expect(submitted).toHaveLength(6)
+            expect(yield* proposals.get(unsure.id, 0n)).toEqual(
+              Option.some({ verdict: "unattested", veto: "sending" })
+            )
 
             // AUTO_VETO off: an unattested proposal is counted, nothing is sent.
             const quiet = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
@@ -340,7 +400,7 @@ for (const database of testDatabases()) {
             const unattestedBefore = yield* counted(bindProposals, "verdict", "unattested")
             yield* off.pass
             yield* off.pass
-            expect(submitted).toHaveLength(4)
+            expect(submitted).toHaveLength(6)
             expect(yield* counted(bindProposals, "verdict", "unattested")).toBe(unattestedBefore + 1)
             expect(yield* proposals.get(quiet.id, 0n)).toEqual(
               Option.some({ verdict: "unattested", veto: "none" })

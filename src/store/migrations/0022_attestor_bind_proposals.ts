@@ -1,10 +1,10 @@
 /**
  * The veto watcher's record of the bind proposals it judged (docs/attestor.md §3 veto row): one
  * row per proposal, keyed by escrow id and the bind nonce `proposeBind` consumed, with the last
- * verdict (so each verdict is counted once, across restarts) and the veto's progress. `veto`
- * moves only forward, from `none` to `sending` (claimed by one process, before anything is sent)
- * to `sent` (the hash of the attestor's `vetoBind`) or `skipped` (the simulation reverted: no
- * pending bind any more): a claimed proposal is never vetoed again.
+ * verdict (so each verdict is counted once, across restarts) and the veto's progress: `none`,
+ * `sending` (claimed by one process, before anything is sent), `sent` (the hash of the
+ * attestor's `vetoBind`). `skipped` is no longer written (src/attestor/VetoWatcher.ts says when
+ * a veto goes back to `none`).
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
