@@ -122,8 +122,11 @@ export interface PendingRound {
 export interface PendingPlan {
   /** Mined: record the outcome. */
   readonly settle: ReadonlyArray<{ readonly tx: StoredTx; readonly mined: Mined }>
-  /** Passed and unmined on two rounds in a row: another sender used their nonce. */
-  readonly taken: ReadonlySet<string>
+  /**
+   * Passed and unmined on two rounds in a row: another sender used their nonce. By id, with the
+   * nonce they were judged at.
+   */
+  readonly taken: ReadonlyMap<string, bigint>
   /** Passed and unmined for the first time: the suspects of the next round. */
   readonly suspects: ReadonlySet<string>
   /** Transactions still pending after this round. */
@@ -134,7 +137,7 @@ export interface PendingPlan {
 
 export const planPendingRound = (round: PendingRound): PendingPlan => {
   const settle: Array<{ readonly tx: StoredTx; readonly mined: Mined }> = []
-  const taken = new Set<string>()
+  const taken = new Map<string, bigint>()
   const suspects = new Set<string>()
   let stillPending = 0
   for (const tx of round.live) {
@@ -149,7 +152,7 @@ export const planPendingRound = (round: PendingRound): PendingPlan => {
     }
     stillPending++
     // Seen twice, so not a node that updated its nonce before its receipts.
-    if (round.suspects.has(tx.id)) taken.add(tx.id)
+    if (round.suspects.has(tx.id)) taken.set(tx.id, tx.nonce)
     else suspects.add(tx.id)
   }
   const maintain =
@@ -178,12 +181,14 @@ export const planMaintenance = (state: {
   readonly live: ReadonlyArray<StoredTx>
   readonly latestNonce: bigint
   readonly pendingNonce: bigint
-  readonly taken: ReadonlySet<string>
+  readonly taken: ReadonlyMap<string, bigint>
 }): Maintenance => {
   const unmined = state.live.filter((tx) => tx.nonce >= state.latestNonce)
   const highest = unmined.reduce((top, tx) => maxBig(top, tx.nonce), -1n)
   return {
-    renonce: state.live.filter((tx) => state.taken.has(tx.id) && tx.nonce < state.latestNonce),
+    // Still at the nonce it was judged taken at: one moved since (another replica re-signed it
+    // while this one waited for the lock) is judged again at its new nonce.
+    renonce: state.live.filter((tx) => state.taken.get(tx.id) === tx.nonce && tx.nonce < state.latestNonce),
     gap: { from: state.pendingNonce, to: highest + 1n },
     unmined
   }

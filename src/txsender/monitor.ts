@@ -73,6 +73,10 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
   /** Someone else used the nonce of `tx`: sign it again at a free one, unless it need not happen. */
   const renonce = (s: Sender, tx: StoredTx, estimate: Fees) =>
     Effect.gen(function* () {
+      // Looked up again under the lock: mined since the round judged it (by another replica's
+      // attempt, or late), it is settled, never re-signed.
+      const mined = yield* core.findMined(tx)
+      if (Option.isSome(mined)) return yield* settle([{ tx, mined: mined.value }])
       const simulation = renonceNeedsSimulation(tx) ? yield* core.simulate(tx.payload) : undefined
       const plan = planRenonce(tx, simulation)
       switch (plan._tag) {
@@ -133,6 +137,12 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
           )
         }
         case "Replace": {
+          if (plan.kind === "cancel" && simulation === "reverts") {
+            // It may revert because it was just mined itself (its account nonce used): then it
+            // is settled, never cancelled, so a reorg cannot make the no-op replace it.
+            const mined = yield* core.findMined(tx)
+            if (Option.isSome(mined)) return yield* settle([{ tx, mined: mined.value }])
+          }
           const payload = plan.noop ? core.noop : tx.payload
           const attempt = yield* core.sign(s, payload, tx.nonce, plan.fees, plan.kind)
           yield* store.addAttempt(tx.id, attempt)
@@ -216,7 +226,7 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
    * The work that allocates nonces or sends, done holding the key. The nonces are read again under
    * the lock; the fee estimate is the round's own, read moments before.
    */
-  const maintain = (s: Sender, taken: ReadonlySet<string>, estimate: Fees) =>
+  const maintain = (s: Sender, taken: ReadonlyMap<string, bigint>, estimate: Fees) =>
     Effect.gen(function* () {
       const [live, latest, chainNext] = yield* Effect.all(
         [

@@ -223,13 +223,21 @@ describe("gaps", () => {
       live,
       latestNonce: 3n,
       pendingNonce: 5n,
-      taken: new Set(["mined-elsewhere"])
+      taken: new Map([["mined-elsewhere", 2n]])
     })
     expect(plan.gap).toEqual({ from: 5n, to: 10n })
     expect(plan.unmined.map((t) => t.id)).toEqual(["a", "b"])
     expect(plan.renonce.map((t) => t.id)).toEqual(["mined-elsewhere"])
+    // Judged taken at 1 and found at 2 under the lock: moved meanwhile, judged again later.
+    const moved = planMaintenance({
+      live,
+      latestNonce: 3n,
+      pendingNonce: 5n,
+      taken: new Map([["mined-elsewhere", 1n]])
+    })
+    expect(moved.renonce).toEqual([])
     // Nothing unmined: an empty range.
-    const none = planMaintenance({ live: [], latestNonce: 3n, pendingNonce: 3n, taken: new Set() })
+    const none = planMaintenance({ live: [], latestNonce: 3n, pendingNonce: 3n, taken: new Map() })
     expect(none.gap.to).toBeLessThanOrEqual(none.gap.from)
   })
 })
@@ -303,7 +311,7 @@ describe("the pending round", () => {
     const first = planPendingRound({ ...round, suspects: new Set() })
     expect(first.taken.size).toBe(0)
     const second = planPendingRound({ ...round, suspects: first.suspects })
-    expect([...second.taken]).toEqual(["b"])
+    expect([...second.taken]).toEqual([["b", 2n]])
     expect(second.suspects.size).toBe(0)
     expect(second.maintain).toBe(true)
   })
