@@ -10,7 +10,7 @@
  *
  * Nothing of the handle, user or commitment reaches a log line or a metric.
  */
-import { Clock, Effect, Either } from "effect"
+import { Clock, Effect, Either, Schedule } from "effect"
 import type { Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import type { PublicHandleRequest, PublicHandleResponse } from "../../schema/attestor.js"
@@ -48,10 +48,11 @@ export const issuePublicHandle =
         // microblog and codehost handles are always lookups; kept so this stands on its own.
         return yield* Effect.fail(new BadRequest({ message: "handle: expected a handle, not a numeric id" }))
       const handle = classified.right.handle
+      // Read before the lookup, which may take a payment: after it, only the record can fail.
+      const chainId = yield* config.chainId
       const { userId, paymentResponse } = yield* config.lookup(body.platform, handle, paymentSignature)
       const commitment = commitmentFor(config.keys, body.platform, userId, yield* freshNonce)
       const issuedAt = BigInt(Math.floor((yield* Clock.currentTimeMillis) / 1000))
-      const chainId = yield* config.chainId
       const attestation = yield* Effect.promise(() =>
         privateKeyToAccount(config.signingKey).signTypedData({
           domain: publicHandleDomain(chainId),
@@ -60,8 +61,11 @@ export const issuePublicHandle =
           message: { platformId: commitment.platformId, userId, handle, issuedAt }
         })
       )
-      // Recorded before the answer: an escrow launched to it must never read as private.
-      yield* config.publics.record(commitment.handleCommitment, commitment.platformId, Number(issuedAt))
+      // Recorded before the answer: an escrow launched to it must never read as private. Tried a
+      // few times, since a paid lookup's payment is already taken.
+      yield* config.publics
+        .record(commitment.handleCommitment, commitment.platformId, Number(issuedAt))
+        .pipe(Effect.retry(Schedule.intersect(Schedule.spaced("100 millis"), Schedule.recurs(3))))
       const response: PublicHandleResponse = {
         ...commitment,
         platform: body.platform,

@@ -13,7 +13,8 @@ import {
   decodePaymentResponseHeader,
   encodePaymentSignatureHeader
 } from "@x402/core/http"
-import { Effect, Either, Layer, Logger, Option } from "effect"
+import { Effect, Either, Fiber, Layer, Logger, Option } from "effect"
+import { Unavailable } from "../../schema/errors.js"
 import { resolveHandle } from "../../src/attestor/handles/HandleLookups.js"
 import type { Resolve } from "../../src/attestor/handles/resolvers.js"
 import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
@@ -54,7 +55,7 @@ const payment = (accepted = requirements) =>
 
 type Verdict = "ok" | "refuse" | "throw"
 
-const facilitatorOf = (verify: Verdict, settle: Verdict) => {
+const facilitatorOf = (verify: Verdict, settle: Verdict, settling?: Promise<void>) => {
   const calls: Array<string> = []
   const client = {
     verify: async (payload: unknown, reqs: unknown) => {
@@ -64,6 +65,7 @@ const facilitatorOf = (verify: Verdict, settle: Verdict) => {
     },
     settle: async (payload: unknown, reqs: unknown) => {
       calls.push(`settle ${JSON.stringify({ payload, reqs })}`)
+      await settling
       if (settle === "throw") throw new Error("timed out")
       return settle === "ok"
         ? {
@@ -87,19 +89,40 @@ const database = testDatabases()[0]
 if (database === undefined) throw new Error("no test database")
 
 layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { timeout: 60_000 })((it) => {
-  const setup = (verify: Verdict, settle: Verdict) =>
+  const setup = (
+    verify: Verdict,
+    settle: Verdict,
+    options: { readonly settling?: Promise<void>; readonly recordsSettled?: boolean } = {}
+  ) =>
     Effect.map(SqlClient, (sql) => {
       const store = makePaymentStore(sql)
-      const facilitator = facilitatorOf(verify, settle)
+      const facilitator = facilitatorOf(verify, settle, options.settling)
       const lookup = paidLookup({
         requirements: Effect.succeed(requirements),
         publicUrl: "http://127.0.0.1:8081",
         facilitator: facilitator.client,
-        store,
+        // A database that fails exactly when the settlement is to be recorded.
+        store:
+          options.recordsSettled === false
+            ? {
+                ...store,
+                mark: (id, state, transaction) =>
+                  state === "settled"
+                    ? Effect.fail(new Unavailable({ message: "the database is not answering" }))
+                    : store.mark(id, state, transaction)
+              }
+            : store,
         resolve: resolveHandle(resolvers)
       })
       return { lookup, calls: facilitator.calls, store }
     })
+
+  /** The stored state of the authorization `payment()` made last. */
+  const lastPaymentState = (store: ReturnType<typeof makePaymentStore>) =>
+    Effect.map(
+      store.get({ payer: "0x90F79bf6EB2c4f870365E785982E1f101E93b906", nonce: nonces }),
+      Option.map((s) => s.state)
+    )
 
   describe("paid lookups", () => {
     it.effect("without a payment: 402 payment_required with the challenge", () =>
@@ -192,6 +215,34 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           expect(Either.isLeft(yield* Effect.either(lost.lookup("microblog", "dev42", signature)))).toBe(true)
           expect(lost.calls.filter((c) => c.startsWith("settle"))).toHaveLength(1)
         })
+    )
+
+    it.effect("a client that hangs up while its payment settles: the settlement is still recorded", () =>
+      Effect.gen(function* () {
+        let release = () => {}
+        const settling = new Promise<void>((resolve) => {
+          release = resolve
+        })
+        const { lookup, calls, store } = yield* setup("ok", "ok", { settling })
+        const fiber = yield* Effect.fork(lookup("microblog", "dev42", payment()))
+        while (!calls.some((c) => c.startsWith("settle")))
+          yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        // The request is dropped (its handler interrupted) while the facilitator settles.
+        const interrupted = yield* Effect.fork(Fiber.interrupt(fiber))
+        release()
+        yield* Fiber.join(interrupted)
+        expect(yield* lastPaymentState(store)).toEqual(Option.some("settled"))
+      })
+    )
+
+    it.effect("a settled payment whose record fails is answered all the same", () =>
+      Effect.gen(function* () {
+        const { lookup, store } = yield* setup("ok", "ok", { recordsSettled: false })
+        const result = yield* lookup("microblog", "dev42", payment())
+        expect(result.userId).toBe("42")
+        expect(decodePaymentResponseHeader(result.paymentResponse)).toMatchObject({ success: true })
+        expect(yield* lastPaymentState(store)).toEqual(Option.some("authorized"))
+      })
     )
   })
 })

@@ -137,20 +137,32 @@ export const paidLookup =
       // Not found, or a directory that cannot say: nothing is settled, the authorization is spent.
       const userId = yield* config.resolve(platform, handle).pipe(Effect.tapError(() => spent("failed")))
 
-      const settled = yield* Effect.tryPromise({
-        try: () => facilitator.settle(payload, requirements),
-        catch: (error) =>
-          error instanceof SettleError
-            ? new PaymentFailed({ message: "the payment could not be settled" })
-            : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
-      }).pipe(
-        // A refusal is final; without an answer the facilitator may have settled: never again.
-        Effect.tapError((error) => spent(error._tag === "PaymentFailed" ? "failed" : "indeterminate"))
+      // The settlement and its record are one step a client hanging up cannot cut in two: the
+      // money may move once asked, so what happened is written down whatever the client does.
+      const settled = yield* Effect.uninterruptible(
+        Effect.gen(function* () {
+          const answer = yield* Effect.tryPromise({
+            try: () => facilitator.settle(payload, requirements),
+            catch: (error) =>
+              error instanceof SettleError
+                ? new PaymentFailed({ message: "the payment could not be settled" })
+                : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
+          }).pipe(
+            // A refusal is final; without an answer the facilitator may have settled: never again.
+            Effect.tapError((error) => spent(error._tag === "PaymentFailed" ? "failed" : "indeterminate"))
+          )
+          if (!answer.success) {
+            yield* spent("failed")
+            return yield* Effect.fail(new PaymentFailed({ message: "the payment could not be settled" }))
+          }
+          // Paid: the answer is owed even when the record fails (the row stays `authorized`).
+          yield* recorded("settled", answer.transaction).pipe(
+            Effect.catchAll(() =>
+              Effect.logWarning("a settled lookup payment could not be recorded; its row stays authorized")
+            )
+          )
+          return answer
+        })
       )
-      if (!settled.success) {
-        yield* spent("failed")
-        return yield* Effect.fail(new PaymentFailed({ message: "the payment could not be settled" }))
-      }
-      yield* recorded("settled", settled.transaction)
       return { userId, paymentResponse: paymentResponseHeader(settled) }
     })
