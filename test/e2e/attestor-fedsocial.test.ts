@@ -205,7 +205,7 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
       "invalid_session"
     )
     const short = await start(shortLived, newOwner())
-    const signed = await signIn(custody(5), 1005, short, { expirationTime: new Date(Date.now() + 600_000) })
+    const signed = await signIn(custody(5), 1005, short)
     await new Promise((resolve) => setTimeout(resolve, 2_100))
     await expectRefusal(await verify(shortLived, signed), 401, "invalid_session")
   })
@@ -223,10 +223,22 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     )
   })
 
-  it("another uri than start gave", async () => {
+  it("another uri, or another expiration time, than start gave", async () => {
     const started = await start(attestor, newOwner())
     await expectRefusal(
       await verify(attestor, await signIn(custody(5), 1005, started, { uri: "http://localhost:5173/other" })),
+      401,
+      "invalid_session"
+    )
+    // Still ahead, but later than the nonce lives (docs/protocol.md §10: exactly that time).
+    const later = await start(attestor, newOwner())
+    await expectRefusal(
+      await verify(
+        attestor,
+        await signIn(custody(5), 1005, later, {
+          expirationTime: new Date(Date.parse(later.expirationTime) + 3_600_000)
+        })
+      ),
       401,
       "invalid_session"
     )

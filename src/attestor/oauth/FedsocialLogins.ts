@@ -20,7 +20,7 @@
  * Nothing of a message, signature, nonce or fid reaches a log line, a metric or an error message.
  */
 import type { CreateClientArgs } from "@farcaster/auth-client"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { type Address, createPublicClient, encodeAbiParameters, http, parseAbi } from "viem"
 import { generateSiweNonce, parseSiweMessage } from "viem/siwe"
 import type {
@@ -155,13 +155,8 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
           .pipe(Effect.mapError(() => new Unavailable({ message: "the login state store is not answering" })))
         if (Option.isNone(taken) || taken.value.platform !== "fedsocial") return yield* Effect.fail(refused)
         const intent = taken.value
-        // The expiry must be the one start gave (the nonce's own end) and still ahead.
-        const now = yield* Clock.currentTimeMillis
-        if (
-          parsed.uri !== config.uri ||
-          parsed.expirationTime === undefined ||
-          parsed.expirationTime.getTime() <= now
-        )
+        // The expiry must be the one start gave (the nonce's own end, still ahead: `take` says so).
+        if (parsed.uri !== config.uri || parsed.expirationTime?.getTime() !== intent.expiresAt * 1000)
           return yield* Effect.fail(refused)
         const client = yield* appClient
         const verified = yield* Effect.promise(() =>

@@ -55,7 +55,10 @@ export interface OAuthStatesShape {
     options?: { readonly state?: string }
   ) => Effect.Effect<{ readonly state: string; readonly expiresAt: number }, OAuthStateStoreError>
   /** The intent of `state`, taken once: none for an unknown, used or expired state. */
-  readonly take: (state: string) => Effect.Effect<Option.Option<OAuthIntent>, OAuthStateStoreError>
+  /** The intent, once, with when its state expires (unix seconds); none when unknown or expired. */
+  readonly take: (
+    state: string
+  ) => Effect.Effect<Option.Option<OAuthIntent & { readonly expiresAt: number }>, OAuthStateStoreError>
 }
 
 export class OAuthStates extends Context.Tag("OAuthStates")<OAuthStates, OAuthStatesShape>() {
@@ -148,7 +151,8 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
         return Option.some({
           ...stored,
           redirect: row.redirect ?? undefined,
-          codeVerifier: row.code_verifier ?? undefined
+          codeVerifier: row.code_verifier ?? undefined,
+          expiresAt: Number(row.expires_at)
         })
       })
 
