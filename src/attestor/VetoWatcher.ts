@@ -181,7 +181,7 @@ export interface ProposalStoreShape {
     txHash: Hex,
     now: number
   ) => Effect.Effect<void, ProposalStoreError>
-  /** Ends a claimed veto: `sent` with the hash, `skipped`, or `none` again (nothing was sent). */
+  /** Ends a claimed veto: `sent` with the hash, or `none` again (nothing was sent). */
   readonly endVeto: (
     id: Hex,
     bindNonce: bigint,
@@ -483,6 +483,9 @@ export const makeVetoWatcher = (
         view.proposals.map((p) => h?.projection.escrow(p.id) !== undefined)
       )
       const hintsCaughtUp = hintBlock !== undefined && hintBlock >= view.block
+      // Forget the reverted simulations of proposals no longer pending.
+      const pending = new Set(view.proposals.map(keyOf))
+      for (const key of reverted) if (!pending.has(key)) reverted.delete(key)
       for (const [i, p] of view.proposals.entries()) {
         const isKnown = known[i] === true
         // An id the hint index may not have reached yet is judged on a later pass.
