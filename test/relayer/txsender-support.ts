@@ -5,11 +5,18 @@
  */
 import http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Effect, Schedule } from "effect"
+import { Effect, type Layer, Option, Schedule } from "effect"
 import { type Address, type Hex, keccak256, parseGwei } from "viem"
-import { mnemonicToAccount, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import {
+  generatePrivateKey,
+  mnemonicToAccount,
+  type PrivateKeyAccount,
+  privateKeyToAccount
+} from "viem/accounts"
 import type { TxStatus } from "../../schema/relayer.js"
 import { ANVIL_CHAIN_ID, ANVIL_MNEMONIC } from "../../src/chain/anvil.js"
+import type { ChainClient } from "../../src/chain/ChainClient.js"
+import { makeSenderCore } from "../../src/txsender/core.js"
 import type { TxSenderShape } from "../../src/txsender/TxSender.js"
 
 /** Mnemonic account `index` as a private key and its address. */
@@ -151,3 +158,12 @@ export const startRacingProxy = async (targetUrl: string, before: () => Promise<
       })
   }
 }
+
+/** A sender's core on `chain` for a key of its own: chain 31337, fees capped at 100 gwei. */
+export const senderCoreOn = (chain: Layer.Layer<ChainClient>) =>
+  makeSenderCore({
+    privateKey: generatePrivateKey(),
+    chainId: Option.some(31337),
+    maxFeePerGas: parseGwei("100"),
+    service: "relayer"
+  }).pipe(Effect.provide(chain))

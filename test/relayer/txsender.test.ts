@@ -22,7 +22,6 @@ import {
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { migrate } from "../../src/store/migrations.js"
 import type { TxRequest } from "../../src/txsender/api.js"
-import { makeSenderCore } from "../../src/txsender/core.js"
 import { bumped } from "../../src/txsender/fees.js"
 import { type TxStore, TxStoreError } from "../../src/txsender/store.js"
 import { type Job, makeSubmitBatch } from "../../src/txsender/submit.js"
@@ -45,6 +44,7 @@ import {
   poolOf,
   rpc,
   rpcEffect,
+  senderCoreOn,
   setAutomine,
   settledStatus,
   startRacingProxy,
@@ -183,12 +183,7 @@ const batchOf = (
   insert?: (stored: TxStore["insert"]) => TxStore["insert"]
 ) =>
   Effect.gen(function* () {
-    const made = yield* makeSenderCore({
-      privateKey: generatePrivateKey(),
-      chainId: Option.some(31337),
-      maxFeePerGas: parseGwei("100"),
-      service: "relayer"
-    }).pipe(Effect.provide(chain))
+    const made = yield* senderCoreOn(chain)
     const core =
       insert === undefined ? made : { ...made, store: { ...made.store, insert: insert(made.store.insert) } }
     const jobs: Array<Job> = yield* Effect.forEach(requests, (request) =>

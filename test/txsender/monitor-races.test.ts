@@ -9,13 +9,12 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { type Address, type Hex, parseGwei, parseTransaction } from "viem"
-import { generatePrivateKey } from "viem/accounts"
 import { ChainClient, ChainReverted } from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { migrate } from "../../src/store/migrations.js"
-import { makeSenderCore } from "../../src/txsender/core.js"
 import type { KeyLock } from "../../src/txsender/lock.js"
 import { makeMonitor } from "../../src/txsender/monitor.js"
+import { senderCoreOn } from "../relayer/txsender-support.js"
 import { testDatabases } from "../support/database.js"
 
 const PAYLOAD = {
@@ -69,12 +68,7 @@ const scriptedNode = () => {
 /** A sender's core on the node with one request stored at nonce 0; its id. */
 const oneStored = (chain: Layer.Layer<ChainClient>) =>
   Effect.gen(function* () {
-    const core = yield* makeSenderCore({
-      privateKey: generatePrivateKey(),
-      chainId: Option.some(31337),
-      maxFeePerGas: parseGwei("100"),
-      service: "relayer"
-    }).pipe(Effect.provide(chain))
+    const core = yield* senderCoreOn(chain)
     const s = yield* core.sender
     const original = yield* core.sign(s, PAYLOAD, 0n, FEES, "original")
     const [id] = yield* core.store.insert(s, [{ purpose: "request", payload: PAYLOAD, attempt: original }])
