@@ -60,6 +60,26 @@ export interface PaidLookupResult {
   readonly paymentResponse: string
 }
 
+const VERIFY_REFUSED = "the payment facilitator refused the payment"
+const SETTLE_REFUSED = "the payment could not be settled"
+
+/**
+ * A call to the facilitator: one that answers with a verdict (`refusal`, the library's error for
+ * it) has refused the payment; anything else is an outage.
+ */
+const askFacilitator = <A>(
+  call: () => Promise<A>,
+  refusal: typeof VerifyError | typeof SettleError,
+  refused: string
+): Effect.Effect<A, PaymentFailed | Unavailable> =>
+  Effect.tryPromise({
+    try: call,
+    catch: (error) =>
+      error instanceof refusal
+        ? new PaymentFailed({ message: refused })
+        : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
+  })
+
 export const paidLookup =
   (config: PaidLookupConfig) =>
   (
@@ -118,19 +138,14 @@ export const paidLookup =
               recorded(state)
             )
 
-      const verified = yield* Effect.tryPromise({
-        try: () => facilitator.verify(payload, requirements),
-        // A facilitator that answers with a verdict has refused the payment; anything else is an outage.
-        catch: (error) =>
-          error instanceof VerifyError
-            ? new PaymentFailed({ message: "the payment facilitator refused the payment" })
-            : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
-      }).pipe(Effect.tapError(() => spent("failed")))
+      const verified = yield* askFacilitator(
+        () => facilitator.verify(payload, requirements),
+        VerifyError,
+        VERIFY_REFUSED
+      ).pipe(Effect.tapError(() => spent("failed")))
       if (!verified.isValid) {
         yield* spent("failed")
-        return yield* Effect.fail(
-          new PaymentFailed({ message: "the payment facilitator refused the payment" })
-        )
+        return yield* Effect.fail(new PaymentFailed({ message: VERIFY_REFUSED }))
       }
       yield* store.mark(authorization, "authorized")
 
@@ -141,19 +156,17 @@ export const paidLookup =
       // money may move once asked, so what happened is written down whatever the client does.
       const settled = yield* Effect.uninterruptible(
         Effect.gen(function* () {
-          const answer = yield* Effect.tryPromise({
-            try: () => facilitator.settle(payload, requirements),
-            catch: (error) =>
-              error instanceof SettleError
-                ? new PaymentFailed({ message: "the payment could not be settled" })
-                : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
-          }).pipe(
+          const answer = yield* askFacilitator(
+            () => facilitator.settle(payload, requirements),
+            SettleError,
+            SETTLE_REFUSED
+          ).pipe(
             // A refusal is final; without an answer the facilitator may have settled: never again.
             Effect.tapError((error) => spent(error._tag === "PaymentFailed" ? "failed" : "indeterminate"))
           )
           if (!answer.success) {
             yield* spent("failed")
-            return yield* Effect.fail(new PaymentFailed({ message: "the payment could not be settled" }))
+            return yield* Effect.fail(new PaymentFailed({ message: SETTLE_REFUSED }))
           }
           // Paid: the answer is owed even when the record fails (the row stays `authorized`).
           yield* recorded("settled", answer.transaction).pipe(
