@@ -83,6 +83,7 @@ export const attestorServer = Layer.unwrapEffect(
             apps: settings.oauthApps,
             publicUrl: settings.publicUrl,
             redirectAllowList: settings.redirectAllowList,
+            loginChallenge: settings.loginChallenge,
             providerTimeoutMs: settings.oauthProviderTimeoutMs
           })
         )

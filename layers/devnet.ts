@@ -47,8 +47,10 @@ export const DEVNET_MESSENGER_BOT_TOKEN = "1000000001:devnet-messenger-bot-token
 export const DEVNET_DENY_LIST = ["0x000000000000000000000000000000000000dEaD"] as const
 /** The sample launch's beneficiary: a microblog user of the devnet's OAuth doubles. */
 export const DEVNET_SAMPLE_USER = { platformId: platformIds.microblog, userId: "1000001" } as const
-/** Where a front-end dev server usually runs: the devnet attestor's redirect allow-list (docs/protocol.md §9). */
-export const DEVNET_REDIRECT_ALLOWLIST = "http://localhost:5173"
+/** Where a front-end dev server usually runs (docs/protocol.md §9). */
+export const DEVNET_FRONTEND_ORIGIN = "http://localhost:5173"
+/** The devnet attestor's redirect allow-list: one page of that front-end (docs/protocol.md §9, §10 "Redirects"). */
+export const DEVNET_REDIRECT_ALLOWLIST = `${DEVNET_FRONTEND_ORIGIN}/after-login`
 
 /** The devnet attestor's OAuth apps at the stand-in providers: development values, not secrets. */
 export const DEVNET_OAUTH_APPS = {
@@ -86,8 +88,8 @@ export const devnetStandIns = (attestorUrl: string, port = 0) =>
  * domain, the registries' stand-ins read over the devnet's own RPC.
  */
 export const fedsocialEnv = (chain: DevnetChain): Record<string, string> => ({
-  FEDSOCIAL_DOMAIN: new URL(DEVNET_REDIRECT_ALLOWLIST).host,
-  FEDSOCIAL_URI: `${DEVNET_REDIRECT_ALLOWLIST}/login`,
+  FEDSOCIAL_DOMAIN: new URL(DEVNET_FRONTEND_ORIGIN).host,
+  FEDSOCIAL_URI: `${DEVNET_FRONTEND_ORIGIN}/login`,
   FEDSOCIAL_RPC_URL: chain.anvil.rpcUrl
 })
 

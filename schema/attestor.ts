@@ -386,11 +386,30 @@ export const IntentIds = Schema.Array(Bytes32).pipe(
   Schema.annotations({ identifier: "IntentIds" })
 )
 
+/**
+ * A login's client binding (docs/protocol.md §10 "Login challenge"): the client draws a 32-byte
+ * `loginSecret` per login and keeps it; the start carries its SHA-256, the challenge, and the
+ * session made by that login answers only to a client presenting the secret.
+ */
+export const LoginChallenge = Bytes32.annotations({
+  identifier: "LoginChallenge",
+  description: "SHA-256 of the client's 32-byte loginSecret, 0x-prefixed hex"
+})
+export type LoginChallenge = typeof LoginChallenge.Type
+
+/** The 32 random bytes whose SHA-256 a login's start carried (docs/protocol.md §10 "Login challenge"). */
+export const LoginSecret = Bytes32.annotations({
+  identifier: "LoginSecret",
+  description: "the 32-byte secret drawn by the client for one login, 0x-prefixed hex"
+})
+export type LoginSecret = typeof LoginSecret.Type
+
 /** Body of `POST /v1/oauth/:platform/start`. The intent travels here, never in a URL. */
 export const OAuthStartRequest = Schema.Struct({
   stealthOwner: Address,
   ids: optional(IntentIds),
-  redirect: optional(Url)
+  redirect: optional(Url),
+  loginChallenge: optional(LoginChallenge)
 }).annotations({ identifier: "OAuthStartRequest", ...requestBody })
 export type OAuthStartRequest = typeof OAuthStartRequest.Type
 
@@ -419,6 +438,7 @@ const RefusedQueryValue = Schema.Union(Schema.String, Schema.Array(Schema.String
 const LegacyOAuthStartFields = {
   stealthOwner: Address,
   redirect: optional(Url),
+  loginChallenge: optional(LoginChallenge),
   format: optional(Schema.Literal("json"))
 }
 
@@ -479,7 +499,8 @@ export type MessengerAuth = typeof MessengerAuth.Type
 export const MessengerVerifyRequest = Schema.Struct({
   auth: MessengerAuth,
   stealthOwner: Address,
-  id: optional(Bytes32)
+  id: optional(Bytes32),
+  loginChallenge: optional(LoginChallenge)
 }).annotations({ identifier: "MessengerVerifyRequest", ...requestBody })
 export type MessengerVerifyRequest = typeof MessengerVerifyRequest.Type
 
@@ -515,7 +536,8 @@ export type SessionResponse = typeof SessionResponse.Type
 // ---------------------------------------------------------------------------------------------
 
 export const EscrowsRequest = Schema.Struct({
-  session: SessionToken
+  session: SessionToken,
+  loginSecret: optional(LoginSecret)
 }).annotations({ identifier: "EscrowsRequest", ...requestBody })
 export type EscrowsRequest = typeof EscrowsRequest.Type
 
@@ -564,6 +586,7 @@ export type EscrowsResponse = typeof EscrowsResponse.Type
 
 const BindRequestFields = Schema.Struct({
   session: SessionToken,
+  loginSecret: optional(LoginSecret),
   ids: optional(IntentIds),
   contest: optional(Schema.Boolean),
   deadline: optional(Deadline),

@@ -13,7 +13,9 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Effect, FiberRef } from "effect"
+import { Data, Effect, FiberRef, Schema } from "effect"
+import { bytesToHex, hexToBytes, sha256 } from "viem"
+import { type BindSignature, LoginChallenge, LoginSecret, SessionToken } from "../schema/attestor.js"
 import { RateLimited } from "../schema/errors.js"
 // The API assemblies, in one place: the only lines to change when their modules move.
 import { AttestorApi } from "./attestor/api/index.js"
@@ -103,3 +105,78 @@ export const callPromise = <A, E>(
       onFailure: (error) => ({ ok: false, error }) as const
     })
   )
+
+// ---------------------------------------------------------------------------------------------
+// A recipient's login, done safely (docs/attestor.md "Writing a client")
+// ---------------------------------------------------------------------------------------------
+
+/** The challenge of a login secret: its SHA-256 (docs/protocol.md §10 "Login challenge"). */
+export const loginChallengeOf = (loginSecret: LoginSecret): LoginChallenge =>
+  Schema.decodeSync(LoginChallenge)(sha256(hexToBytes(loginSecret)))
+
+/**
+ * A fresh login secret, drawn per login and kept by the client (a browser: `sessionStorage`), and
+ * the challenge its start sends. The session that login makes answers only with this secret.
+ */
+export const newLoginSecret = (): {
+  readonly loginSecret: LoginSecret
+  readonly loginChallenge: LoginChallenge
+} => {
+  const loginSecret = Schema.decodeSync(LoginSecret)(
+    bytesToHex(globalThis.crypto.getRandomValues(new Uint8Array(32)))
+  )
+  return { loginSecret, loginChallenge: loginChallengeOf(loginSecret) }
+}
+
+/** A login this client started and has not finished: what it keeps until the redirect comes back. */
+export interface PendingLogin {
+  readonly loginSecret: LoginSecret
+  readonly stealthOwner: `0x${string}`
+}
+
+/** What a login's redirect brought back to the client that started it. */
+export type LoginLanding =
+  | { readonly _tag: "Session"; readonly session: SessionToken; readonly login: PendingLogin }
+  | { readonly _tag: "Refused"; readonly code: string }
+
+/**
+ * Reads the fragment of the page a login redirected to (`#attest=<session>` or `#error=<code>`).
+ * Without a login this client started (`pending` undefined) nothing is read: a session someone else
+ * started, sent here to make this client bind it (login CSRF), is ignored.
+ */
+export const loginLanding = (
+  location: string | URL,
+  pending: PendingLogin | undefined
+): LoginLanding | undefined => {
+  if (pending === undefined) return undefined
+  const fragment = new URLSearchParams(new URL(location).hash.replace(/^#/, ""))
+  const error = fragment.get("error")
+  if (error !== null) return { _tag: "Refused", code: error }
+  const token = fragment.get("attest")
+  if (token === null || !Schema.is(SessionToken)(token)) return undefined
+  return { _tag: "Session", session: token, login: pending }
+}
+
+/** A bind signature for another key than the client's own: never proposed. */
+export class ForeignBind extends Data.TaggedError("ForeignBind")<{
+  readonly beneficiaryId: string
+  readonly newOwner: string
+}> {
+  override get message() {
+    return `the attestor signed a bind of ${this.beneficiaryId} for ${this.newOwner}, not for this client's key`
+  }
+}
+
+/**
+ * The binds, once each is checked to be for `stealthOwner`, the key the client chose before its
+ * login: a signature for any other key fails the whole answer, before anything is proposed.
+ */
+export const bindsFor = (
+  binds: ReadonlyArray<BindSignature>,
+  stealthOwner: string
+): Effect.Effect<ReadonlyArray<BindSignature>, ForeignBind> => {
+  const foreign = binds.find((bind) => bind.newOwner.toLowerCase() !== stealthOwner.toLowerCase())
+  return foreign === undefined
+    ? Effect.succeed(binds)
+    : Effect.fail(new ForeignBind({ beneficiaryId: foreign.beneficiaryId, newOwner: foreign.newOwner }))
+}

@@ -13,6 +13,10 @@
  * - Rows live in the database (migration 0020), so sessions survive a restart and are shared by
  *   replicas; expired rows are deleted opportunistically, at most once a minute per process, when
  *   a session is created.
+ * - A login started with a login challenge (docs/protocol.md §10 "Login challenge") keeps it with
+ *   its session: `authenticate` then wants the client's `loginSecret`, whose SHA-256 must equal the
+ *   challenge (compared in constant time), and a session made without one refuses any secret. A
+ *   token alone, taken from a redirect the client did not start (login CSRF), is of no use.
  * - A login that must be single-use (the messenger widget payload, docs/attestor.md §3) names a digest of
  *   its payload; the digest is recorded in the same transaction that creates the session, and a
  *   second creation with it fails with `LoginAlreadyUsed`. The record is kept until the payload
@@ -21,17 +25,19 @@
  * Nothing about a session (token, digest, user, key or ids) reaches a log line, a metric or an
  * error message.
  */
-import { createHash, randomBytes } from "node:crypto"
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
-import { Session, SessionToken } from "../../schema/attestor.js"
+import { type LoginChallenge, type LoginSecret, Session, SessionToken } from "../../schema/attestor.js"
 import { InvalidSession, Unavailable } from "../../schema/errors.js"
 import { atMostEvery } from "../background/throttle.js"
 
 /** A session as read back: what it stands for and when it stops being valid (unix seconds). */
 export interface StoredSession extends Session {
   readonly expiresAt: number
+  /** The challenge the login was started with; none: started without one. */
+  readonly loginChallenge: LoginChallenge | undefined
 }
 
 export interface CreatedSession extends StoredSession {
@@ -69,7 +75,7 @@ export interface SessionStoreShape {
   /** Stores a new session and returns its token, shown to the client once. */
   readonly create: (
     session: Session,
-    options?: { readonly singleUse?: SingleUse }
+    options?: { readonly singleUse?: SingleUse; readonly loginChallenge?: LoginChallenge | undefined }
   ) => Effect.Effect<CreatedSession, LoginAlreadyUsed | SessionStoreError>
   /** The session of a token while it is valid; none for an unknown or expired token. */
   readonly read: (token: SessionToken) => Effect.Effect<Option.Option<StoredSession>, SessionStoreError>
@@ -113,6 +119,7 @@ interface SessionRow {
   readonly user_id: string
   readonly stealth_owner: string
   readonly ids: unknown
+  readonly login_challenge: string | null
   readonly expires_at: string
 }
 
@@ -146,6 +153,7 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
         const token = newToken()
         const expiresAt = now + ttlSeconds
         const singleUse = options?.singleUse
+        const loginChallenge = options?.loginChallenge
         yield* Effect.gen(function* () {
           if (singleUse !== undefined) {
             const claimed = yield* sql<{ readonly digest: string }>`
@@ -157,22 +165,23 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
           }
           yield* sql`
             INSERT INTO attestor_sessions
-              (token_hash, platform, user_id, stealth_owner, ids, created_at, expires_at)
+              (token_hash, platform, user_id, stealth_owner, ids, login_challenge, created_at, expires_at)
             VALUES (${storageDigest(token)}, ${session.platform}, ${session.userId},
-              ${session.stealthOwner}, ${JSON.stringify(session.ids)}::jsonb, ${now}, ${expiresAt})`
+              ${session.stealthOwner}, ${JSON.stringify(session.ids)}::jsonb, ${loginChallenge ?? null},
+              ${now}, ${expiresAt})`
         }).pipe(
           sql.withTransaction,
           Effect.catchTag("SqlError", (cause) => Effect.fail(failed("creating a session")(cause)))
         )
         yield* pruneIfDue(now)
-        return { ...session, token, expiresAt }
+        return { ...session, token, expiresAt, loginChallenge }
       })
 
     const read: SessionStoreShape["read"] = (token) =>
       Effect.gen(function* () {
         const now = yield* nowSeconds
         const rows = yield* sql<SessionRow>`
-          SELECT platform, user_id, stealth_owner, ids, expires_at FROM attestor_sessions
+          SELECT platform, user_id, stealth_owner, ids, login_challenge, expires_at FROM attestor_sessions
           WHERE token_hash = ${storageDigest(token)} AND expires_at > ${now}`.pipe(
           Effect.mapError(failed("reading a session"))
         )
@@ -187,7 +196,11 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
             ids: typeof row.ids === "string" ? JSON.parse(row.ids) : row.ids
           })
         )
-        return Option.some({ ...session, expiresAt: Number(row.expires_at) })
+        return Option.some({
+          ...session,
+          expiresAt: Number(row.expires_at),
+          loginChallenge: (row.login_challenge ?? undefined) as LoginChallenge | undefined
+        })
       })
 
     return { ttlSeconds, create, read } satisfies SessionStoreShape
@@ -198,14 +211,50 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
 // ---------------------------------------------------------------------------------------------
 
 export const INVALID_SESSION_MESSAGE = "the session is unknown or has expired: log in again"
+export const LOGIN_SECRET_MISSING =
+  "loginSecret: this session's login was started with a loginChallenge; send the loginSecret the client drew for it"
+export const LOGIN_SECRET_REFUSED =
+  "loginSecret: not the secret of this session's login: this client did not start it, log in again"
+export const LOGIN_SECRET_UNEXPECTED =
+  "loginSecret: this session's login was started without a loginChallenge, so not by this client: log in again"
 export const SESSION_STORE_UNAVAILABLE = "the session store is not answering"
 
 export const sessionStoreUnavailable = (_: SessionStoreError): Unavailable =>
   new Unavailable({ message: SESSION_STORE_UNAVAILABLE })
 
-/** The valid session of a token, or the refusal a route answers with. */
+/** Whether `secret`'s SHA-256 is `challenge`, compared in constant time. */
+export const secretMatches = (secret: LoginSecret, challenge: LoginChallenge): boolean =>
+  timingSafeEqual(
+    createHash("sha256")
+      .update(Buffer.from(secret.slice(2), "hex"))
+      .digest(),
+    Buffer.from(challenge.slice(2), "hex")
+  )
+
+/**
+ * Whether `loginSecret` is what the session's login asks for: its secret when the login carried a
+ * challenge, nothing when it did not (a client that always sends a challenge then never accepts a
+ * session someone else started without one, even under `LOGIN_CHALLENGE=optional`). A refusal's
+ * message, or none.
+ */
+export const loginSecretRefusal = (
+  session: StoredSession,
+  loginSecret: LoginSecret | undefined
+): string | undefined => {
+  if (session.loginChallenge === undefined)
+    return loginSecret === undefined ? undefined : LOGIN_SECRET_UNEXPECTED
+  if (loginSecret === undefined) return LOGIN_SECRET_MISSING
+  return secretMatches(loginSecret, session.loginChallenge) ? undefined : LOGIN_SECRET_REFUSED
+}
+
+/**
+ * The valid session of a token presented with the login's secret, or the refusal a route answers
+ * with: 401 `invalid_session` for an unknown or expired token and for a secret that is missing,
+ * wrong or unexpected (`loginSecretRefusal`).
+ */
 export const authenticate = (
-  token: SessionToken
+  token: SessionToken,
+  loginSecret: LoginSecret | undefined
 ): Effect.Effect<StoredSession, InvalidSession | Unavailable, SessionStore> =>
   Effect.flatMap(SessionStore, (store) =>
     store.read(token).pipe(
@@ -213,7 +262,12 @@ export const authenticate = (
       Effect.flatMap(
         Option.match({
           onNone: () => Effect.fail(new InvalidSession({ message: INVALID_SESSION_MESSAGE })),
-          onSome: Effect.succeed
+          onSome: (session) => {
+            const refusal = loginSecretRefusal(session, loginSecret)
+            return refusal === undefined
+              ? Effect.succeed(session)
+              : Effect.fail(new InvalidSession({ message: refusal }))
+          }
         })
       )
     )

@@ -1,10 +1,12 @@
 /**
- * `POST /v1/bind` `{ session, ids?, contest?, deadline?, visibility? }` → `{ binds: BindSignature[] }`
+ * `POST /v1/bind` `{ session, loginSecret?, ids?, contest?, deadline?, visibility? }` → `{ binds: BindSignature[] }`
  * (docs/attestor.md §2 BindSignature, §3 contest and veto rows, §4 "POST /v1/escrows and POST
  * /v1/bind", §8).
  *
  * 1. The body is decoded (`BindRequest`): malformed, or `contest: true` without exactly one id in
- *    `ids`, is 400 `bad_request`. The session must be valid: 401 `invalid_session`.
+ *    `ids`, is 400 `bad_request`. The session must be valid, and presented with its login's
+ *    `loginSecret` when the login carried a challenge: 401 `invalid_session` otherwise
+ *    (`authenticate`, docs/protocol.md §10 "Login challenge").
  * 2. `deadline`, when sent, must lie in `[now + 300, now + bindDeadlineSeconds + 300]` (unix
  *    seconds, the attestor's clock, both ends included), else 400 `bad_request`. Without it the
  *    attestor signs `now + bindDeadlineSeconds` rounded down to a 600 s grid.
@@ -243,7 +245,7 @@ export const signBinds =
   (config: BindConfig) =>
   (body: BindRequest): Effect.Effect<BindResponse, BindError, BindServices> =>
     Effect.gen(function* () {
-      const session = yield* authenticate(body.session)
+      const session = yield* authenticate(body.session, body.loginSecret)
       const now = yield* nowSeconds
       if (body.deadline !== undefined && !deadlineAccepted(body.deadline, now, config.bindDeadlineSeconds))
         return yield* Effect.fail(new BadRequest({ message: deadlineRefusal(config.bindDeadlineSeconds) }))

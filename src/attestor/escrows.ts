@@ -1,8 +1,9 @@
 /**
- * `POST /v1/escrows` `{ session }` → `{ escrows: Escrow[] }` (docs/attestor.md §4 "POST
+ * `POST /v1/escrows` `{ session, loginSecret? }` → `{ escrows: Escrow[] }` (docs/attestor.md §4 "POST
  * /v1/escrows and POST /v1/bind", §5).
  *
- * 1. The session must be valid: an unknown or expired token is 401 `invalid_session` (checked
+ * 1. The session must be valid: an unknown or expired token, or a `loginSecret` missing, wrong
+ *    or unexpected for the session's login (`authenticate`), is 401 `invalid_session` (checked
  *    first, before any index is looked at).
  * 2. The session's `(platformId, userId)` is matched against the hint index: the escrows whose
  *    hints this attestor opened and verified (commitment and id recomputed). A session made for

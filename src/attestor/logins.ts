@@ -3,7 +3,7 @@
  * login becomes a session bound to the stealth owner fixed before it. This version has one
  * login, the messenger widget:
  *
- * `POST /v1/oauth/messenger/verify` `{ auth, stealthOwner, id? }` → SessionResponse
+ * `POST /v1/oauth/messenger/verify` `{ auth, stealthOwner, id?, loginChallenge? }` → SessionResponse
  *
  * 1. Without `MESSENGER_BOT_TOKEN` the route answers 400 `unsupported` whatever the body (the
  *    code docs/attestor.md uses for a feature this instance is not configured for; `LoginOffered`, before
@@ -16,7 +16,9 @@
  * 4. Each payload is single-use (docs/attestor.md §3): its `hash` is recorded with the session in one
  *    transaction and kept until the payload would be too old anyway; a replay is 401
  *    `invalid_session` too, and makes no session.
- * 5. The session is `{ platform: "messenger", userId: <widget id>, stealthOwner, ids: [id] or [] }`.
+ * 5. The session is `{ platform: "messenger", userId: <widget id>, stealthOwner, ids: [id] or [] }`,
+ *    with the `loginChallenge` when one was sent (optional here in both `LOGIN_CHALLENGE` modes: the
+ *    session comes back in the answer to the caller that asked, docs/protocol.md §10).
  *
  * Metric `attestor_logins_total{platform,outcome}` (`ok` or the refusal's code). Nothing of the
  * payload, the user, the key, the ids or the token reaches a log line or a metric.
@@ -74,7 +76,8 @@ export const verifyMessengerLogin =
       const created = yield* store
         .create(session, {
           // The hash stands for the whole payload: it is the HMAC of every other field.
-          singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.acceptedUntil + 1 }
+          singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.acceptedUntil + 1 },
+          loginChallenge: body.loginChallenge
         })
         .pipe(
           Effect.catchTags({

@@ -7,6 +7,7 @@ import type { OAuthCallbackPlatform } from "../../schema/attestor.js"
 import type { Deployment } from "../../schema/deployment.js"
 import type { ResolverSettings } from "../attestor/handles/resolvers.js"
 import { type OAuthApp, oauthProviders } from "../attestor/oauth/providers.js"
+import { allowListEntry } from "../attestor/oauth/redirectAllowList.js"
 import {
   address,
   addressOr,
@@ -64,8 +65,16 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   /** The veto watcher also judges proposals of ids without a hint for this attestor. */
   readonly vetoUnknownIds: boolean
   readonly oauthGetStart: boolean
-  /** Origins (scheme://host[:port]) a login may redirect back to. */
+  /**
+   * Where a login may redirect back to, each `scheme://host[:port]/path` (an entry given without a
+   * path is `/`); a redirect must equal one (src/attestor/oauth/redirectAllowList.ts).
+   */
   readonly redirectAllowList: ReadonlyArray<string>
+  /**
+   * `LOGIN_CHALLENGE`: `required` refuses a redirect login (microblog, codehost, community) started
+   * without a `loginChallenge`; `optional` takes the specs' wire unchanged (docs/protocol.md §10).
+   */
+  readonly loginChallenge: "required" | "optional"
   /** `off` (the default), `free` (local development) or `paid` (x402, `paidLookup`). */
   readonly handleLookupMode: HandleLookupMode
   /** Where handles are resolved (`free` and `paid` modes). */
@@ -324,21 +333,15 @@ const pepper = Config.string("PEPPER").pipe(
   })
 )
 
-const origins = Config.string("REDIRECT_ALLOWLIST").pipe(
+/** `REDIRECT_ALLOWLIST`: the redirects a login may name, each canonical (`allowListEntry`). */
+const redirectAllowList = Config.string("REDIRECT_ALLOWLIST").pipe(
   Config.mapOrFail((s) => {
-    const entries = s
-      .split(",")
-      .map((e) => e.trim())
-      .filter((e) => e.length > 0)
     const out: Array<string> = []
-    for (const entry of entries) {
-      try {
-        const parsed = new URL(entry)
-        if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error()
-        out.push(parsed.origin)
-      } catch {
-        return Either.left(ConfigError.InvalidData([], `"${entry}" is not an http(s) origin`))
-      }
+    for (const raw of s.split(",").map((e) => e.trim())) {
+      if (raw.length === 0) continue
+      const parsed = allowListEntry(raw)
+      if ("refusal" in parsed) return Either.left(ConfigError.InvalidData([], parsed.refusal))
+      out.push(parsed.entry)
     }
     return Either.right(out as ReadonlyArray<string>)
   }),
@@ -371,9 +374,12 @@ export const loadAttestorSettings = Effect.gen(function* () {
     vetoUnknownIds: Config.boolean("VETO_UNKNOWN_IDS").pipe(Config.withDefault(false)),
     ...txSenderSettings,
     oauthGetStart: Config.boolean("OAUTH_GET_START").pipe(Config.withDefault(true)),
-    redirectAllowList: origins,
+    redirectAllowList,
+    loginChallenge: oneOf("LOGIN_CHALLENGE", ["required", "optional"] as const).pipe(
+      Config.withDefault("required" as const)
+    ),
     messengerBotToken: optionalSecret("MESSENGER_BOT_TOKEN"),
-    messengerAuthMaxAgeSeconds: positiveInt("MESSENGER_AUTH_MAX_AGE_SECONDS", 86_400, 7 * 86_400),
+    messengerAuthMaxAgeSeconds: positiveInt("MESSENGER_AUTH_MAX_AGE_SECONDS", 300, 7 * 86_400),
     oauthApps,
     oauthProviderTimeoutMs: positiveInt("OAUTH_PROVIDER_TIMEOUT_MS", 10_000, 120_000),
     fedsocial: fedsocialSettings,

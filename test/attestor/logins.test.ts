@@ -22,6 +22,7 @@ import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
+import { newLoginSecret } from "../../src/client.js"
 import { AttestorSettings } from "../../src/config/attestor.js"
 import { serverUrl } from "../../src/http/server.js"
 import { Indexer } from "../../src/indexer/Indexer.js"
@@ -198,6 +199,13 @@ describe("POST /v1/oauth/messenger/verify", () => {
       401,
       "invalid_session"
     )
+    // MESSENGER_AUTH_MAX_AGE_SECONDS is 300 by default: a payload seen by someone else is theirs
+    // to redeem for five minutes at most.
+    await expectRefusal(
+      await verify({ auth: widget({ auth_date: nowSeconds() - 301 }), stealthOwner: STEALTH_OWNER }),
+      401,
+      "invalid_session"
+    )
     await expectRefusal(
       await verify({ auth: widget({ auth_date: nowSeconds() + 3_600 }), stealthOwner: STEALTH_OWNER }),
       401,
@@ -205,6 +213,30 @@ describe("POST /v1/oauth/messenger/verify", () => {
     )
     // None of these used the good payload up.
     expect((await verify({ auth: good, stealthOwner: STEALTH_OWNER })).status).toBe(200)
+    // Four minutes old is still fresh.
+    expect(
+      (await verify({ auth: widget({ auth_date: nowSeconds() - 240 }), stealthOwner: STEALTH_OWNER })).status
+    ).toBe(200)
+  })
+
+  it("with a loginChallenge, the session answers only to its loginSecret", async () => {
+    const { loginSecret, loginChallenge } = newLoginSecret()
+    const res = await verify({ auth: widget(), stealthOwner: STEALTH_OWNER, loginChallenge })
+    expect(res.status).toBe(200)
+    const { session } = (await res.json()) as { session: string }
+    await expectRefusal(await post(base, "/v1/escrows", { session }), 401, "invalid_session")
+    await expectRefusal(
+      await post(base, "/v1/escrows", { session, loginSecret: newLoginSecret().loginSecret }),
+      401,
+      "invalid_session"
+    )
+    // Past the session check: this wiring has no index, so the answer is 503, not 401.
+    await expectRefusal(await post(base, "/v1/escrows", { session, loginSecret }), 503, "unavailable")
+    await expectRefusal(
+      await verify({ auth: widget(), stealthOwner: STEALTH_OWNER, loginChallenge: "0x12" }),
+      400,
+      "bad_request"
+    )
   })
 
   it("refuses malformed bodies with 400 bad_request", async () => {

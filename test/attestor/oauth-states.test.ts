@@ -26,6 +26,7 @@ const intent = (overrides: Partial<OAuthIntent> = {}): OAuthIntent => ({
   ids: [id(1), id(2)],
   redirect: "http://localhost:5173/after-login",
   codeVerifier: "a".repeat(43),
+  loginChallenge: id(99),
   ...overrides
 })
 

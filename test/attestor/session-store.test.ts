@@ -4,17 +4,20 @@
  * back exactly, expiry on the TestClock at the second it is due, single-use logins, opportunistic
  * pruning of expired rows, and sessions that survive a restart of an on-disk database.
  */
-import { createHash } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Layer, Option, Schema, TestClock } from "effect"
-import { type Session, SessionToken } from "../../schema/attestor.js"
+import { LoginChallenge, LoginSecret, type Session, SessionToken } from "../../schema/attestor.js"
 import { Address, Bytes32 } from "../../schema/primitives.js"
 import {
   authenticate,
+  LOGIN_SECRET_MISSING,
+  LOGIN_SECRET_REFUSED,
+  LOGIN_SECRET_UNEXPECTED,
   LoginAlreadyUsed,
   makeSessionStore,
   SessionStore,
@@ -94,12 +97,67 @@ const creates = (it: Methods) => {
       const altered = Schema.decodeSync(SessionToken)(`${created.token.slice(0, -1)}${last}`)
       expect(yield* store.read(altered)).toEqual(Option.none())
       const refused = yield* Effect.exit(
-        authenticate(unknown).pipe(Effect.provideService(SessionStore, store))
+        authenticate(unknown, undefined).pipe(Effect.provideService(SessionStore, store))
       )
       expect(refused).toEqual(Exit.fail(expect.objectContaining({ _tag: "InvalidSession" })))
-      const accepted = yield* authenticate(created.token).pipe(Effect.provideService(SessionStore, store))
+      const accepted = yield* authenticate(created.token, undefined).pipe(
+        Effect.provideService(SessionStore, store)
+      )
       expect(accepted.userId).toBe(created.userId)
     })
+  )
+}
+
+/** A login secret and its challenge, as a client draws them (docs/protocol.md §10 "Login challenge"). */
+const drawSecret = () => {
+  const secret = Schema.decodeSync(LoginSecret)(`0x${randomBytes(32).toString("hex")}`)
+  const challenge = Schema.decodeSync(LoginChallenge)(
+    `0x${createHash("sha256")
+      .update(Buffer.from(secret.slice(2), "hex"))
+      .digest("hex")}`
+  )
+  return { secret, challenge }
+}
+
+const challenges = (it: Methods) => {
+  it.effect("a session made with a login challenge answers only to that login's secret", () =>
+    Effect.gen(function* () {
+      const store = yield* makeSessionStore({ ttlSeconds: TTL })
+      const { secret, challenge } = drawSecret()
+      const created = yield* store.create(session([3]), { loginChallenge: challenge })
+      const read = yield* store.read(created.token)
+      expect(Option.map(read, (s) => s.loginChallenge)).toEqual(Option.some(challenge))
+      const as = (loginSecret: LoginSecret | undefined) =>
+        Effect.exit(authenticate(created.token, loginSecret).pipe(Effect.provideService(SessionStore, store)))
+      // The token alone, as a login CSRF hands it over, is refused; so is another client's secret.
+      expect(yield* as(undefined)).toEqual(
+        Exit.fail(expect.objectContaining({ _tag: "InvalidSession", message: LOGIN_SECRET_MISSING }))
+      )
+      expect(yield* as(drawSecret().secret)).toEqual(
+        Exit.fail(expect.objectContaining({ _tag: "InvalidSession", message: LOGIN_SECRET_REFUSED }))
+      )
+      // The secret is hashed, not compared: its challenge is not a secret.
+      expect(yield* as(challenge as unknown as LoginSecret)).toEqual(
+        Exit.fail(expect.objectContaining({ _tag: "InvalidSession" }))
+      )
+      const accepted = yield* as(secret)
+      expect(Exit.isSuccess(accepted) && accepted.value.userId).toBe(created.userId)
+    })
+  )
+
+  it.effect(
+    "a session made without a challenge refuses a secret: it is not the login this client started",
+    () =>
+      Effect.gen(function* () {
+        const store = yield* makeSessionStore({ ttlSeconds: TTL })
+        const created = yield* store.create(session())
+        const refused = yield* Effect.exit(
+          authenticate(created.token, drawSecret().secret).pipe(Effect.provideService(SessionStore, store))
+        )
+        expect(refused).toEqual(
+          Exit.fail(expect.objectContaining({ _tag: "InvalidSession", message: LOGIN_SECRET_UNEXPECTED }))
+        )
+      })
   )
 }
 
@@ -120,7 +178,7 @@ const expires = (it: Methods) => {
       yield* TestClock.adjust(Duration.millis(1))
       expect(yield* store.read(created.token)).toEqual(Option.none())
       const refused = yield* Effect.exit(
-        authenticate(created.token).pipe(Effect.provideService(SessionStore, store))
+        authenticate(created.token, undefined).pipe(Effect.provideService(SessionStore, store))
       )
       expect(refused).toEqual(Exit.fail(expect.objectContaining({ _tag: "InvalidSession" })))
     })
@@ -204,6 +262,7 @@ for (const database of testDatabases()) {
   describe(database.name, () => {
     layer(withMigrations(database), { timeout: 60_000 })((it) => {
       creates(it)
+      challenges(it)
       expires(it)
       singleUse(it)
       prunes(it)

@@ -199,6 +199,9 @@ describe("attestor settings", () => {
       sessionTtlSeconds: 900,
       handleLookupMode: "off",
       oauthGetStart: true,
+      loginChallenge: "required",
+      messengerAuthMaxAgeSeconds: 300,
+      redirectAllowList: [],
       autoVeto: false,
       settlementAsset: TOKEN,
       indexerPollIntervalMs: 2000,
@@ -212,9 +215,25 @@ describe("attestor settings", () => {
     ["PEPPER", "0x1234"],
     ["ATTESTOR_PRIVATE_KEY", "nothex"],
     ["HANDLE_LOOKUP_MODE", "sometimes"],
-    ["REDIRECT_ALLOWLIST", "ftp://files.example"]
+    ["REDIRECT_ALLOWLIST", "ftp://files.example"],
+    ["REDIRECT_ALLOWLIST", "https://wallet.example/after-login?next=x"],
+    ["REDIRECT_ALLOWLIST", "https://wallet.example/after-login#x"],
+    ["LOGIN_CHALLENGE", "sometimes"]
   ])("names an invalid %s", (name, value) => {
     expect(failure(load(loadAttestorSettings, { ...minimal, [name]: value }))).toContain(`${name}: `)
+  })
+
+  it("keeps REDIRECT_ALLOWLIST entries canonical: scheme, host, port and path, / when none", () => {
+    const result = load(loadAttestorSettings, {
+      ...minimal,
+      REDIRECT_ALLOWLIST: "http://localhost:5173, https://Wallet.Example:443/after-login",
+      LOGIN_CHALLENGE: "optional"
+    })
+    expect(Either.isRight(result) && result.right.redirectAllowList).toEqual([
+      "http://localhost:5173/",
+      "https://wallet.example/after-login"
+    ])
+    expect(Either.isRight(result) && result.right.loginChallenge).toBe("optional")
   })
 
   it("needs the settlement asset, from SETTLEMENT_ASSET or the deployment file", () => {

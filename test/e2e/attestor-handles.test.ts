@@ -11,6 +11,7 @@ import { type Address, type Hex, recoverTypedDataAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { publicHandleDomain, publicHandleTypes } from "../../schema/eip712.js"
+import { newLoginSecret } from "../../src/client.js"
 import { AttestorClient, type Commitment } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
 
@@ -118,24 +119,27 @@ describe("POST /v1/public-handle", () => {
     await attestor.indexed(await attestor.head())
     // A codehost login as user 7 at the stand-in provider.
     const stealthOwner = privateKeyToAccount(generatePrivateKey()).address
-    const started = (await (await attestor.post("/v1/oauth/codehost/start", { stealthOwner })).json()) as {
+    const { loginSecret, loginChallenge } = newLoginSecret()
+    const started = (await (
+      await attestor.post("/v1/oauth/codehost/start", { stealthOwner, loginChallenge })
+    ).json()) as {
       url: string
     }
     const consent = await fetch(`${started.url}&devnet_user=7`, { redirect: "manual" })
     const login = await fetch(consent.headers.get("location") ?? "", { redirect: "manual" })
     const { session } = (await login.json()) as { session: string }
-    const escrows = (await (await attestor.post("/v1/escrows", { session })).json()) as {
+    const escrows = (await (await attestor.post("/v1/escrows", { session, loginSecret })).json()) as {
       escrows: Array<{ id: string; visibility: string }>
     }
     expect(escrows.escrows).toEqual([expect.objectContaining({ id, visibility: "public" })])
     const privateOnly = (await (
-      await attestor.post("/v1/bind", { session, visibility: "private" })
+      await attestor.post("/v1/bind", { session, loginSecret, visibility: "private" })
     ).json()) as {
       binds: Array<unknown>
     }
     expect(privateOnly.binds).toEqual([])
     const publicOnes = (await (
-      await attestor.post("/v1/bind", { session, visibility: "public" })
+      await attestor.post("/v1/bind", { session, loginSecret, visibility: "public" })
     ).json()) as {
       binds: Array<{ beneficiaryId: string }>
     }

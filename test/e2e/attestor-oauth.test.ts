@@ -14,6 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DEVNET_METRICS_TOKEN, DEVNET_REDIRECT_ALLOWLIST, DEVNET_SAMPLE_USER } from "../../layers/devnet.js"
 import type { OAuthCallbackPlatform } from "../../schema/attestor.js"
+import { loginLanding, newLoginSecret } from "../../src/client.js"
 import type { StandInPlatform } from "../../src/devnet/oauthStandIns.js"
 import { AttestorClient } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
@@ -28,6 +29,8 @@ const STRICT_STATE_TTL_SECONDS = 5
  * state valid until the callback); the expired state's test waits them out.
  */
 let strict: AttestorClient
+/** One taking the specs' wire unchanged: `LOGIN_CHALLENGE=optional`. */
+let lenient: AttestorClient
 
 const common = { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_MINUTE: "1000", INDEXER_POLL_INTERVAL_MS: "200" }
 
@@ -45,11 +48,17 @@ beforeAll(async () => {
     },
     { standIns: true, oauthPlatforms: ["microblog", "codehost"] }
   )
+  lenient = await AttestorClient.start(
+    net,
+    { ...common, LOGIN_CHALLENGE: "optional", DATA_DIR: `${net.chain.dir}/data/attestor-lenient` },
+    { standIns: true, oauthPlatforms: ["codehost"] }
+  )
 }, 300_000)
 
 afterAll(async () => {
   await attestor?.stop()
   await strict?.stop()
+  await lenient?.stop()
   await net?.dispose()
 })
 
@@ -66,18 +75,27 @@ const expectRefusal = async (res: Response, status: number, code: string) => {
 const startRaw = (on: AttestorClient, platform: string, body: unknown) =>
   on.post(`/v1/oauth/${platform}/start`, body)
 
-/** Starts a login through the typed client: the provider URL and the state. */
-const start = (
+/**
+ * Starts a login through the typed client, as a client does: a fresh login secret kept, its
+ * challenge sent (unless `loginChallenge: false`). The provider URL, the state and the secret.
+ */
+const start = async (
   on: AttestorClient,
   platform: OAuthCallbackPlatform,
   stealthOwner: Address,
-  extra: { readonly redirect?: string; readonly ids?: ReadonlyArray<Hex> } = {}
-) =>
-  Effect.runPromise(
+  extra: {
+    readonly redirect?: string
+    readonly ids?: ReadonlyArray<Hex>
+    readonly loginChallenge?: false
+  } = {}
+) => {
+  const { loginChallenge: withChallenge, ...rest } = extra
+  const { loginSecret, loginChallenge } = newLoginSecret()
+  const started = await Effect.runPromise(
     on.client.logins
       .oauthStart({
         path: { platform },
-        payload: { stealthOwner, ...extra } as never
+        payload: { stealthOwner, ...rest, ...(withChallenge === false ? {} : { loginChallenge }) } as never
       })
       .pipe(
         Effect.flatMap((started) =>
@@ -87,6 +105,8 @@ const start = (
         )
       )
   )
+  return { ...started, loginSecret: withChallenge === false ? undefined : loginSecret }
+}
 
 /** Fetches the provider URL (as the browser does) and returns where it sends the browser back. */
 const authorize = async (url: string, params: Record<string, string> = {}) => {
@@ -107,6 +127,8 @@ const metric = async (on: AttestorClient, name: string, labels: Record<string, s
     on.client.operator.metrics({ headers: { authorization: `Bearer ${DEVNET_METRICS_TOKEN}` } })
   )
   for (const line of text.split("\n")) {
+    if (Object.keys(labels).length === 0 && line.startsWith(`${name} `))
+      return Number(line.slice(line.lastIndexOf(" ") + 1))
     if (!line.startsWith(`${name}{`)) continue
     if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
       return Number(line.slice(line.lastIndexOf(" ") + 1))
@@ -142,7 +164,7 @@ describe.each(["microblog", "codehost", "community"] as const)("%s login on the 
   }, async () => {
     const stealthOwner = newOwner()
     const before = await okLogins(attestor, platform)
-    const { url, state } = await start(attestor, platform, stealthOwner)
+    const { url, state, loginSecret } = await start(attestor, platform, stealthOwner)
     // Only what docs/protocol.md §10 lists travels in the provider URL: never the stealth owner.
     const query = new URL(url).searchParams
     const pkce = platform !== "codehost"
@@ -178,12 +200,14 @@ describe.each(["microblog", "codehost", "community"] as const)("%s login on the 
     const issued = standIns(attestor).issued(platform)
     expect(standIns(attestor).revoked(platform)).toContain(issued[issued.length - 1])
 
-    const escrows = (await json(await attestor.post("/v1/escrows", { session: session.session })))
-      .escrows as Array<{
+    const escrows = (
+      await json(await attestor.post("/v1/escrows", { session: session.session, loginSecret }))
+    ).escrows as Array<{
       id: string
     }>
     expect(escrows.map((e) => e.id)).toEqual([escrowId])
-    const binds = (await json(await attestor.post("/v1/bind", { session: session.session }))).binds as Array<{
+    const binds = (await json(await attestor.post("/v1/bind", { session: session.session, loginSecret })))
+      .binds as Array<{
       beneficiaryId: string
       newOwner: string
     }>
@@ -193,27 +217,28 @@ describe.each(["microblog", "codehost", "community"] as const)("%s login on the 
 
   it("a start with a redirect ends at <redirect>#attest=<session>", { timeout: 30_000 }, async () => {
     const stealthOwner = newOwner()
-    const redirect = `${DEVNET_REDIRECT_ALLOWLIST}/logged-in`
-    const { url } = await start(attestor, platform, stealthOwner, { redirect })
+    const redirect = DEVNET_REDIRECT_ALLOWLIST
+    const { url, loginSecret } = await start(attestor, platform, stealthOwner, { redirect })
     const res = await callback(await authorize(url, { devnet_user: users[platform] }))
     expect(res.status).toBe(302)
     const back = new URL(res.headers.get("location") ?? "")
     expect(`${back.origin}${back.pathname}`).toBe(redirect)
     const token = new URLSearchParams(back.hash.slice(1)).get("attest") ?? ""
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/)
-    expect((await attestor.post("/v1/escrows", { session: token })).status).toBe(200)
+    expect((await attestor.post("/v1/escrows", { session: token, loginSecret })).status).toBe(200)
   })
 })
 
 describe("the devnet's sample launch", () => {
   it("is found by logging in as its microblog user", { timeout: 60_000 }, async () => {
-    const { url } = await start(attestor, "microblog", newOwner())
+    const { url, loginSecret } = await start(attestor, "microblog", newOwner())
     // No devnet_user: the stand-in's default microblog user is the sample launch's.
     const res = await callback(await authorize(url))
     const session = (await res.json()) as { session: string; userId: string }
     expect(session.userId).toBe(DEVNET_SAMPLE_USER.userId)
-    const escrows = (await json(await attestor.post("/v1/escrows", { session: session.session })))
-      .escrows as Array<{
+    const escrows = (
+      await json(await attestor.post("/v1/escrows", { session: session.session, loginSecret }))
+    ).escrows as Array<{
       id: string
     }>
     expect(escrows.map((e) => e.id)).toContain(net.chain.sampleBeneficiaryId)
@@ -277,7 +302,7 @@ describe("OAuth refusals: each its status and code, and no session", () => {
   it("a user who declines is 401 invalid_session; with a redirect, <redirect>#error=invalid_session", async () => {
     const { url } = await start(attestor, "microblog", newOwner())
     await expectRefusal(await callback(await authorize(url, { devnet_deny: "1" })), 401, "invalid_session")
-    const redirect = `${DEVNET_REDIRECT_ALLOWLIST}/back`
+    const redirect = DEVNET_REDIRECT_ALLOWLIST
     const withRedirect = await start(attestor, "codehost", newOwner(), { redirect })
     const res = await callback(await authorize(withRedirect.url, { devnet_deny: "1" }))
     expect(res.status).toBe(302)
@@ -332,23 +357,47 @@ describe("OAuth refusals: each its status and code, and no session", () => {
     }
   )
 
-  it("a redirect off the allow-list is 400 bad_request", async () => {
-    await expectRefusal(
-      await startRaw(attestor, "microblog", {
-        stealthOwner: newOwner(),
-        redirect: "https://elsewhere.example/x"
-      }),
-      400,
-      "bad_request"
-    )
-    await expectRefusal(
-      await startRaw(attestor, "microblog", {
-        stealthOwner: newOwner(),
-        redirect: "http://localhost:5174/x"
-      }),
-      400,
-      "bad_request"
-    )
+  it("a redirect that is not exactly an allow-list entry is 400 bad_request naming redirect", async () => {
+    const entry = new URL(DEVNET_REDIRECT_ALLOWLIST)
+    for (const redirect of [
+      "https://elsewhere.example/x",
+      "http://localhost:5174/after-login",
+      // The allowed origin, another path.
+      `${entry.origin}/`,
+      `${entry.origin}/after-login/x`,
+      `${entry.origin}/other`,
+      // The entry with a query or a fragment of its own.
+      `${DEVNET_REDIRECT_ALLOWLIST}?next=https://elsewhere.example`,
+      `${DEVNET_REDIRECT_ALLOWLIST}#x`,
+      // Read as host evil.com by RFC 3986 parsers; as a path of the allowed origin by WHATWG.
+      `${entry.origin}\\@evil.com`,
+      `http://user@${entry.host}${entry.pathname}`
+    ]) {
+      for (const platform of ["microblog", "codehost"] as const) {
+        const res = await startRaw(attestor, platform, {
+          stealthOwner: newOwner(),
+          redirect,
+          loginChallenge: newLoginSecret().loginChallenge
+        })
+        expect(res.status, redirect).toBe(400)
+        const body = await json(res)
+        expect(body.code).toBe("bad_request")
+        expect(String(body.error)).toMatch(/^redirect: /)
+      }
+    }
+  })
+
+  it("the callback's Location is the allow-list entry, not the redirect as sent", {
+    timeout: 30_000
+  }, async () => {
+    // Same scheme, host, port and path, written differently: accepted, and sent back as the entry.
+    const entry = new URL(DEVNET_REDIRECT_ALLOWLIST)
+    const written = `HTTP://LOCALHOST:${entry.port}/x/..${entry.pathname}`
+    const { url } = await start(attestor, "microblog", newOwner(), { redirect: written })
+    const res = await callback(await authorize(url))
+    expect(res.status).toBe(302)
+    const location = res.headers.get("location") ?? ""
+    expect(location.startsWith(`${DEVNET_REDIRECT_ALLOWLIST}#attest=`)).toBe(true)
   })
 
   it("a platform without an app is 400 unsupported, and /v1/info does not list it", async () => {
@@ -371,15 +420,41 @@ describe("the legacy GET start", () => {
     fetch(`${on.url}/v1/oauth/microblog/start?${query}`, { redirect: "manual" })
 
   it("302 to the provider, or { url, state } with format=json; the login completes", async () => {
-    const res = await legacy(attestor, `stealthOwner=${owner}`)
+    const res = await legacy(
+      attestor,
+      `stealthOwner=${owner}&loginChallenge=${newLoginSecret().loginChallenge}`
+    )
     expect(res.status).toBe(302)
     const provider = res.headers.get("location") ?? ""
     expect(provider.startsWith(standIns(attestor).endpoints("microblog").authorize)).toBe(true)
-    const asJson = await legacy(attestor, `stealthOwner=${owner}&format=json`)
+    const { loginSecret, loginChallenge } = newLoginSecret()
+    const asJson = await legacy(
+      attestor,
+      `stealthOwner=${owner}&format=json&loginChallenge=${loginChallenge}`
+    )
     expect(asJson.status).toBe(200)
     const { url } = (await asJson.json()) as { url: string }
-    const session = (await (await callback(await authorize(url))).json()) as { stealthOwner: string }
+    const session = (await (await callback(await authorize(url))).json()) as {
+      session: string
+      stealthOwner: string
+    }
     expect(session.stealthOwner).toBe(owner)
+    // The query's challenge binds the session like the body's does.
+    await expectRefusal(
+      await attestor.post("/v1/escrows", { session: session.session }),
+      401,
+      "invalid_session"
+    )
+    expect((await attestor.post("/v1/escrows", { session: session.session, loginSecret })).status).toBe(200)
+  })
+
+  it("without a loginChallenge is 400 bad_request naming it (LOGIN_CHALLENGE=required)", async () => {
+    const res = await legacy(attestor, `stealthOwner=${owner}`)
+    expect(res.status).toBe(400)
+    expect(await json(res)).toMatchObject({
+      code: "bad_request",
+      error: expect.stringMatching(/^loginChallenge: /)
+    })
   })
 
   it("refuses ids in the query with 400 bad_request", async () => {
@@ -402,5 +477,112 @@ describe("the legacy GET start", () => {
     }
     expect(document.paths["/v1/oauth/{platform}/start"]?.get?.deprecated).toBe(true)
     expect(document.paths["/v1/oauth/{platform}/start"]?.post?.deprecated).toBeUndefined()
+  })
+})
+
+describe("login CSRF: a session answers only to the client that started its login", () => {
+  const victim = "2000021"
+  let escrowId: Hex
+
+  beforeAll(async () => {
+    escrowId = (await attestor.launchTo(await attestor.commit(victim, "codehost"), "CSRF")).id
+    await attestor.indexed(await attestor.head())
+  }, 120_000)
+
+  const bindSignatures = (on: AttestorClient) => metric(on, "attestor_bind_signatures_total", {})
+
+  it("the attacker's start, completed at the provider as the victim: the redirect's token is 401 without the attacker's secret", {
+    timeout: 60_000
+  }, async () => {
+    // The attacker starts with its own key and its own challenge, and hands the provider URL out.
+    const attackerKey = newOwner()
+    const attack = await start(attestor, "codehost", attackerKey, { redirect: DEVNET_REDIRECT_ALLOWLIST })
+    // The victim opens it; codehost asks no consent of an app it authorised: straight back.
+    const res = await callback(await authorize(attack.url, { devnet_user: victim }))
+    expect(res.status).toBe(302)
+    const landing = res.headers.get("location") ?? ""
+    const token = new URLSearchParams(new URL(landing).hash.slice(1)).get("attest") ?? ""
+    expect(token).not.toBe("")
+    // The victim's client started no login: it ignores the fragment.
+    expect(loginLanding(landing, undefined)).toBeUndefined()
+    // A client that does pick the token up has only its own secret, or none.
+    const signedBefore = await bindSignatures(attestor)
+    const victimsOwnSecret = newLoginSecret().loginSecret
+    for (const extra of [{}, { loginSecret: victimsOwnSecret }]) {
+      await expectRefusal(
+        await attestor.post("/v1/escrows", { session: token, ...extra }),
+        401,
+        "invalid_session"
+      )
+      await expectRefusal(
+        await attestor.post("/v1/bind", { session: token, ...extra }),
+        401,
+        "invalid_session"
+      )
+      await expectRefusal(
+        await attestor.post("/v1/bind", { session: token, ids: [escrowId], ...extra }),
+        401,
+        "invalid_session"
+      )
+    }
+    expect(await bindSignatures(attestor)).toBe(signedBefore)
+    // The same token with the secret of the start is the session: here the attacker's own, which
+    // is what the redirect keeps out of its hands.
+    const listed = await json(
+      await attestor.post("/v1/escrows", { session: token, loginSecret: attack.loginSecret })
+    )
+    expect((listed.escrows as Array<{ id: string }>).map((e) => e.id)).toContain(escrowId)
+  })
+
+  it("a codehost start without a challenge is 400 bad_request (LOGIN_CHALLENGE=required), for every redirect platform", async () => {
+    for (const platform of ["microblog", "codehost", "community"] as const) {
+      const res = await startRaw(attestor, platform, {
+        stealthOwner: newOwner(),
+        redirect: DEVNET_REDIRECT_ALLOWLIST
+      })
+      expect(res.status).toBe(400)
+      expect(await json(res)).toMatchObject({
+        code: "bad_request",
+        error: expect.stringMatching(/^loginChallenge: /)
+      })
+    }
+  })
+
+  it("LOGIN_CHALLENGE=optional: the specs' flow works unchanged, and a client's secret still refuses a session it did not start", {
+    timeout: 60_000
+  }, async () => {
+    const stealthOwner = newOwner()
+    const plain = await start(lenient, "codehost", stealthOwner, {
+      redirect: DEVNET_REDIRECT_ALLOWLIST,
+      loginChallenge: false
+    })
+    const res = await callback(await authorize(plain.url, { devnet_user: victim }))
+    expect(res.status).toBe(302)
+    const token =
+      new URLSearchParams(new URL(res.headers.get("location") ?? "").hash.slice(1)).get("attest") ?? ""
+    const escrows = await json(await lenient.post("/v1/escrows", { session: token }))
+    expect((escrows.escrows as Array<{ id: string }>).map((e) => e.id)).toContain(escrowId)
+    const binds = (await json(await lenient.post("/v1/bind", { session: token, ids: [escrowId] })))
+      .binds as Array<{
+      newOwner: string
+    }>
+    expect(binds).toEqual([expect.objectContaining({ newOwner: stealthOwner })])
+    // A client that always sends a challenge presents its secret: a session started without one
+    // (an attacker's, under this mode) is refused.
+    await expectRefusal(
+      await lenient.post("/v1/escrows", { session: token, loginSecret: newLoginSecret().loginSecret }),
+      401,
+      "invalid_session"
+    )
+    // A challenge sent under this mode binds the session as it does under `required`.
+    const bound = await start(lenient, "codehost", newOwner(), { redirect: DEVNET_REDIRECT_ALLOWLIST })
+    const landed = await callback(await authorize(bound.url, { devnet_user: victim }))
+    const boundToken = new URLSearchParams(new URL(landed.headers.get("location") ?? "").hash.slice(1)).get(
+      "attest"
+    )
+    await expectRefusal(await lenient.post("/v1/escrows", { session: boundToken }), 401, "invalid_session")
+    expect(
+      (await lenient.post("/v1/escrows", { session: boundToken, loginSecret: bound.loginSecret })).status
+    ).toBe(200)
   })
 })

@@ -22,6 +22,7 @@ import {
 } from "viem"
 import { mnemonicToAccount } from "viem/accounts"
 import { afterAll, describe, expect, it } from "vitest"
+import { newLoginSecret } from "../../src/client.js"
 import { type ServiceProcess, startService } from "../support/process.js"
 
 const vaultAbi = parseAbi([
@@ -364,11 +365,12 @@ describe("npm run devnet", () => {
     // A recipient logs in with microblog at the stand-in provider (docs/protocol.md §9) as the devnet's
     // sample user, and finds the sample launch's escrow.
     const stealthOwner = mnemonicToAccount(MNEMONIC, { addressIndex: 8 }).address
+    const { loginSecret, loginChallenge } = newLoginSecret()
     const started = (await (
       await fetch(`${file.attestorUrl}/v1/oauth/microblog/start`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ stealthOwner })
+        body: JSON.stringify({ stealthOwner, loginChallenge })
       })
     ).json()) as { url: string }
     expect(started.url.startsWith(file.doublesUrl)).toBe(true)
@@ -382,7 +384,7 @@ describe("npm run devnet", () => {
       await fetch(`${file.attestorUrl}/v1/escrows`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ session: session.session })
+        body: JSON.stringify({ session: session.session, loginSecret })
       })
     ).json()) as { escrows: Array<{ registered: boolean }> }
     expect(escrows.escrows.length).toBeGreaterThanOrEqual(1)

@@ -7,6 +7,8 @@ import { authenticate } from "../SessionStore.js"
 
 export const AttestorEscrowsLive = HttpApiBuilder.group(AttestorApi, "escrows", (handlers) =>
   Effect.succeed(
-    handlers.handle("escrows", ({ payload }) => Effect.flatMap(authenticate(payload.session), sessionEscrows))
+    handlers.handle("escrows", ({ payload }) =>
+      Effect.flatMap(authenticate(payload.session, payload.loginSecret), sessionEscrows)
+    )
   )
 )

@@ -60,7 +60,10 @@ export const AttestorLoginsLive = HttpApiBuilder.group(AttestorApi, "logins", (h
           ? Effect.map(
               oauth.start(path.platform, {
                 stealthOwner: urlParams.stealthOwner,
-                ...(urlParams.redirect === undefined ? {} : { redirect: urlParams.redirect })
+                ...(urlParams.redirect === undefined ? {} : { redirect: urlParams.redirect }),
+                ...(urlParams.loginChallenge === undefined
+                  ? {}
+                  : { loginChallenge: urlParams.loginChallenge })
               }),
               (started) =>
                 urlParams.format === "json"

@@ -2,7 +2,8 @@
  * fedsocial sign-in (Sign In With Farcaster; docs/attestor.md §3 "POST /v1/oauth/fedsocial/verify",
  * §4; docs/protocol.md §10 "fedsocial").
  *
- * Start: a fresh alphanumeric nonce is stored with the intent (stealth owner, ids) for
+ * Start: a fresh alphanumeric nonce is stored with the intent (stealth owner, ids, and the optional
+ * login challenge, which the session keeps: docs/protocol.md §10 "Login challenge") for
  * `OAUTH_STATE_TTL_SECONDS`, single use (`OAuthStates`), and the client is told the `nonce`,
  * `domain`, `uri` and `expirationTime` its FIP-11 message must carry.
  *
@@ -33,6 +34,7 @@ import { BadRequest, InvalidSession, Unavailable } from "../../../schema/errors.
 import { sessionResponse } from "../logins.js"
 import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
 import { OAuthStates } from "./OAuthStates.js"
+import { matchRedirect, REDIRECT_REFUSED } from "./redirectAllowList.js"
 
 export interface FedsocialConfig {
   /** What start tells the client to put in its message, and what verify insists on. */
@@ -119,10 +121,9 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
 
     const start: FedsocialLoginsShape["start"] = (request) =>
       Effect.gen(function* () {
-        if (request.redirect !== undefined && !allowed.has(new URL(request.redirect).origin))
-          return yield* Effect.fail(
-            new BadRequest({ message: "redirect: not on this attestor's allow-list" })
-          )
+        const redirect = request.redirect === undefined ? undefined : matchRedirect(allowed, request.redirect)
+        if (request.redirect !== undefined && redirect === undefined)
+          return yield* Effect.fail(new BadRequest({ message: REDIRECT_REFUSED }))
         // The library's `generateNonce` is this function.
         const nonce = generateSiweNonce()
         const { expiresAt } = yield* states
@@ -131,8 +132,9 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
               platform: "fedsocial",
               stealthOwner: request.stealthOwner,
               ids: request.ids ?? [],
-              redirect: request.redirect,
-              codeVerifier: undefined
+              redirect,
+              codeVerifier: undefined,
+              loginChallenge: request.loginChallenge
             },
             { state: nonce }
           )
@@ -179,12 +181,15 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
         }
         if (!verified.success) return yield* Effect.fail(refused)
         const created = yield* sessions
-          .create({
-            platform: "fedsocial",
-            userId: String(verified.fid),
-            stealthOwner: intent.stealthOwner,
-            ids: intent.ids
-          })
+          .create(
+            {
+              platform: "fedsocial",
+              userId: String(verified.fid),
+              stealthOwner: intent.stealthOwner,
+              ids: intent.ids
+            },
+            { loginChallenge: intent.loginChallenge }
+          )
           .pipe(Effect.mapError(() => new Unavailable({ message: SESSION_STORE_UNAVAILABLE })))
         return sessionResponse(created)
       })

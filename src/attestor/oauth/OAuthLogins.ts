@@ -2,15 +2,18 @@
  * OAuth logins (docs/attestor.md §3 "OAuth state → session", §4 "OAuth start / callback / verify
  * rules", §5; docs/protocol.md §10 "OAuth start", "OAuth callback", "Legacy GET start").
  *
- * Start: the intent (stealth owner, ids, redirect) is fixed before the user meets the provider and
- * stored under a fresh state with the PKCE verifier (`OAuthStates`); the provider URL carries only
- * `response_type`, `client_id`, `redirect_uri`, `scope`, `state` and the PKCE challenge. A
- * `redirect` must be on `REDIRECT_ALLOWLIST` (its origin, exactly).
+ * Start: the intent (stealth owner, ids, redirect, login challenge) is fixed before the user meets
+ * the provider and stored under a fresh state with the PKCE verifier (`OAuthStates`); the provider
+ * URL carries only `response_type`, `client_id`, `redirect_uri`, `scope`, `state` and the PKCE
+ * challenge. A `redirect` must equal a `REDIRECT_ALLOWLIST` entry (`redirectAllowList.ts`), and the
+ * entry is what is kept. With `LOGIN_CHALLENGE=required` a start without a `loginChallenge` is 400:
+ * PKCE binds the code to the attestor, the challenge binds the session to the client that started
+ * the login (docs/protocol.md §10 "Login challenge"; RFC 9700 §2.1, §4.7).
  *
  * Callback, in order, each refusing with no session made:
  * 1. the state is taken once: unknown, expired or used is 400 `bad_request`; from here on a failure
- *    of a login started with a `redirect` is answered by sending the browser to
- *    `<redirect>#error=<code>`;
+ *    of a login started with a `redirect` (still on the allow-list) is answered by sending the
+ *    browser to `<redirect>#error=<code>`;
  * 2. the state must be this platform's (400); a provider refusal (`error=access_denied`) is 401
  *    `invalid_session`; no `code` is 400;
  * 3. the code is exchanged with the verifier (arctic): a refused code is 401 `invalid_session`, a
@@ -19,7 +22,8 @@
  *    401; an answer without a canonical numeric id, too large or too slow is 503;
  * 5. the access token is revoked: the attestor keeps no access to the user's account, and a login
  *    whose token could not be revoked makes no session (503);
- * 6. the session `{ platform, userId, stealthOwner, ids }` is created (`SessionStore`).
+ * 6. the session `{ platform, userId, stealthOwner, ids }` is created (`SessionStore`), with the
+ *    start's login challenge.
  *
  * Nothing of a code, state, token, verifier or user reaches a log line, a metric or an error
  * message.
@@ -50,14 +54,17 @@ import {
   oauthProviders,
   readBodyLimited
 } from "./providers.js"
+import { matchRedirect, REDIRECT_REFUSED } from "./redirectAllowList.js"
 
 export interface OAuthLoginsConfig {
   /** The platforms this instance has an app for. */
   readonly apps: Partial<Readonly<Record<OAuthCallbackPlatform, OAuthApp>>>
   /** The attestor's own origin as providers and browsers reach it: the callback's base. */
   readonly publicUrl: string
-  /** Origins a login may redirect back to. */
+  /** Where a login may redirect back to: canonical entries (`redirectAllowList.ts`). */
   readonly redirectAllowList: ReadonlyArray<string>
+  /** Whether a start must carry a `loginChallenge` (`LOGIN_CHALLENGE`). */
+  readonly loginChallenge: "required" | "optional"
   /** Longest wait for each provider call. */
   readonly providerTimeoutMs: number
 }
@@ -112,6 +119,8 @@ const PROVIDER_UNAVAILABLE = "the login provider is not answering: try again lat
 const PROVIDER_UNUSABLE = "the login provider's answer could not be used: try again later"
 const CODE_REFUSED = "the login provider refused the login: log in again"
 const STATE_UNKNOWN = "the login state is unknown, expired or already used: start the login again"
+export const LOGIN_CHALLENGE_REQUIRED =
+  "loginChallenge: required: draw a 32-byte loginSecret for this login, keep it, and send its SHA-256 as loginChallenge"
 
 /** A provider call that never outlives the timeout (the fetch is aborted with it). */
 const providerFetch = (request: RequestInit & { url: string }, timeoutMs: number) =>
@@ -258,10 +267,11 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         if (Option.isNone(found))
           return yield* Effect.fail(new Unsupported({ message: notAnOAuthPlatform(platform) }))
         const [oauthPlatform, app] = found.value
-        if (request.redirect !== undefined && !allowed.has(new URL(request.redirect).origin))
-          return yield* Effect.fail(
-            new BadRequest({ message: "redirect: not on this attestor's allow-list" })
-          )
+        const redirect = request.redirect === undefined ? undefined : matchRedirect(allowed, request.redirect)
+        if (request.redirect !== undefined && redirect === undefined)
+          return yield* Effect.fail(new BadRequest({ message: REDIRECT_REFUSED }))
+        if (request.loginChallenge === undefined && config.loginChallenge === "required")
+          return yield* Effect.fail(new BadRequest({ message: LOGIN_CHALLENGE_REQUIRED }))
         const provider = oauthProviders[oauthPlatform]
         const client = clientOf(oauthPlatform, app)
         const codeVerifier = provider.pkce ? generateCodeVerifier() : undefined
@@ -270,8 +280,9 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
             platform: oauthPlatform,
             stealthOwner: request.stealthOwner,
             ids: request.ids ?? [],
-            redirect: request.redirect,
-            codeVerifier
+            redirect,
+            codeVerifier,
+            loginChallenge: request.loginChallenge
           })
           .pipe(Effect.mapError(() => new Unavailable({ message: "the login state store is not answering" })))
         const scopes = [...provider.scopes]
@@ -304,7 +315,10 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
           )
         if (Option.isNone(taken)) return yield* refuse(new BadRequest({ message: STATE_UNKNOWN }), undefined)
         const intent = taken.value
-        const redirect = intent.redirect
+        // Matched again: an entry taken off the allow-list since the start is not followed.
+        const redirect = intent.redirect === undefined ? undefined : matchRedirect(allowed, intent.redirect)
+        if (intent.redirect !== undefined && redirect === undefined)
+          return yield* refuse(new BadRequest({ message: REDIRECT_REFUSED }), undefined)
         const intentPlatform = intent.platform
         if (intentPlatform !== platform || !isOAuthPlatform(intentPlatform))
           return yield* refuse(new BadRequest({ message: STATE_UNKNOWN }), redirect)
@@ -332,7 +346,10 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
           return yield* user
         }).pipe(Effect.mapError((error) => ({ error, redirect })))
         const created = yield* sessions
-          .create({ platform: intent.platform, userId, stealthOwner: intent.stealthOwner, ids: intent.ids })
+          .create(
+            { platform: intent.platform, userId, stealthOwner: intent.stealthOwner, ids: intent.ids },
+            { loginChallenge: intent.loginChallenge }
+          )
           .pipe(
             Effect.mapError(() => ({
               error: new Unavailable({ message: SESSION_STORE_UNAVAILABLE }),

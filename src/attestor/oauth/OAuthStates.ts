@@ -1,7 +1,7 @@
 /**
  * OAuth states (docs/attestor.md §3 "OAuth state", §4 "OAuth start / callback / verify rules", §8):
  * `POST /v1/oauth/:platform/start` stores the intent of a login (platform, stealth owner, ids,
- * redirect, PKCE verifier) under a fresh random state; the provider's callback presents the state
+ * redirect, PKCE verifier, login challenge) under a fresh random state; the provider's callback presents the state
  * and takes the intent back, once.
  *
  * - The state is 32 random bytes, base64url; the database keeps only its SHA-256 (migration 0024),
@@ -33,6 +33,8 @@ export interface OAuthIntent {
   readonly redirect: string | undefined
   /** The PKCE verifier, for a platform with PKCE. */
   readonly codeVerifier: string | undefined
+  /** The client's login challenge (docs/protocol.md §10 "Login challenge"); none: started without. */
+  readonly loginChallenge: Bytes32 | undefined
 }
 
 /** The database did not answer; the cause stays here, never in a response or a log line. */
@@ -89,11 +91,17 @@ interface StateRow {
   readonly ids: unknown
   readonly redirect: string | null
   readonly code_verifier: string | null
+  readonly login_challenge: string | null
   readonly expires_at: string
 }
 
 const decodeStored = Schema.decodeUnknown(
-  Schema.Struct({ platform: OAuthPlatform, stealthOwner: Address, ids: Schema.Array(Bytes32) })
+  Schema.Struct({
+    platform: OAuthPlatform,
+    stealthOwner: Address,
+    ids: Schema.Array(Bytes32),
+    loginChallenge: Schema.UndefinedOr(Bytes32)
+  })
 )
 
 export const makeOAuthStates = (config: OAuthStatesConfig) =>
@@ -122,10 +130,13 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
         const expiresAt = now + config.ttlSeconds
         yield* sql`
           INSERT INTO attestor_oauth_states
-            (state_hash, platform, stealth_owner, ids, redirect, code_verifier, created_at, expires_at)
+            (state_hash, platform, stealth_owner, ids, redirect, code_verifier, login_challenge,
+             created_at, expires_at)
           VALUES (${storageDigest(state)}, ${intent.platform}, ${intent.stealthOwner},
             ${JSON.stringify(intent.ids)}::jsonb, ${intent.redirect ?? null}, ${intent.codeVerifier ?? null},
-            ${now}, ${expiresAt})`.pipe(Effect.mapError(failed("storing an OAuth state")))
+            ${intent.loginChallenge ?? null}, ${now}, ${expiresAt})`.pipe(
+          Effect.mapError(failed("storing an OAuth state"))
+        )
         yield* pruneIfDue(now)
         return { state, expiresAt }
       })
@@ -135,7 +146,7 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
         const now = yield* nowSeconds
         const rows = yield* sql<StateRow>`
           DELETE FROM attestor_oauth_states WHERE state_hash = ${storageDigest(state)}
-          RETURNING platform, stealth_owner, ids, redirect, code_verifier, expires_at`.pipe(
+          RETURNING platform, stealth_owner, ids, redirect, code_verifier, login_challenge, expires_at`.pipe(
           Effect.mapError(failed("taking an OAuth state"))
         )
         const row = rows[0]
@@ -145,7 +156,8 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
           decodeStored({
             platform: row.platform,
             stealthOwner: row.stealth_owner,
-            ids: typeof row.ids === "string" ? JSON.parse(row.ids) : row.ids
+            ids: typeof row.ids === "string" ? JSON.parse(row.ids) : row.ids,
+            loginChallenge: row.login_challenge ?? undefined
           })
         )
         return Option.some({
