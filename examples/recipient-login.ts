@@ -4,12 +4,16 @@
  * each:
  *
  *   1. a stealth owner key chosen before logging in: the key that will own the escrow;
- *   2. the login: messenger's widget payload (`POST /v1/oauth/messenger/verify`), or the OAuth
+ *   2. a login secret drawn for the login and kept; its SHA-256, the login challenge, goes with the
+ *      start (docs/attestor.md "Writing a client");
+ *   3. the login: messenger's widget payload (`POST /v1/oauth/messenger/verify`), or the OAuth
  *      flow at the devnet's microblog stand-in (`POST /v1/oauth/microblog/start`, the provider's
- *      302, the attestor's callback);
- *   3. `POST /v1/escrows`: the user's escrows; `POST /v1/bind`: the attestor's BindOwner signature;
- *   4. `POST /v1/propose-bind` on the relayer (registering the escrow in the same transaction);
- *   5. the bind delay skipped on anvil (`evm_increaseTime`), `POST /v1/finalize-bind`, and the
+ *      302, the attestor's callback to `<redirect>#attest=<session>`, read only because this client
+ *      started that login);
+ *   4. `POST /v1/escrows` and `POST /v1/bind` with the session and the login secret: the user's
+ *      escrows and the attestor's BindOwner signature, checked to be for the stealth key;
+ *   5. `POST /v1/propose-bind` on the relayer (registering the escrow in the same transaction);
+ *   6. the bind delay skipped on anvil (`evm_increaseTime`), `POST /v1/finalize-bind`, and the
  *      escrow owned by the stealth key in `GET /v1/accounts`.
  *
  * Skipping the delay moves the devnet chain's clock an hour ahead of this machine's for good:
@@ -17,20 +21,27 @@
  *
  *   npx tsx examples/recipient-login.ts
  */
-import { Schema } from "effect"
+import { Effect } from "effect"
 import { type Address, createTestClient, type Hex, http } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { DEVNET_MESSENGER_BOT_TOKEN } from "../layers/devnet.js"
+import { DEVNET_MESSENGER_BOT_TOKEN, DEVNET_REDIRECT_ALLOWLIST } from "../layers/devnet.js"
 import {
   BindRequest,
   EscrowsRequest,
+  type LoginSecret,
   MessengerVerifyRequest,
-  OAuthStartRequest,
-  SessionResponse
+  OAuthStartRequest
 } from "../schema/attestor.js"
 import { FinalizeBindRequest, ProposeBindRequest } from "../schema/relayer.js"
 import { signWidgetPayload, widgetKey } from "../src/attestor/messenger.js"
-import type { AttestorClient, RelayerClient } from "../src/client.js"
+import {
+  type AttestorClient,
+  bindsFor,
+  loginLanding,
+  newLoginSecret,
+  type PendingLogin,
+  type RelayerClient
+} from "../src/client.js"
 import {
   attestorIndexed,
   call,
@@ -95,10 +106,18 @@ runExample("recipient-login", async () => {
   })
   show("auth", auth)
   show("stealthOwner", messengerOwner)
+  // A secret per login, kept by the client (a browser keeps it in sessionStorage); only its
+  // SHA-256 travels with the start (docs/protocol.md §10 "Login challenge").
+  const messengerLogin = newLoginSecret()
+  show("loginChallenge", messengerLogin.loginChallenge)
   const messengerSession = await call(
     "POST /v1/oauth/messenger/verify",
     attestor.logins.messengerVerify({
-      payload: wire(MessengerVerifyRequest, { auth, stealthOwner: messengerOwner })
+      payload: wire(MessengerVerifyRequest, {
+        auth,
+        stealthOwner: messengerOwner,
+        loginChallenge: messengerLogin.loginChallenge
+      })
     })
   )
   show(
@@ -107,11 +126,18 @@ runExample("recipient-login", async () => {
   )
 
   step(`Microblog login of user ${microblogUser} at the devnet's OAuth stand-in`)
+  const microblogLogin = newLoginSecret()
+  // What the client keeps until the provider sends the browser back (sessionStorage in a browser).
+  const pendingLogin: PendingLogin = { loginSecret: microblogLogin.loginSecret, stealthOwner: microblogOwner }
   const started = await call(
     "POST /v1/oauth/microblog/start",
     attestor.logins.oauthStart({
       path: { platform: "microblog" },
-      payload: wire(OAuthStartRequest, { stealthOwner: microblogOwner })
+      payload: wire(OAuthStartRequest, {
+        stealthOwner: microblogOwner,
+        redirect: DEVNET_REDIRECT_ALLOWLIST,
+        loginChallenge: microblogLogin.loginChallenge
+      })
     })
   )
   if (!("url" in started)) throw new Error("the microblog start did not answer an authorize URL")
@@ -124,20 +150,23 @@ runExample("recipient-login", async () => {
     throw new Error(`the stand-in answered ${consent.status} instead of a redirect`)
   show("provider redirects to", callback)
   const landed = await fetch(callback, { redirect: "manual" })
-  if (landed.status !== 200)
+  const back = landed.headers.get("location")
+  if (landed.status !== 302 || back === null)
     throw new Error(`the attestor's callback answered ${landed.status}: ${await landed.text()}`)
-  const microblogSession = Schema.decodeUnknownSync(SessionResponse)(await landed.json())
-  show(
-    "session for",
-    `${microblogSession.platform} user ${microblogSession.userId}, expires ${microblogSession.expiresAt}`
-  )
+  show("the attestor sends the browser to", `${back.split("#")[0]}#attest=…`)
+  // A page reached with #attest= but no login of its own pending ignores it: someone else's login.
+  if (loginLanding(back, undefined) !== undefined)
+    throw new Error("a landing without a pending login was read")
+  const landing = loginLanding(back, pendingLogin)
+  if (landing?._tag !== "Session") throw new Error(`the login did not end in a session: ${back}`)
+  const microblogSession = { session: landing.session, loginSecret: landing.login.loginSecret }
 
   const pending: Array<{ readonly id: Hex; readonly owner: Address }> = []
-  for (const [session, expected] of [
-    [messengerSession.session, toMessenger.id],
-    [microblogSession.session, toMicroblog.id]
+  for (const [session, loginSecret, stealthOwner, expected] of [
+    [messengerSession.session, messengerLogin.loginSecret, messengerOwner, toMessenger.id],
+    [microblogSession.session, microblogSession.loginSecret, microblogOwner, toMicroblog.id]
   ] as const) {
-    pending.push(await proposeBind(attestor, relayer, session, expected))
+    pending.push(await proposeBind(attestor, relayer, { session, loginSecret, stealthOwner }, expected))
   }
 
   // docs/protocol.md §9: bindDelay is 3600 s on the devnet. Anvil's test actions skip it here; on a
@@ -168,13 +197,14 @@ runExample("recipient-login", async () => {
 async function proposeBind(
   attestor: AttestorClient,
   relayer: RelayerClient,
-  session: string,
+  login: { readonly session: string; readonly loginSecret: LoginSecret; readonly stealthOwner: Address },
   expected: Hex
 ): Promise<{ readonly id: Hex; readonly owner: Address }> {
-  step("POST /v1/escrows: what was launched to this user")
+  const { session, loginSecret } = login
+  step("POST /v1/escrows: what was launched to this user (the session and the login's secret)")
   const { escrows } = await call(
     "POST /v1/escrows",
-    attestor.escrows.escrows({ payload: wire(EscrowsRequest, { session }) })
+    attestor.escrows.escrows({ payload: wire(EscrowsRequest, { session, loginSecret }) })
   )
   for (const escrow of escrows)
     show("escrow", `${escrow.id} registered=${escrow.registered} visibility=${escrow.visibility}`)
@@ -182,9 +212,12 @@ async function proposeBind(
     throw new Error(`the launch ${expected} is not among the escrows`)
 
   step("POST /v1/bind: the attestor signs BindOwner(id, stealthOwner, bindNonce, deadline)")
-  const { binds } = await call(
+  // Every signature must be for this client's own key, or nothing is proposed.
+  const binds = await call(
     "POST /v1/bind",
-    attestor.binds.bind({ payload: wire(BindRequest, { session, ids: [expected] }) })
+    attestor.binds
+      .bind({ payload: wire(BindRequest, { session, loginSecret, ids: [expected] }) })
+      .pipe(Effect.flatMap(({ binds }) => bindsFor(binds, login.stealthOwner)))
   )
   const [bind] = binds
   if (bind === undefined) throw new Error("the attestor signed no bind")
