@@ -200,6 +200,14 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     await expectRefusal(await verify(attestor, signed), 401, "invalid_session")
   })
 
+  it("one message verified twice at once: one session", async () => {
+    const signed = await signIn(custody(5), 1005, await start(attestor, newOwner()))
+    const before = await okLogins(attestor)
+    const answers = await Promise.all([verify(attestor, signed), verify(attestor, signed)])
+    expect(answers.map((res) => res.status).sort()).toEqual([200, 401])
+    expect(await okLogins(attestor)).toBe(before + 1)
+  })
+
   it("an expired message, and a nonce past its lifetime", { timeout: 20_000 }, async () => {
     const started = await start(attestor, newOwner())
     await expectRefusal(
