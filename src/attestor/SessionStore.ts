@@ -142,6 +142,9 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
           DELETE FROM attestor_used_logins WHERE digest IN (
             SELECT digest FROM attestor_used_logins WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`
       }).pipe(
+        // Its own transaction, a savepoint when `create` runs inside a caller's (fedsocial's): a
+        // failed pruning on PostgreSQL must not abort the transaction that makes the session.
+        sql.withTransaction,
         Effect.catchTag("SqlError", () => Effect.logWarning("pruning expired sessions failed; will retry"))
       )
 

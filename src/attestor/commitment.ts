@@ -33,6 +33,7 @@ import {
   type NotFound,
   type PaymentFailed,
   type PaymentRequired,
+  type RateLimited,
   type Unavailable,
   Unsupported
 } from "../../schema/errors.js"
@@ -141,7 +142,13 @@ export interface LookupResult {
   readonly paymentResponse: string | undefined
 }
 
-export type HandleLookupError = Unsupported | NotFound | Unavailable | PaymentRequired | PaymentFailed
+export type HandleLookupError =
+  | Unsupported
+  | NotFound
+  | Unavailable
+  | PaymentRequired
+  | PaymentFailed
+  | RateLimited
 
 /**
  * Resolves a handle to its user id, as the lookup mode allows; `paymentSignature` is the request's

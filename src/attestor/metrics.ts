@@ -40,7 +40,7 @@ export const publicHandleOutcomes = counter(
 
 export const lookupPayments = counter(
   "attestor_lookup_payments_total",
-  "Paid handle lookups' payments by what became of them: settled; failed (refused, or the handle not found: nothing settled); reused (presented before); indeterminate (a settle without answer, never retried)"
+  "Paid handle lookups' payments by what became of them: settled; failed (refused, or the handle not found: nothing settled); reused (presented before); indeterminate (a settle without answer, never retried); in_flight (refused while another payment of the same payer was in flight)"
 )
 
 const commitmentOutcome = taggedOnce(commitmentOutcomes)

@@ -9,7 +9,7 @@
  * `{ x402Version, paymentPayload, paymentRequirements }`. `/supported` adds the `extra` the attestor
  * reads (`assetTransferMethod: "permit2-exact"`, `signerAddress`, `spenderAddress`), as the
  * facilitators of docs/protocol.md §10 announce it. Tests read every request body it received and can make
- * it unreachable or fail settlements.
+ * it unreachable, fail settlements, or hold verifications until they let them go.
  *
  * Nothing here is logged: request bodies carry payment signatures.
  */
@@ -176,6 +176,11 @@ export interface FacilitatorStandIn {
   /** Every request answered or refused, in order (`body` undefined for a GET); not the dropped ones. */
   readonly received: () => ReadonlyArray<{ path: string; body: unknown }>
   readonly setFault: (fault: FacilitatorFault | undefined) => void
+  /**
+   * `/verify` requests received from now on (recorded at once) are answered only once the
+   * returned function is called.
+   */
+  readonly holdVerifications: () => () => void
   readonly close: () => Promise<void>
 }
 
@@ -276,6 +281,7 @@ export async function startFacilitatorStandIn(
 
   const log: Array<{ path: string; body: unknown }> = []
   let fault: FacilitatorFault | undefined
+  let verifications: Promise<void> = Promise.resolve()
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (fault === "down") {
@@ -316,7 +322,10 @@ export async function startFacilitatorStandIn(
     const payload = body.paymentPayload as unknown as PaymentPayload
     const requirements = body.paymentRequirements as unknown as PaymentRequirements
     try {
-      if (pathname === "/verify") return send(res, 200, await facilitator.verify(payload, requirements))
+      if (pathname === "/verify") {
+        await verifications
+        return send(res, 200, await facilitator.verify(payload, requirements))
+      }
       if (fault === "settle_error") {
         const authorization = (payload.payload as { permit2Authorization?: { from?: unknown } })
           ?.permit2Authorization
@@ -356,6 +365,13 @@ export async function startFacilitatorStandIn(
     received: () => [...log],
     setFault: (next) => {
       fault = next
+    },
+    holdVerifications: () => {
+      let release = () => {}
+      verifications = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      return release
     },
     close: () => {
       closing ??= new Promise<void>((resolve) => {

@@ -159,7 +159,7 @@ const runtime = ManagedRuntime.make(
         PaymentStore.layer,
         AttestationStore.layer
       ).pipe(
-        Layer.provide(
+        Layer.provideMerge(
           storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
         )
       )

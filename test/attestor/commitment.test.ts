@@ -42,6 +42,7 @@ import { AttestorSettings, loadAttestorSettings } from "../../src/config/attesto
 import { formatConfigError } from "../../src/config/settings.js"
 import { serverUrl } from "../../src/http/server.js"
 import { Indexer } from "../../src/indexer/Indexer.js"
+import { storageLayer } from "../../src/store/sql.js"
 
 const SIGNING_KEY: Hex = `0x${"11".repeat(32)}`
 const PEPPER: Hex = `0x${"33".repeat(32)}`
@@ -86,6 +87,10 @@ const runtime = ManagedRuntime.make(
         PaymentStore.unused,
         AttestationStore.unused
       )
+    ),
+    // fedsocial's verify takes its nonce and makes its session in one transaction.
+    Layer.provide(
+      storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
     ),
     Layer.provide(mockChainClient({})),
     Layer.provide(AttestorSettings.layer),

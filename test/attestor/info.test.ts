@@ -3,7 +3,7 @@
  * a mocked chain: the body computed from the settings, the chain id read from the RPC once when
  * no setting names it, and reads that cost no rate-limit token. Also the OpenAPI document.
  */
-import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Schema } from "effect"
+import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Schema } from "effect"
 import { type Hex, hexToBigInt } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -22,6 +22,7 @@ import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
 import { serverUrl } from "../../src/http/server.js"
 import { Indexer } from "../../src/indexer/Indexer.js"
+import { storageLayer } from "../../src/store/sql.js"
 
 const VAULT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
 const SIGNING_KEY: Hex = `0x${"11".repeat(32)}`
@@ -58,6 +59,10 @@ const serve = (env: Record<string, string>, chainId: Effect.Effect<number, Chain
           PaymentStore.unused,
           AttestationStore.unused
         )
+      ),
+      // fedsocial's verify takes its nonce and makes its session in one transaction.
+      Layer.provide(
+        storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
       ),
       Layer.provide(mockChainClient({ chainId })),
       Layer.provide(AttestorSettings.layer),

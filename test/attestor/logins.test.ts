@@ -72,7 +72,7 @@ const serve = (env: Record<string, string>) =>
               PaymentStore.layer,
               AttestationStore.layer
             ).pipe(
-              Layer.provide(
+              Layer.provideMerge(
                 storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
               )
             )

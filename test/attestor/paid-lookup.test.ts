@@ -1,9 +1,11 @@
 /**
  * The paid lookup's order and refusals (src/attestor/payments/paidLookup.ts; docs/attestor.md §4
  * "Paid handle lookup flow"), with the payment record on PGlite and a recording facilitator: a
- * challenge without payment; an authorization held before verification and refused the second
- * time; nothing settled for an unknown handle; a settle without answer recorded indeterminate; and
- * the facilitator never told the handle or the platform.
+ * challenge without payment; an authorization that does not pay what the quote asks, or for too
+ * long, refused before the facilitator is asked; one payment per payer in flight; an authorization
+ * held before verification and refused the second time; nothing settled for an unknown handle; a
+ * settle without answer recorded indeterminate; and the facilitator never told the handle or the
+ * platform.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
@@ -13,7 +15,7 @@ import {
   decodePaymentResponseHeader,
   encodePaymentSignatureHeader
 } from "@x402/core/http"
-import { Effect, Either, Fiber, Layer, Logger, Option } from "effect"
+import { Effect, Either, Fiber, Layer, Logger, Option, TestClock } from "effect"
 import { Unavailable } from "../../schema/errors.js"
 import { resolveHandle } from "../../src/attestor/handles/HandleLookups.js"
 import type { Resolve } from "../../src/attestor/handles/resolvers.js"
@@ -35,8 +37,21 @@ const requirements = lookupRequirements({
   spenderAddress: "0x402085c248EeA27D92E8b30b2C58ed07f9E20001"
 })
 
+/** The attestor's clock in these tests (unix seconds); payments end `maxTimeoutSeconds` later. */
+const NOW = 1_800_000_000
+const PAYER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+const OTHER = "0x0000000000000000000000000000000000000007"
+
+interface AuthorizationOverrides {
+  readonly token?: string
+  readonly amount?: string
+  readonly spender?: string
+  readonly to?: string
+  readonly deadline?: string
+}
+
 let nonces = 1000n
-const payment = (accepted = requirements) =>
+const payment = (accepted = requirements, overrides: AuthorizationOverrides = {}) =>
   encodePaymentSignatureHeader({
     x402Version: 2,
     accepted,
@@ -44,22 +59,31 @@ const payment = (accepted = requirements) =>
       signature: `0x${"11".repeat(65)}`,
       permit2Authorization: {
         from: "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
-        permitted: { token: requirements.asset, amount: requirements.amount },
-        spender: "0x402085c248EeA27D92E8b30b2C58ed07f9E20001",
+        permitted: {
+          token: overrides.token ?? requirements.asset,
+          amount: overrides.amount ?? requirements.amount
+        },
+        spender: overrides.spender ?? "0x402085c248EeA27D92E8b30b2C58ed07f9E20001",
         nonce: String(++nonces),
-        deadline: "1900000000",
-        witness: { to: requirements.payTo, validAfter: "0" }
+        deadline: overrides.deadline ?? String(NOW + requirements.maxTimeoutSeconds),
+        witness: { to: overrides.to ?? requirements.payTo, validAfter: "0" }
       }
     }
   })
 
 type Verdict = "ok" | "refuse" | "throw"
 
-const facilitatorOf = (verify: Verdict, settle: Verdict, settling?: Promise<void>) => {
+const facilitatorOf = (
+  verify: Verdict,
+  settle: Verdict,
+  settling?: Promise<void>,
+  verifying?: Promise<void>
+) => {
   const calls: Array<string> = []
   const client = {
     verify: async (payload: unknown, reqs: unknown) => {
       calls.push(`verify ${JSON.stringify({ payload, reqs })}`)
+      await verifying
       if (verify === "throw") throw new Error("down")
       return { isValid: verify === "ok", payer: "0x90f79bf6eb2c4f870365e785982e1f101e93b906" }
     },
@@ -92,11 +116,16 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
   const setup = (
     verify: Verdict,
     settle: Verdict,
-    options: { readonly settling?: Promise<void>; readonly recordsSettled?: boolean } = {}
+    options: {
+      readonly settling?: Promise<void>
+      readonly verifying?: Promise<void>
+      readonly recordsSettled?: boolean
+    } = {}
   ) =>
-    Effect.map(SqlClient, (sql) => {
-      const store = makePaymentStore(sql)
-      const facilitator = facilitatorOf(verify, settle, options.settling)
+    Effect.gen(function* () {
+      yield* TestClock.setTime(NOW * 1000)
+      const store = makePaymentStore(yield* SqlClient)
+      const facilitator = facilitatorOf(verify, settle, options.settling, options.verifying)
       const lookup = paidLookup({
         requirements: Effect.succeed(requirements),
         publicUrl: "http://127.0.0.1:8081",
@@ -120,7 +149,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
   /** The stored state of the authorization `payment()` made last. */
   const lastPaymentState = (store: ReturnType<typeof makePaymentStore>) =>
     Effect.map(
-      store.get({ payer: "0x90F79bf6EB2c4f870365E785982E1f101E93b906", nonce: nonces }),
+      store.get({ payer: PAYER, nonce: nonces }),
       Option.map((s) => s.state)
     )
 
@@ -207,10 +236,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           // The operator hears of it, but not whose payment or which handle.
           expect(lines.join("\n")).toMatch(/indeterminate/)
           expect(lines.join("\n")).not.toMatch(/dev42|microblog|90f79bf6|0x90F79/i)
-          const stored = yield* lost.store.get({
-            payer: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
-            nonce: nonces
-          })
+          const stored = yield* lost.store.get({ payer: PAYER, nonce: nonces })
           expect(Option.map(stored, (s) => s.state)).toEqual(Option.some("indeterminate"))
           expect(Either.isLeft(yield* Effect.either(lost.lookup("microblog", "dev42", signature)))).toBe(true)
           expect(lost.calls.filter((c) => c.startsWith("settle"))).toHaveLength(1)
@@ -243,6 +269,80 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
         expect(decodePaymentResponseHeader(result.paymentResponse)).toMatchObject({ success: true })
         expect(yield* lastPaymentState(store)).toEqual(Option.some("authorized"))
       })
+    )
+
+    it.effect(
+      "an authorization for another token, amount, spender or payee, or with a far deadline: 402 payment_failed, the facilitator never asked, nothing held",
+      () =>
+        Effect.gen(function* () {
+          const { lookup, calls, store } = yield* setup("ok", "ok")
+          for (const overrides of [
+            { token: OTHER },
+            { amount: (BigInt(requirements.amount) / 2n).toString() },
+            { spender: OTHER },
+            { to: OTHER },
+            { deadline: String(NOW + requirements.maxTimeoutSeconds + 1) }
+          ]) {
+            const error = yield* Effect.flip(lookup("microblog", "dev42", payment(requirements, overrides)))
+            expect(error._tag).toBe("PaymentFailed")
+            expect(yield* lastPaymentState(store)).toEqual(Option.none())
+          }
+          expect(calls).toEqual([])
+        })
+    )
+
+    it.effect(
+      "two concurrent payments of one payer: the second is 429 rate_limited before anyone is asked, and may be sent again once the first has ended",
+      () =>
+        Effect.gen(function* () {
+          let release = () => {}
+          const verifying = new Promise<void>((resolve) => {
+            release = resolve
+          })
+          const { lookup, calls, store } = yield* setup("ok", "ok", { verifying })
+          const first = yield* Effect.fork(lookup("microblog", "dev42", payment()))
+          while (!calls.some((c) => c.startsWith("verify")))
+            yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+          const second = payment()
+          const refused = yield* Effect.flip(lookup("microblog", "dev42", second))
+          expect(refused._tag).toBe("RateLimited")
+          // Its authorization was not held: it is not spent.
+          expect(yield* lastPaymentState(store)).toEqual(Option.none())
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify"])
+          release()
+          expect((yield* Fiber.join(first)).userId).toBe("42")
+          expect((yield* lookup("microblog", "dev42", second)).userId).toBe("42")
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle", "verify", "settle"])
+        })
+    )
+
+    it.effect("a payment whose flow ended in a refusal gives its payer's lease back", () =>
+      Effect.gen(function* () {
+        const refused = yield* setup("refuse", "ok")
+        expect((yield* Effect.flip(refused.lookup("microblog", "dev42", payment())))._tag).toBe(
+          "PaymentFailed"
+        )
+        const paid = yield* setup("ok", "ok")
+        expect((yield* paid.lookup("microblog", "dev42", payment())).userId).toBe("42")
+      })
+    )
+
+    it.effect(
+      "a lease whose holder stopped blocks its payer until maxTimeoutSeconds have passed, no longer",
+      () =>
+        Effect.gen(function* () {
+          const { lookup, calls, store } = yield* setup("ok", "ok")
+          // A replica took the lease and stopped before giving it back.
+          expect(
+            yield* store.lease({ payer: PAYER, nonce: ++nonces }, NOW + requirements.maxTimeoutSeconds)
+          ).toBe(true)
+          expect((yield* Effect.flip(lookup("microblog", "dev42", payment())))._tag).toBe("RateLimited")
+          yield* TestClock.adjust(`${requirements.maxTimeoutSeconds - 1} seconds`)
+          expect((yield* Effect.flip(lookup("microblog", "dev42", payment())))._tag).toBe("RateLimited")
+          expect(calls).toEqual([])
+          yield* TestClock.adjust("1 second")
+          expect((yield* lookup("microblog", "dev42", payment())).userId).toBe("42")
+        })
     )
   })
 })

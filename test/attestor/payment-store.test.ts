@@ -1,11 +1,12 @@
 /**
  * The payment record on a real database (PGlite, and PostgreSQL when DATABASE_URL is set): an
  * authorization is held once, whoever presents it again (concurrently too) is refused, and its
- * state moves on durably with the settlement's hash.
+ * state moves on durably with the settlement's hash; a payer has one payment in flight at once
+ * (concurrently too), and a lease its holder never gave back lapses at its time.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, TestClock } from "effect"
 import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { migrate } from "../../src/store/migrations.js"
 import { type TestDatabase, testDatabases } from "../support/database.js"
@@ -76,6 +77,42 @@ for (const database of testDatabases()) {
             )
             expect(yield* store.get(fresh())).toEqual(Option.none())
           })
+      )
+
+      it.effect("concurrent leases of one payer: one is taken; another payer's is not in the way", () =>
+        Effect.gen(function* () {
+          const store = makePaymentStore(yield* SqlClient)
+          const leased = yield* Effect.all(
+            Array.from({ length: 8 }, () => store.lease(fresh(), 60)),
+            { concurrency: "unbounded" }
+          )
+          expect(leased.filter((l) => l)).toHaveLength(1)
+          expect(
+            yield* store.lease({ payer: "0x0000000000000000000000000000000000000002", nonce: 1n }, 60)
+          ).toBe(true)
+        })
+      )
+
+      it.effect("a lease is given back by its holder only, and lapses at its time", () =>
+        Effect.gen(function* () {
+          const store = makePaymentStore(yield* SqlClient)
+          const other = "0x0000000000000000000000000000000000000004" as const
+          const holder = { payer: other, nonce: 1n }
+          const next = { payer: other, nonce: 2n }
+          expect(yield* store.lease(holder, 60)).toBe(true)
+          yield* store.release(next)
+          expect(yield* store.lease(next, 60)).toBe(false)
+          yield* store.release(holder)
+          expect(yield* store.lease(next, 60)).toBe(true)
+          // `next` stops without giving it back: the payer waits until 60, no longer.
+          yield* TestClock.adjust("59 seconds")
+          expect(yield* store.lease(holder, 120)).toBe(false)
+          yield* TestClock.adjust("1 second")
+          expect(yield* store.lease(holder, 120)).toBe(true)
+          // The lapsed holder's late release does not end the lease taken over.
+          yield* store.release(next)
+          expect(yield* store.lease(next, 120)).toBe(false)
+        })
       )
     })
   })

@@ -2,7 +2,8 @@
  * The x402 wire of paid lookups (src/attestor/payments/x402.ts; docs/protocol.md §10 "Paid lookups"): the
  * quoted requirements with the permit2-exact `extra`, a challenge that names neither handle nor
  * platform, and the reading of a `PAYMENT-SIGNATURE`: version 2, exactly the quoted requirements,
- * and the Permit2 payer and nonce that identify the authorization.
+ * a Permit2 authorization for the quoted token, amount, spender and payee whose deadline is within
+ * `maxTimeoutSeconds`, and the payer and nonce that identify it.
  */
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http"
 import { Either } from "effect"
@@ -26,10 +27,22 @@ const price: LookupPrice = {
   spenderAddress: "0x402085c248EeA27D92E8b30b2C58ed07f9E20001"
 }
 const quoted = lookupRequirements(price)
+/** The time of reading: the authorizations below end exactly `maxTimeoutSeconds` later. */
+const NOW = 1_900_000_000 - price.maxTimeoutSeconds
 
-const signature = (
-  overrides: { accepted?: unknown; version?: number; from?: unknown; nonce?: unknown } = {}
-) =>
+interface Overrides {
+  readonly accepted?: unknown
+  readonly version?: number
+  readonly from?: unknown
+  readonly nonce?: unknown
+  readonly token?: unknown
+  readonly amount?: unknown
+  readonly spender?: unknown
+  readonly to?: unknown
+  readonly deadline?: unknown
+}
+
+const signature = (overrides: Overrides = {}) =>
   encodePaymentSignatureHeader({
     x402Version: overrides.version ?? 2,
     accepted: (overrides.accepted ?? quoted) as never,
@@ -37,11 +50,14 @@ const signature = (
       signature: `0x${"11".repeat(65)}`,
       permit2Authorization: {
         from: "from" in overrides ? overrides.from : "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
-        permitted: { token: price.asset, amount: price.amount.toString() },
-        spender: price.spenderAddress,
+        permitted: {
+          token: "token" in overrides ? overrides.token : price.asset,
+          amount: "amount" in overrides ? overrides.amount : price.amount.toString()
+        },
+        spender: "spender" in overrides ? overrides.spender : price.spenderAddress,
         nonce: "nonce" in overrides ? overrides.nonce : "123456789",
-        deadline: "1900000000",
-        witness: { to: price.payTo, validAfter: "0" }
+        deadline: "deadline" in overrides ? overrides.deadline : "1900000000",
+        witness: { to: "to" in overrides ? overrides.to : price.payTo, validAfter: "0" }
       }
     }
   })
@@ -84,7 +100,7 @@ describe("the quote and the challenge", () => {
 
 describe("reading a PAYMENT-SIGNATURE", () => {
   it("gives the payload and the authorization's payer and nonce", () => {
-    const read = readPaymentSignature(signature(), quoted)
+    const read = readPaymentSignature(signature(), quoted, NOW)
     expect(Either.isRight(read) && read.right.authorization).toEqual({
       payer: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
       nonce: 123456789n
@@ -93,7 +109,7 @@ describe("reading a PAYMENT-SIGNATURE", () => {
 
   it("takes the quoted requirements with addresses in any case", () => {
     const lower = { ...quoted, asset: quoted.asset.toLowerCase(), payTo: quoted.payTo.toLowerCase() }
-    expect(Either.isRight(readPaymentSignature(signature({ accepted: lower }), quoted))).toBe(true)
+    expect(Either.isRight(readPaymentSignature(signature({ accepted: lower }), quoted, NOW))).toBe(true)
   })
 
   it("refuses another amount, network, payee or extra", () => {
@@ -103,14 +119,58 @@ describe("reading a PAYMENT-SIGNATURE", () => {
       { ...quoted, payTo: "0x0000000000000000000000000000000000000001" },
       { ...quoted, extra: { ...quoted.extra, spenderAddress: "0x0000000000000000000000000000000000000002" } }
     ])
-      expect(readPaymentSignature(signature({ accepted }), quoted)).toEqual(Either.left("requirements"))
+      expect(readPaymentSignature(signature({ accepted }), quoted, NOW)).toEqual(Either.left("requirements"))
   })
 
   it("refuses another version, a malformed header and an authorization without payer or nonce", () => {
-    expect(readPaymentSignature(signature({ version: 1 }), quoted)).toEqual(Either.left("version"))
-    expect(readPaymentSignature("not base64 json", quoted)).toEqual(Either.left("malformed"))
-    expect(readPaymentSignature(signature({ from: "nobody" }), quoted)).toEqual(Either.left("malformed"))
-    expect(readPaymentSignature(signature({ nonce: "-1" }), quoted)).toEqual(Either.left("malformed"))
-    expect(readPaymentSignature(signature({ nonce: 5 }), quoted)).toEqual(Either.left("malformed"))
+    expect(readPaymentSignature(signature({ version: 1 }), quoted, NOW)).toEqual(Either.left("version"))
+    expect(readPaymentSignature("not base64 json", quoted, NOW)).toEqual(Either.left("malformed"))
+    expect(readPaymentSignature(signature({ from: "nobody" }), quoted, NOW)).toEqual(Either.left("malformed"))
+    expect(readPaymentSignature(signature({ nonce: "-1" }), quoted, NOW)).toEqual(Either.left("malformed"))
+    expect(readPaymentSignature(signature({ nonce: 5 }), quoted, NOW)).toEqual(Either.left("malformed"))
+  })
+
+  it("takes the authorization's addresses in any case", () => {
+    const lower = {
+      token: price.asset.toLowerCase(),
+      spender: price.spenderAddress.toLowerCase(),
+      to: price.payTo.toLowerCase()
+    }
+    expect(Either.isRight(readPaymentSignature(signature(lower), quoted, NOW))).toBe(true)
+  })
+
+  it("refuses an authorization for another token, amount, spender or payee than the quote's", () => {
+    const other = "0x0000000000000000000000000000000000000003"
+    for (const overrides of [
+      { token: other },
+      { amount: (price.amount - 1n).toString() },
+      { amount: (price.amount + 1n).toString() },
+      { spender: other },
+      { to: other }
+    ])
+      expect(readPaymentSignature(signature(overrides), quoted, NOW)).toEqual(Either.left("authorization"))
+  })
+
+  it("refuses a deadline later than maxTimeoutSeconds from now; an earlier one is read", () => {
+    expect(readPaymentSignature(signature({ deadline: "1900000001" }), quoted, NOW)).toEqual(
+      Either.left("deadline")
+    )
+    expect(readPaymentSignature(signature(), quoted, NOW - 1)).toEqual(Either.left("deadline"))
+    expect(Either.isRight(readPaymentSignature(signature({ deadline: "1899999999" }), quoted, NOW))).toBe(
+      true
+    )
+  })
+
+  it("refuses an authorization whose token, amount, spender, payee or deadline cannot be read", () => {
+    for (const overrides of [
+      { token: "nothing" },
+      { amount: 10_000_000_000_000_000 },
+      { amount: "-1" },
+      { spender: undefined },
+      { to: 5 },
+      { deadline: "soon" },
+      { deadline: 1900000000 }
+    ])
+      expect(readPaymentSignature(signature(overrides), quoted, NOW)).toEqual(Either.left("malformed"))
   })
 })

@@ -5,7 +5,9 @@
  * the stealth owner of start, lists the escrow launched to fedsocial user 1005 and gets a bind signed.
  * Every other message is refused with 401 `invalid_session` and no session: another domain, a
  * nonce never issued, a reused nonce, an expired message or nonce, a signer that is not the fid's
- * custody, another fid, a malformed message. The registry RPC down is 503 `unavailable`.
+ * custody, another fid, a malformed message; a refused message spends its nonce. The registry RPC
+ * down is 503 `unavailable` and leaves the nonce usable: the same signed message verifies once the
+ * registry answers again, once.
  */
 import { Effect } from "effect"
 import type { Address, Hex, LocalAccount } from "viem"
@@ -16,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { keyRegistryStandInAbi } from "../../contracts/abi.js"
 import { devnetAccount, devnetClients, FARCASTER_KEY_REGISTRY } from "../../contracts/deploy.js"
 import { DEVNET_METRICS_TOKEN } from "../../layers/devnet.js"
+import { type RpcProxy, startRpcProxy } from "../chain/rpcProxy.js"
 import { AttestorClient } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
 
@@ -23,8 +26,9 @@ let net: VaultDevnet
 let attestor: AttestorClient
 /** One with 1-second nonces. */
 let shortLived: AttestorClient
-/** One whose registry RPC does not answer. */
-let registryDown: AttestorClient
+/** One that reads the registries through `registry`, which a test can stop answering. */
+let flaky: AttestorClient
+let registry: RpcProxy
 
 const common = { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_MINUTE: "1000", INDEXER_POLL_INTERVAL_MS: "200" }
 
@@ -36,9 +40,10 @@ beforeAll(async () => {
     { ...common, OAUTH_STATE_TTL_SECONDS: "1", DATA_DIR: `${net.chain.dir}/data/attestor-short` },
     { standIns: true }
   )
-  registryDown = await AttestorClient.start(
+  registry = await startRpcProxy(net.rpcUrl)
+  flaky = await AttestorClient.start(
     net,
-    { ...common, FEDSOCIAL_RPC_URL: "http://127.0.0.1:9", DATA_DIR: `${net.chain.dir}/data/attestor-down` },
+    { ...common, FEDSOCIAL_RPC_URL: registry.url, DATA_DIR: `${net.chain.dir}/data/attestor-flaky` },
     { standIns: true }
   )
 }, 300_000)
@@ -46,7 +51,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await attestor?.stop()
   await shortLived?.stop()
-  await registryDown?.stop()
+  await flaky?.stop()
+  await registry?.close()
   await net?.dispose()
 })
 
@@ -194,6 +200,14 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     await expectRefusal(await verify(attestor, signed), 401, "invalid_session")
   })
 
+  it("one message verified twice at once: one session", async () => {
+    const signed = await signIn(custody(5), 1005, await start(attestor, newOwner()))
+    const before = await okLogins(attestor)
+    const answers = await Promise.all([verify(attestor, signed), verify(attestor, signed)])
+    expect(answers.map((res) => res.status).sort()).toEqual([200, 401])
+    expect(await okLogins(attestor)).toBe(before + 1)
+  })
+
   it("an expired message, and a nonce past its lifetime", { timeout: 20_000 }, async () => {
     const started = await start(attestor, newOwner())
     await expectRefusal(
@@ -208,6 +222,20 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     const signed = await signIn(custody(5), 1005, short)
     await new Promise((resolve) => setTimeout(resolve, 2_100))
     await expectRefusal(await verify(shortLived, signed), 401, "invalid_session")
+  })
+
+  it("a message refused for itself spends its nonce: the right message with it is refused too", async () => {
+    const started = await start(attestor, newOwner())
+    await expectRefusal(
+      await verify(attestor, await signIn(custody(6), 1005, started)),
+      401,
+      "invalid_session"
+    )
+    await expectRefusal(
+      await verify(attestor, await signIn(custody(5), 1005, started)),
+      401,
+      "invalid_session"
+    )
   })
 
   it("a signer that is not the fid's custody, and a message naming another fid", async () => {
@@ -268,12 +296,24 @@ describe("the OAuth callback", () => {
 })
 
 describe("the registry RPC down", () => {
-  it("is 503 unavailable", async () => {
-    const started = await start(registryDown, newOwner())
-    await expectRefusal(
-      await verify(registryDown, await signIn(custody(5), 1005, started)),
-      503,
-      "unavailable"
-    )
+  it("is 503 unavailable and spends nothing: the same signed message verifies once the registry answers again, once", {
+    timeout: 30_000
+  }, async () => {
+    const stealthOwner = newOwner()
+    const signed = await signIn(custody(5), 1005, await start(flaky, stealthOwner))
+    registry.setRule(() => ({ kind: "destroy" }))
+    try {
+      await expectRefusal(await verify(flaky, signed), 503, "unavailable")
+      await expectRefusal(await verify(flaky, signed), 503, "unavailable")
+      // The registry was asked, and did not answer.
+      expect(registry.count()).toBeGreaterThan(0)
+    } finally {
+      registry.reset()
+    }
+    const res = await verify(flaky, signed)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ platform: "fedsocial", userId: "1005", stealthOwner })
+    // Still single use.
+    await expectRefusal(await verify(flaky, signed), 401, "invalid_session")
   })
 })

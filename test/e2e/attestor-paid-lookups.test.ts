@@ -3,7 +3,8 @@
  * docs/protocol.md §9 "x402", §10 "Paid lookups"): the attestor in `paid` mode at 0.01 of the settlement
  * asset paid to account #0, the facilitator stand-in settling real Permit2 witness transfers on
  * anvil, and a payer (account #5) that approved Permit2 once. Every refusal of the flow, the bytes
- * of the challenge, the money on chain, and what the facilitator was told.
+ * of the challenge, the money on chain, and what the facilitator was told: nothing of an
+ * authorization that does not pay what the quote asks, and one payment of a payer at a time.
  */
 import {
   decodePaymentRequiredHeader,
@@ -255,6 +256,62 @@ describe("paid handle lookups", () => {
     expect(await balances()).toEqual(before)
   })
 
+  it("an authorization for another spender, payee, amount or token, or with a far deadline: 402 payment_failed, the facilitator received nothing", {
+    timeout: 60_000
+  }, async () => {
+    const requirements = await quote()
+    const before = await balances()
+    const asked = facilitator().received().length
+    const other = devnetAccount(6).address
+    const wrong = [
+      await pay(requirements, { spender: other }),
+      await pay(requirements, { to: other, signedTo: other }),
+      await pay(requirements, { amount: PRICE * 2n }),
+      await pay(requirements, { token: other }),
+      await pay(requirements, { deadlineIn: requirements.maxTimeoutSeconds + 3_600 })
+    ]
+    for (const signature of wrong) {
+      const res = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+      expect(res.status).toBe(402)
+      expect(await res.json()).toMatchObject({ code: "payment_failed" })
+    }
+    expect(facilitator().received().length).toBe(asked)
+    expect(await balances()).toEqual(before)
+  })
+
+  it("two concurrent lookups by one payer reach the facilitator once: the second is 429 rate_limited, and its authorization pays once the first has ended", {
+    timeout: 90_000
+  }, async () => {
+    const requirements = await quote()
+    const before = await balances()
+    const verifications = () =>
+      facilitator()
+        .received()
+        .filter((r) => r.path === "/verify").length
+    const asked = verifications()
+    const first = await pay(requirements)
+    const second = await pay(requirements)
+    const release = facilitator().holdVerifications()
+    let firstAnswer: Promise<Response> | undefined
+    try {
+      firstAnswer = post("/v1/commitment", { platform: "microblog", handle: "dev42" }, first)
+      while (verifications() === asked) await new Promise((resolve) => setTimeout(resolve, 20))
+      const res = await post("/v1/commitment", { platform: "codehost", handle: "dev7" }, second)
+      expect(res.status).toBe(429)
+      expect(res.headers.get("retry-after")).toBe("1")
+      expect(await res.json()).toMatchObject({ code: "rate_limited" })
+      expect(verifications()).toBe(asked + 1)
+    } finally {
+      release()
+    }
+    expect((await firstAnswer).status).toBe(200)
+    // The refused authorization was not spent: sent again, it pays for its lookup.
+    const again = await post("/v1/commitment", { platform: "codehost", handle: "dev7" }, second)
+    expect(again.status).toBe(200)
+    expect(verifications()).toBe(asked + 2)
+    expect((await balances()).payer).toBe(before.payer - 2n * PRICE)
+  })
+
   it("the facilitator stopped: 503 unavailable; a settlement it refuses: 402 payment_failed; nothing moved", {
     timeout: 60_000
   }, async () => {
@@ -347,7 +404,7 @@ describe("paid handle lookups", () => {
     ).text()
     expect(text).toMatch(/attestor_commitments_total\{[^}]*outcome="payment_required"[^}]*\} [1-9]/)
     expect(text).toMatch(/attestor_public_handles_total\{[^}]*outcome="ok"[^}]*\} 1/)
-    for (const outcome of ["settled", "reused", "failed"])
+    for (const outcome of ["settled", "reused", "failed", "in_flight"])
       expect(text).toMatch(
         new RegExp(`attestor_lookup_payments_total\\{[^}]*outcome="${outcome}"[^}]*\\} [1-9]`)
       )

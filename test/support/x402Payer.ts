@@ -13,6 +13,12 @@ import { PERMIT2_ADDRESS } from "../../src/devnet/x402.js"
 export interface PaymentOverrides {
   /** The amount permitted and signed (default: the quote's). */
   readonly amount?: bigint
+  /** The token permitted and signed (default: the quote's asset). */
+  readonly token?: Address
+  /** The spender permitted and signed (default: the quote's `extra.spenderAddress`). */
+  readonly spender?: Address
+  /** Seconds from now to the deadline signed (default: the quote's `maxTimeoutSeconds`). */
+  readonly deadlineIn?: number
   /** The witness `to` sent (default: the quote's `payTo`). */
   readonly to?: Address
   /** The witness `to` signed, when it should differ from the one sent. */
@@ -34,15 +40,15 @@ export const signPermit2Payment = async (
   overrides: PaymentOverrides = {}
 ): Promise<PaymentPayload> => {
   const amount = overrides.amount ?? BigInt(requirements.amount)
-  const token = requirements.asset as Address
-  const spender = requirements.extra?.spenderAddress as Address
+  const token = overrides.token ?? (requirements.asset as Address)
+  const spender = overrides.spender ?? (requirements.extra?.spenderAddress as Address)
   const now = Math.floor(Date.now() / 1000)
   const authorization = {
     from: payer.address,
     permitted: { token, amount: amount.toString() },
     spender,
     nonce: BigInt(`0x${randomBytes(31).toString("hex")}`).toString(),
-    deadline: String(now + requirements.maxTimeoutSeconds),
+    deadline: String(now + (overrides.deadlineIn ?? requirements.maxTimeoutSeconds)),
     witness: { to: overrides.to ?? (requirements.payTo as Address), validAfter: String(now - 60) }
   }
   if (payer.signTypedData === undefined) throw new Error("the payer cannot sign typed data")

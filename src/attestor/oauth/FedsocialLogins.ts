@@ -8,18 +8,23 @@
  * `domain`, `uri` and `expirationTime` its FIP-11 message must carry.
  *
  * Verify, each refusal 401 `invalid_session` with no session made:
- * 1. the message parses as an EIP-4361 message and names a nonce this attestor issued, taken once
- *    (unknown, used or expired: refused); the stealth owner and ids come from that nonce, never
- *    from the message;
- * 2. its `uri` and `expirationTime` are the ones start gave; `@farcaster/auth-client`'s
- *    `verifySignInMessage` checks the statement, chain id 10, the single `farcaster://fid/N`
- *    resource, domain, nonce, expiry and signature, and that the signer is the fid's custody
- *    address on the IdRegistry or one of its auth addresses on the KeyRegistry.
+ * 1. the message parses as an EIP-4361 message with a nonce and the `uri` start gave;
+ * 2. `@farcaster/auth-client`'s `verifySignInMessage` checks the statement, chain id 10, the single
+ *    `farcaster://fid/N` resource, domain, nonce, expiry and signature, and that the signer is the
+ *    fid's custody address on the IdRegistry or one of its auth addresses on the KeyRegistry;
+ * 3. then, in one transaction, the nonce is taken (unknown, used, expired or another login's
+ *    state: refused), the `expirationTime` must be the one start gave, and the session is made
+ *    with the stealth owner and ids of that nonce, never of the message.
  * The registries are read over `FEDSOCIAL_RPC_URL` (Optimism by default): not answering is 503
- * `unavailable`.
+ * `unavailable`, and the nonce is not touched, so the same signed message verifies once they
+ * answer again (until the nonce expires). A message the library refuses, or whose expiry is not
+ * start's, spends its nonce. The nonce is spent in the transaction that creates the session, so a
+ * session store that fails leaves it usable too, and two verifies of one message make one session.
  *
  * Nothing of a message, signature, nonce or fid reaches a log line, a metric or an error message.
  */
+
+import { SqlClient } from "@effect/sql/SqlClient"
 import type { CreateClientArgs } from "@farcaster/auth-client"
 import { Context, Effect, Layer, Option } from "effect"
 import { type Address, createPublicClient, encodeAbiParameters, http, parseAbi } from "viem"
@@ -59,7 +64,7 @@ export interface FedsocialLoginsShape {
 export class FedsocialLogins extends Context.Tag("FedsocialLogins")<FedsocialLogins, FedsocialLoginsShape>() {
   static readonly layer = (
     config: FedsocialConfig
-  ): Layer.Layer<FedsocialLogins, never, OAuthStates | SessionStore> =>
+  ): Layer.Layer<FedsocialLogins, never, OAuthStates | SessionStore | SqlClient> =>
     Layer.effect(FedsocialLogins, makeFedsocialLogins(config))
 
   /** No fedsocial on this instance: `LoginOffered` refuses its routes before they get here. */
@@ -108,6 +113,7 @@ const registries = (config: FedsocialConfig): CreateClientArgs["ethereum"] => {
 
 export const makeFedsocialLogins = (config: FedsocialConfig) =>
   Effect.gen(function* () {
+    const sql = yield* SqlClient
     const states = yield* OAuthStates
     const sessions = yield* SessionStore
     // Loaded on the first verification, not at start: the library imports every chain viem knows
@@ -151,47 +157,57 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
       Effect.gen(function* () {
         const refused = new InvalidSession({ message: REFUSED })
         const parsed = yield* Effect.try({ try: () => parseSiweMessage(message), catch: () => refused })
-        if (parsed.nonce === undefined) return yield* Effect.fail(refused)
-        const taken = yield* states
-          .take(parsed.nonce)
-          .pipe(Effect.mapError(() => new Unavailable({ message: "the login state store is not answering" })))
-        if (Option.isNone(taken) || taken.value.platform !== "fedsocial") return yield* Effect.fail(refused)
-        const intent = taken.value
-        // The expiry must be the one start gave (the nonce's own end, still ahead: `take` says so).
-        if (parsed.uri !== config.uri || parsed.expirationTime?.getTime() !== intent.expiresAt * 1000)
-          return yield* Effect.fail(refused)
+        const nonce = parsed.nonce
+        if (nonce === undefined || parsed.uri !== config.uri) return yield* Effect.fail(refused)
+        // The message is checked in full before its nonce is touched: a registry that does not
+        // answer is no fault of the message, and must not cost the user a new start.
         const client = yield* appClient
         const verified = yield* Effect.promise(() =>
-          client.verifySignInMessage({
-            nonce: parsed.nonce as string,
-            domain: config.domain,
-            message,
-            signature
+          client.verifySignInMessage({ nonce, domain: config.domain, message, signature })
+        )
+        // The library reports a registry it could not read as `unavailable` (or `unknown` when the
+        // signature check itself could not reach the chain).
+        const code = verified.isError ? verified.error?.errCode : undefined
+        if (code === "unavailable" || code === "unknown")
+          return yield* Effect.fail(new Unavailable({ message: REGISTRY_UNAVAILABLE }))
+        const valid = !verified.isError && verified.success
+        // The nonce is taken and the session made in one transaction: both happen, or neither.
+        const created = yield* Effect.gen(function* () {
+          const taken = yield* states.take(nonce)
+          // Another login's state is no nonce of ours: refused, and left to its own login.
+          if (Option.isSome(taken) && taken.value.platform !== "fedsocial") return yield* Effect.fail(refused)
+          // The expiry must be the one start gave (the nonce's own end, still ahead: `take` says so).
+          if (
+            !valid ||
+            Option.isNone(taken) ||
+            parsed.expirationTime?.getTime() !== taken.value.expiresAt * 1000
+          )
+            return Option.none()
+          return Option.some(
+            yield* sessions.create(
+              {
+                platform: "fedsocial",
+                userId: String(verified.fid),
+                stealthOwner: taken.value.stealthOwner,
+                ids: taken.value.ids
+              },
+              { loginChallenge: taken.value.loginChallenge }
+            )
+          )
+        }).pipe(
+          sql.withTransaction,
+          Effect.catchTags({
+            OAuthStateStoreError: () =>
+              Effect.fail(new Unavailable({ message: "the login state store is not answering" })),
+            SessionStoreError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE })),
+            // A nested session store failure surfaces as its own error; the transaction's own is this.
+            SqlError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE })),
+            // Not asked for here (no single-use key): the type allows it, the store never sends it.
+            LoginAlreadyUsed: () => Effect.fail(refused)
           })
         )
-        if (verified.isError) {
-          // The library reports a registry it could not read as `unavailable` (or `unknown` when the
-          // signature check itself could not reach the chain).
-          const code = verified.error?.errCode
-          return yield* Effect.fail(
-            code === "unavailable" || code === "unknown"
-              ? new Unavailable({ message: REGISTRY_UNAVAILABLE })
-              : refused
-          )
-        }
-        if (!verified.success) return yield* Effect.fail(refused)
-        const created = yield* sessions
-          .create(
-            {
-              platform: "fedsocial",
-              userId: String(verified.fid),
-              stealthOwner: intent.stealthOwner,
-              ids: intent.ids
-            },
-            { loginChallenge: intent.loginChallenge }
-          )
-          .pipe(Effect.mapError(() => new Unavailable({ message: SESSION_STORE_UNAVAILABLE })))
-        return sessionResponse(created)
+        if (Option.isNone(created)) return yield* Effect.fail(refused)
+        return sessionResponse(created.value)
       })
 
     return { start, verify } satisfies FedsocialLoginsShape

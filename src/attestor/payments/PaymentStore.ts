@@ -5,6 +5,11 @@
  * the row and is refused. Then it is `authorized` (verified), and `settled` or `failed`; a settle
  * whose answer never came is `indeterminate` and is never settled again.
  *
+ * A payer has at most one payment in flight (migration 0029): a lease on the payer, taken before
+ * the authorization is held and given back when its flow ends. A lease whose holder stopped lapses
+ * at the time it was taken for (the quote's `maxTimeoutSeconds`), so a crash blocks no payer for
+ * longer; taking the lease is one statement, so replicas on one database decide it together.
+ *
  * Nothing of the payer or the authorization reaches a log line or a metric.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
@@ -42,6 +47,13 @@ export interface PaymentStoreShape {
     transaction?: string
   ) => Effect.Effect<void, Unavailable>
   readonly get: (id: AuthorizationId) => Effect.Effect<Option.Option<StoredPayment>, Unavailable>
+  /**
+   * Takes the payer's one in-flight lease for the authorization `id` until `until` (unix seconds);
+   * false while another lease of the payer runs.
+   */
+  readonly lease: (id: AuthorizationId, until: number) => Effect.Effect<boolean, Unavailable>
+  /** Gives back the lease `id` holds (nothing when it lapsed and another took it), and drops lapsed ones. */
+  readonly release: (id: AuthorizationId) => Effect.Effect<void, Unavailable>
 }
 
 const STORE_UNAVAILABLE = "the attestor's database is not answering"
@@ -82,6 +94,28 @@ export const makePaymentStore = (sql: SqlClient): PaymentStoreShape => ({
         }))
       ),
       Effect.mapError(unavailable)
+    ),
+  lease: (id, until) =>
+    Effect.flatMap(nowSeconds, (now) =>
+      // A conflicting row is replaced only once it has lapsed; on PostgreSQL a concurrent insert
+      // for the same payer waits for the first and then sees its row, so one of them wins.
+      sql<{ readonly payer: string }>`
+        INSERT INTO attestor_payment_leases AS lease (payer, authorization_key, expires_at)
+        VALUES (${id.payer.toLowerCase()}, ${authorizationKey(id)}, ${until})
+        ON CONFLICT (payer) DO UPDATE
+          SET authorization_key = EXCLUDED.authorization_key, expires_at = EXCLUDED.expires_at
+          WHERE lease.expires_at <= ${now}
+        RETURNING payer`.pipe(
+        Effect.map((rows) => rows.length === 1),
+        Effect.mapError(unavailable)
+      )
+    ),
+  release: (id) =>
+    Effect.flatMap(nowSeconds, (now) =>
+      sql`
+        DELETE FROM attestor_payment_leases
+        WHERE (payer = ${id.payer.toLowerCase()} AND authorization_key = ${authorizationKey(id)})
+          OR expires_at <= ${now}`.pipe(Effect.asVoid, Effect.mapError(unavailable))
     )
 })
 
@@ -95,6 +129,8 @@ export class PaymentStore extends Context.Tag("PaymentStore")<PaymentStore, Paym
   static readonly unused: Layer.Layer<PaymentStore> = stubLayer(PaymentStore, {
     hold: "function",
     mark: "function",
-    get: "function"
+    get: "function",
+    lease: "function",
+    release: "function"
   })({})
 }

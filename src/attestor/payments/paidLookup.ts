@@ -3,13 +3,18 @@
  * docs/protocol.md §10 "Paid lookups"), in order:
  *
  * 1. no `PAYMENT-SIGNATURE`: 402 `payment_required` with the `PAYMENT-REQUIRED` challenge;
- * 2. the signature must accept exactly the quoted requirements (else 402 `payment_failed`);
- * 3. the authorization (payer, Permit2 nonce) is held in the database before anything else, so it
- *    buys one attempt: presented before, settled or not, it is 402 `payment_failed`;
- * 4. the facilitator verifies it (refused: 402 `payment_failed`; not answering: 503 `unavailable`);
- * 5. the handle is resolved: not found is 404 `not_found` and nothing is settled (the authorization
+ * 2. the signature must accept exactly the quoted requirements, and its Permit2 authorization pay
+ *    the quoted token and amount to the quoted spender and payee, with a deadline no later than
+ *    `maxTimeoutSeconds` from now (else 402 `payment_failed`, nobody asked);
+ * 3. the payer's one in-flight lease is taken (another payment of the payer under way: 429
+ *    `rate_limited`, this authorization untouched, nobody asked), so many authorizations backed by
+ *    one balance buy one directory lookup at a time; it is given back when the flow ends;
+ * 4. the authorization (payer, Permit2 nonce) is held in the database, so it buys one attempt:
+ *    presented before, settled or not, it is 402 `payment_failed`;
+ * 5. the facilitator verifies it (refused: 402 `payment_failed`; not answering: 503 `unavailable`);
+ * 6. the handle is resolved: not found is 404 `not_found` and nothing is settled (the authorization
  *    is spent); a directory that cannot say is 503;
- * 6. only then the facilitator settles: success is the user id and the `PAYMENT-RESPONSE`; a
+ * 7. only then the facilitator settles: success is the user id and the `PAYMENT-RESPONSE`; a
  *    refusal 402 `payment_failed`; no answer is recorded `indeterminate` and never settled again
  *    (503 `unavailable`).
  *
@@ -19,20 +24,22 @@
  */
 import type { FacilitatorClient } from "@x402/core/http"
 import { type PaymentPayload, type PaymentRequirements, SettleError, VerifyError } from "@x402/core/types"
-import { Effect, Either, Metric } from "effect"
+import { Clock, Effect, Either, Metric } from "effect"
 import type { LookupPlatform } from "../../../schema/attestor.js"
 import {
   type NotFound,
   PaymentFailed,
   PaymentRequired,
+  RateLimited,
   Unavailable,
   type Unsupported
 } from "../../../schema/errors.js"
 import { lookupPayment } from "../metrics.js"
-import type { PaymentStoreShape } from "./PaymentStore.js"
+import type { AuthorizationId, PaymentStoreShape } from "./PaymentStore.js"
 import { FACILITATOR_UNAVAILABLE } from "./quote.js"
 import {
   lookupResource,
+  type PaymentRefusal,
   paymentRequiredHeader,
   paymentResponseHeader,
   readPaymentSignature,
@@ -52,7 +59,13 @@ export interface PaidLookupConfig {
   ) => Effect.Effect<string, NotFound | Unavailable | Unsupported>
 }
 
-export type PaidLookupError = PaymentRequired | PaymentFailed | NotFound | Unavailable | Unsupported
+export type PaidLookupError =
+  | PaymentRequired
+  | PaymentFailed
+  | RateLimited
+  | NotFound
+  | Unavailable
+  | Unsupported
 
 export interface PaidLookupResult {
   readonly userId: string
@@ -62,6 +75,20 @@ export interface PaidLookupResult {
 
 const VERIFY_REFUSED = "the payment facilitator refused the payment"
 const SETTLE_REFUSED = "the payment could not be settled"
+
+/** What a client is told of a payment refused before anyone is asked about it. */
+const refusalMessage: Record<PaymentRefusal, string> = {
+  malformed: "PAYMENT-SIGNATURE is not an x402 version 2 payment",
+  version: "PAYMENT-SIGNATURE is not an x402 version 2 payment",
+  requirements: "the payment does not accept the quoted requirements",
+  authorization:
+    "the payment authorization does not pay the quoted token and amount to the quoted spender and payee",
+  deadline: "the payment authorization's deadline is later than the quote's maxTimeoutSeconds allows"
+}
+
+/** A second payment of a payer while one is in flight; the client sends it again shortly. */
+const IN_FLIGHT = "another payment of this payer is in flight: send this one again when it has ended"
+const IN_FLIGHT_RETRY_SECONDS = 1
 
 /**
  * A call to the facilitator: one that answers with a verdict (`refusal`, the library's error for
@@ -80,6 +107,83 @@ const askFacilitator = <A>(
         : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
   })
 
+/** Steps 4 to 7 of a payment that passed the checks, under its payer's lease. */
+const pay = (
+  config: PaidLookupConfig,
+  requirements: PaymentRequirements,
+  authorization: AuthorizationId,
+  payload: PaymentPayload,
+  platform: LookupPlatform,
+  handle: string
+): Effect.Effect<PaidLookupResult, PaymentFailed | NotFound | Unavailable | Unsupported> =>
+  Effect.gen(function* () {
+    const { facilitator, store } = config
+    const held = yield* store.hold(authorization, {
+      network: requirements.network,
+      asset: requirements.asset as `0x${string}`,
+      amount: BigInt(requirements.amount)
+    })
+    if (!held)
+      return yield* Effect.fail(
+        new PaymentFailed({ message: "this payment authorization was presented before" })
+      ).pipe(Effect.tapError(() => Metric.increment(lookupPayment({ outcome: "reused" }))))
+    const recorded = (state: "settled" | "failed" | "indeterminate", transaction?: string) =>
+      store
+        .mark(authorization, state, transaction)
+        .pipe(Effect.zipRight(Metric.increment(lookupPayment({ outcome: state }))))
+    const spent = (state: "failed" | "indeterminate") =>
+      state === "failed"
+        ? recorded(state)
+        : Effect.zipRight(
+            // Nothing of the payer: an operator checks the payments table for indeterminate rows.
+            Effect.logWarning(
+              "a lookup payment's settlement got no answer from the facilitator: recorded indeterminate, never settled again"
+            ),
+            recorded(state)
+          )
+
+    const verified = yield* askFacilitator(
+      () => facilitator.verify(payload, requirements),
+      VerifyError,
+      VERIFY_REFUSED
+    ).pipe(Effect.tapError(() => spent("failed")))
+    if (!verified.isValid) {
+      yield* spent("failed")
+      return yield* Effect.fail(new PaymentFailed({ message: VERIFY_REFUSED }))
+    }
+    yield* store.mark(authorization, "authorized")
+
+    // Not found, or a directory that cannot say: nothing is settled, the authorization is spent.
+    const userId = yield* config.resolve(platform, handle).pipe(Effect.tapError(() => spent("failed")))
+
+    // The settlement and its record are one step a client hanging up cannot cut in two: the
+    // money may move once asked, so what happened is written down whatever the client does.
+    const settled = yield* Effect.uninterruptible(
+      Effect.gen(function* () {
+        const answer = yield* askFacilitator(
+          () => facilitator.settle(payload, requirements),
+          SettleError,
+          SETTLE_REFUSED
+        ).pipe(
+          // A refusal is final; without an answer the facilitator may have settled: never again.
+          Effect.tapError((error) => spent(error._tag === "PaymentFailed" ? "failed" : "indeterminate"))
+        )
+        if (!answer.success) {
+          yield* spent("failed")
+          return yield* Effect.fail(new PaymentFailed({ message: SETTLE_REFUSED }))
+        }
+        // Paid: the answer is owed even when the record fails (the row stays `authorized`).
+        yield* recorded("settled", answer.transaction).pipe(
+          Effect.catchAll(() =>
+            Effect.logWarning("a settled lookup payment could not be recorded; its row stays authorized")
+          )
+        )
+        return answer
+      })
+    )
+    return { userId, paymentResponse: paymentResponseHeader(settled) }
+  })
+
 export const paidLookup =
   (config: PaidLookupConfig) =>
   (
@@ -88,7 +192,7 @@ export const paidLookup =
     paymentSignature: string | undefined
   ): Effect.Effect<PaidLookupResult, PaidLookupError> =>
     Effect.gen(function* () {
-      const { facilitator, store } = config
+      const { store } = config
       const requirements = yield* config.requirements
       if (paymentSignature === undefined)
         return yield* Effect.fail(
@@ -97,16 +201,10 @@ export const paidLookup =
             challenge: paymentRequiredHeader(requirements, config.publicUrl)
           })
         )
-      const presented = readPaymentSignature(paymentSignature, requirements)
+      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      const presented = readPaymentSignature(paymentSignature, requirements, now)
       if (Either.isLeft(presented))
-        return yield* Effect.fail(
-          new PaymentFailed({
-            message:
-              presented.left === "requirements"
-                ? "the payment does not accept the quoted requirements"
-                : "PAYMENT-SIGNATURE is not an x402 version 2 payment"
-          })
-        )
+        return yield* Effect.fail(new PaymentFailed({ message: refusalMessage[presented.left] }))
       const { authorization } = presented.right
       const payload: PaymentPayload = {
         x402Version: X402_VERSION,
@@ -114,68 +212,30 @@ export const paidLookup =
         accepted: requirements,
         payload: presented.right.signed
       }
-      const held = yield* store.hold(authorization, {
-        network: requirements.network,
-        asset: requirements.asset as `0x${string}`,
-        amount: BigInt(requirements.amount)
-      })
-      if (!held)
-        return yield* Effect.fail(
-          new PaymentFailed({ message: "this payment authorization was presented before" })
-        ).pipe(Effect.tapError(() => Metric.increment(lookupPayment({ outcome: "reused" }))))
-      const recorded = (state: "settled" | "failed" | "indeterminate", transaction?: string) =>
-        store
-          .mark(authorization, state, transaction)
-          .pipe(Effect.zipRight(Metric.increment(lookupPayment({ outcome: state }))))
-      const spent = (state: "failed" | "indeterminate") =>
-        state === "failed"
-          ? recorded(state)
-          : Effect.zipRight(
-              // Nothing of the payer: an operator checks the payments table for indeterminate rows.
-              Effect.logWarning(
-                "a lookup payment's settlement got no answer from the facilitator: recorded indeterminate, never settled again"
+      // The lease lasts as long as the authorization may (its deadline was checked against that),
+      // so a holder that stopped blocks its payer no longer.
+      return yield* Effect.acquireUseRelease(
+        store.lease(authorization, now + requirements.maxTimeoutSeconds),
+        (leased): Effect.Effect<PaidLookupResult, PaidLookupError> =>
+          leased
+            ? pay(config, requirements, authorization, payload, platform, handle)
+            : Effect.zipRight(
+                Metric.increment(lookupPayment({ outcome: "in_flight" })),
+                Effect.fail(
+                  new RateLimited({ message: IN_FLIGHT, retryAfterSeconds: IN_FLIGHT_RETRY_SECONDS })
+                )
               ),
-              recorded(state)
-            )
-
-      const verified = yield* askFacilitator(
-        () => facilitator.verify(payload, requirements),
-        VerifyError,
-        VERIFY_REFUSED
-      ).pipe(Effect.tapError(() => spent("failed")))
-      if (!verified.isValid) {
-        yield* spent("failed")
-        return yield* Effect.fail(new PaymentFailed({ message: VERIFY_REFUSED }))
-      }
-      yield* store.mark(authorization, "authorized")
-
-      // Not found, or a directory that cannot say: nothing is settled, the authorization is spent.
-      const userId = yield* config.resolve(platform, handle).pipe(Effect.tapError(() => spent("failed")))
-
-      // The settlement and its record are one step a client hanging up cannot cut in two: the
-      // money may move once asked, so what happened is written down whatever the client does.
-      const settled = yield* Effect.uninterruptible(
-        Effect.gen(function* () {
-          const answer = yield* askFacilitator(
-            () => facilitator.settle(payload, requirements),
-            SettleError,
-            SETTLE_REFUSED
-          ).pipe(
-            // A refusal is final; without an answer the facilitator may have settled: never again.
-            Effect.tapError((error) => spent(error._tag === "PaymentFailed" ? "failed" : "indeterminate"))
-          )
-          if (!answer.success) {
-            yield* spent("failed")
-            return yield* Effect.fail(new PaymentFailed({ message: SETTLE_REFUSED }))
-          }
-          // Paid: the answer is owed even when the record fails (the row stays `authorized`).
-          yield* recorded("settled", answer.transaction).pipe(
-            Effect.catchAll(() =>
-              Effect.logWarning("a settled lookup payment could not be recorded; its row stays authorized")
-            )
-          )
-          return answer
-        })
+        (leased) =>
+          leased
+            ? store
+                .release(authorization)
+                .pipe(
+                  Effect.catchAll(() =>
+                    Effect.logWarning(
+                      "a lookup payment's in-flight lease could not be given back: it lapses after maxTimeoutSeconds"
+                    )
+                  )
+                )
+            : Effect.void
       )
-      return { userId, paymentResponse: paymentResponseHeader(settled) }
     })

@@ -73,8 +73,12 @@ export const paymentRequiredHeader = (requirements: PaymentRequirements, publicU
 /** The `PAYMENT-RESPONSE` header of a settled lookup. */
 export const paymentResponseHeader = (settled: SettleResponse): string => encodePaymentResponseHeader(settled)
 
-/** Why a `PAYMENT-SIGNATURE` is refused before anyone is asked about it. */
-export type PaymentRefusal = "malformed" | "version" | "requirements"
+/**
+ * Why a `PAYMENT-SIGNATURE` is refused before anyone is asked about it: unreadable, another x402
+ * version, other requirements than the quote, an authorization for another token, amount, spender
+ * or recipient than the quote's, or one that stays settleable longer than the quote allows.
+ */
+export type PaymentRefusal = "malformed" | "version" | "requirements" | "authorization" | "deadline"
 
 export interface PresentedPayment {
   /** What the facilitator is given: the signature and the Permit2 authorization, nothing else. */
@@ -100,13 +104,63 @@ export const sameRequirements = (presented: PaymentRequirements, quoted: Payment
 const field = (value: unknown, key: string): unknown =>
   typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined
 
+/** A uint256 as the Permit2 authorization carries it: a decimal string. */
+const UINT = /^(?:0|[1-9][0-9]{0,77})$/
+
+const uint = (value: unknown): bigint | undefined =>
+  typeof value === "string" && UINT.test(value) ? BigInt(value) : undefined
+
+const address = (value: unknown): string | undefined =>
+  typeof value === "string" && isAddress(value) ? value.toLowerCase() : undefined
+
+const sameAddress = (value: string, quoted: unknown): boolean =>
+  typeof quoted === "string" && value === quoted.toLowerCase()
+
+/**
+ * Whether the signed Permit2 authorization pays exactly what the quote asks (`permitted.token` the
+ * asset, `permitted.amount` the amount, `spender` the facilitator's spender, `witness.to` the
+ * payee), and expires no later than `maxTimeoutSeconds` from `now` (unix seconds), so that an
+ * authorization refused or not settled here cannot be settled long after.
+ */
+const checkAuthorization = (
+  authorization: unknown,
+  quoted: PaymentRequirements,
+  now: number
+): Either.Either<void, PaymentRefusal> => {
+  const permitted = field(authorization, "permitted")
+  const token = address(field(permitted, "token"))
+  const amount = uint(field(permitted, "amount"))
+  const spender = address(field(authorization, "spender"))
+  const to = address(field(field(authorization, "witness"), "to"))
+  const deadline = uint(field(authorization, "deadline"))
+  if (
+    token === undefined ||
+    amount === undefined ||
+    spender === undefined ||
+    to === undefined ||
+    deadline === undefined
+  )
+    return Either.left("malformed")
+  if (
+    !sameAddress(token, quoted.asset) ||
+    amount !== BigInt(quoted.amount) ||
+    !sameAddress(spender, quoted.extra?.spenderAddress) ||
+    !sameAddress(to, quoted.payTo)
+  )
+    return Either.left("authorization")
+  if (deadline > BigInt(now + quoted.maxTimeoutSeconds)) return Either.left("deadline")
+  return Either.void
+}
+
 /**
  * Reads a `PAYMENT-SIGNATURE`: version 2, the quoted requirements exactly, and a Permit2
- * authorization whose payer and nonce identify it (docs/protocol.md §10).
+ * authorization that pays what the quote asks within its time (`checkAuthorization`), whose payer
+ * and nonce identify it (docs/protocol.md §10). `now` is unix seconds.
  */
 export const readPaymentSignature = (
   header: string,
-  quoted: PaymentRequirements
+  quoted: PaymentRequirements,
+  now: number
 ): Either.Either<PresentedPayment, PaymentRefusal> => {
   let payload: PaymentPayload
   try {
@@ -126,7 +180,9 @@ export const readPaymentSignature = (
   const from = field(authorization, "from")
   const nonce = field(authorization, "nonce")
   if (typeof from !== "string" || !isAddress(from)) return Either.left("malformed")
-  if (typeof nonce !== "string" || !/^(?:0|[1-9][0-9]{0,77})$/.test(nonce)) return Either.left("malformed")
+  if (typeof nonce !== "string" || !UINT.test(nonce)) return Either.left("malformed")
+  const checked = checkAuthorization(authorization, quoted, now)
+  if (Either.isLeft(checked)) return Either.left(checked.left)
   return Either.right({
     signed: { signature, permit2Authorization: authorization as Record<string, unknown> },
     authorization: { payer: getAddress(from), nonce: BigInt(nonce) }
