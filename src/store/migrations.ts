@@ -21,6 +21,7 @@ import m0024_attestor_oauth_states from "./migrations/0024_attestor_oauth_states
 import m0025_attestor_public_commitments from "./migrations/0025_attestor_public_commitments.js"
 import m0026_attestor_payments from "./migrations/0026_attestor_payments.js"
 import m0027_tx_mined_block_hash from "./migrations/0027_tx_mined_block_hash.js"
+import m0028_attestor_contests from "./migrations/0028_attestor_contests.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
 export const migrations = {
@@ -36,7 +37,8 @@ export const migrations = {
   "0024_attestor_oauth_states": m0024_attestor_oauth_states,
   "0025_attestor_public_commitments": m0025_attestor_public_commitments,
   "0026_attestor_payments": m0026_attestor_payments,
-  "0027_tx_mined_block_hash": m0027_tx_mined_block_hash
+  "0027_tx_mined_block_hash": m0027_tx_mined_block_hash,
+  "0028_attestor_contests": m0028_attestor_contests
 } as const
 
 /** Everything above the highest migration a database has applied. */
