@@ -160,25 +160,35 @@ describe("a contest lasts", () => {
     expect(await escrowsOf(attestor, victimSession)).toHaveLength(1)
   })
 
-  it("a new session of the attacker's key gets no signature for the escrow, also from a replica whose index is behind the proposal", {
+  it("a new session of the attacker's key gets no signature for the escrow", {
     timeout: 60_000
   }, async () => {
     const again = await attestor.login(VICTIM, attacker)
     expect(await bind(attestor, { session: again })).toEqual([])
-    if (lagging === undefined) return
-    // The replica's index has not seen the proposal ...
-    const onReplica = await lagging.login(VICTIM, attacker)
-    expect(await escrowsOf(lagging, onReplica)).toEqual([
-      expect.objectContaining({ id: escrow, pendingOwner: null })
-    ])
-    // ... and yet it signs nothing for the contested key, at no deadline: a signature at a
-    // deadline of its own would be an attestation of the pending proposal the contest did not
-    // revoke, and the proposal would read attested again.
-    const deadline = String(Math.floor(Date.now() / 1000) + 1_000)
-    expect(await bind(lagging, { session: onReplica, deadline })).toEqual([])
-    expect(await bind(lagging, { session: onReplica })).toEqual([])
-    expect(await bind(lagging, { session: onReplica, ids: [escrow] })).toEqual([])
+    expect(await bind(attestor, { session: again, ids: [escrow] })).toEqual([])
   })
+
+  it.skipIf(databaseUrl === undefined)(
+    "nor from a second attestor on the same database whose index is behind the proposal",
+    {
+      timeout: 60_000
+    },
+    async () => {
+      if (lagging === undefined) throw new Error("the second attestor is not running")
+      // The replica's index has not seen the proposal ...
+      const onReplica = await lagging.login(VICTIM, attacker)
+      expect(await escrowsOf(lagging, onReplica)).toEqual([
+        expect.objectContaining({ id: escrow, pendingOwner: null })
+      ])
+      // ... and yet it signs nothing for the contested key, at no deadline: a signature at a
+      // deadline of its own would be an attestation of the pending proposal the contest did not
+      // revoke, and the proposal would read attested again.
+      const deadline = String(Math.floor(Date.now() / 1000) + 1_000)
+      expect(await bind(lagging, { session: onReplica, deadline })).toEqual([])
+      expect(await bind(lagging, { session: onReplica })).toEqual([])
+      expect(await bind(lagging, { session: onReplica, ids: [escrow] })).toEqual([])
+    }
+  )
 
   it("with AUTO_VETO the attestor vetoes the contested proposal", { timeout: 90_000 }, async () => {
     await until("the veto", async () => (await net.vaultAccount(escrow)).pendingOwner === zeroAddress)
