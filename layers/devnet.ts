@@ -273,6 +273,13 @@ export const writeDevnetFile = (chain: DevnetChain, urls: ServiceUrls) =>
     catch: (cause) => new DevnetError({ message: `cannot write ${chain.deploymentFile}`, cause })
   })
 
+/**
+ * The devnet attestor's veto watcher vetoes (docs/protocol.md §9): with `AUTO_VETO` on, a pending
+ * bind it did not attest, or one to an owner a contest ruled out, gets `vetoBind`, sent and paid
+ * for by the attestor's own key, mnemonic account #2.
+ */
+export const autoVetoEnv: Record<string, string> = { AUTO_VETO: "true" }
+
 /** The relayer's settings on the devnet, as environment variables. */
 export const relayerEnv = (chain: DevnetChain, port: number): Record<string, string> => ({
   RPC_URL: chain.anvil.rpcUrl,
@@ -398,7 +405,8 @@ export const devnetLayer = (options: DevnetChainOptions) =>
         withSettings(AttestorLive, {
           ...attestorEnv(chain, attestorPort),
           ...standInEnv(standIns, attestorUrl),
-          ...paidLookupEnv(chain, facilitator.url)
+          ...paidLookupEnv(chain, facilitator.url),
+          ...autoVetoEnv
         }),
         scope
       )

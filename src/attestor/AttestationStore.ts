@@ -1,9 +1,17 @@
 /**
  * The attestor's record of the `BindOwner` signatures it issued (migration 0021): what `/v1/bind`
  * signed, per escrow id, new owner, bind nonce and deadline, with the escrow's visibility and a
- * revoked flag. The veto watcher (`VetoWatcher.ts`) vetoes a pending proposal whose id, new owner
- * and bind nonce have no unrevoked attestation here; a contest revokes the attestations of an id
- * for every other owner.
+ * revoked flag; and the owners contests ruled out (migration 0028). The veto watcher
+ * (`VetoWatcher.ts`) vetoes a pending proposal whose id, new owner and bind nonce have no unrevoked
+ * attestation here, or whose new owner is contested for the id.
+ *
+ * A contest (docs/attestor.md §4 "POST /v1/bind" contest) records every other owner attested for
+ * the id, and the pending owner it names, as contested, and revokes their attestations. From then
+ * on `record` refuses a contested (id, owner), whichever replica asks and whatever its index
+ * shows: both run in transactions that first take a lock of the id (`pg_advisory_xact_lock`), so
+ * a contest and a record of one id on replicas sharing the database never interleave. Either
+ * the record commits first, and the contest then finds its owner attested and contests it, or
+ * the contest does, and the record then finds the owner contested.
  *
  * Nothing stored here reaches a log line, a metric or an error message.
  */
@@ -13,6 +21,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import type { Address, Hex } from "viem"
 import type { Visibility } from "../../schema/attestor.js"
 import { Unavailable } from "../../schema/errors.js"
+import { advisoryKey } from "../store/advisoryLock.js"
 
 export interface Attestation {
   readonly id: Hex
@@ -47,21 +56,33 @@ export class VisibilityConflict extends Data.TaggedError("VisibilityConflict")<{
 
 export interface AttestationStoreShape {
   /**
-   * Records issued attestations (one transaction). Re-recording one that exists changes nothing:
-   * in particular a revoked attestation stays revoked. The first record of an owner fixes its
-   * visibility (migration 0023); a record of it for the other kind fails with
+   * Records issued attestations (one transaction) but those whose (id, owner) a contest ruled
+   * out: these are left out, recorded nothing, and returned. Re-recording one that exists
+   * changes nothing: in particular a revoked attestation stays revoked. The first record of an
+   * owner fixes its visibility (migration 0023); a record of it for the other kind fails with
    * `VisibilityConflict` and records nothing, also when the two race on several replicas.
    */
   readonly record: (
     attestations: ReadonlyArray<Attestation>,
     issuedAt: number
-  ) => Effect.Effect<void, AttestationStoreError | VisibilityConflict>
+  ) => Effect.Effect<ReadonlyArray<Attestation>, AttestationStoreError | VisibilityConflict>
   /** The visibilities a stealth owner was attested for, revoked attestations included. */
   readonly visibilitiesOf: (
     newOwner: Address
   ) => Effect.Effect<ReadonlySet<Visibility>, AttestationStoreError>
-  /** Revokes the unrevoked attestations of `id` for every owner but `keep`; how many were revoked. */
-  readonly revokeOthers: (id: Hex, keep: Address) => Effect.Effect<number, AttestationStoreError>
+  /**
+   * A contest of `id` by the user whose key is `keep` (one transaction): every owner but `keep`
+   * attested for `id`, and `pendingOwner` unless it is `keep`, becomes contested for `id`, and
+   * their attestations of `id` are revoked. How many owners were newly contested.
+   */
+  readonly contest: (
+    id: Hex,
+    keep: Address,
+    pendingOwner: Address | undefined,
+    now: number
+  ) => Effect.Effect<number, AttestationStoreError>
+  /** The owners contested for `id`, lowercase (for the veto watcher and tests). */
+  readonly contestedOf: (id: Hex) => Effect.Effect<ReadonlyArray<Address>, AttestationStoreError>
   /** Every attestation of `id` (for the veto watcher and tests). */
   readonly ofId: (id: Hex) => Effect.Effect<ReadonlyArray<StoredAttestation>, AttestationStoreError>
 }
@@ -80,7 +101,8 @@ export class AttestationStore extends Context.Tag("AttestationStore")<
   static readonly unused: Layer.Layer<AttestationStore> = Layer.succeed(AttestationStore, {
     record: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
     visibilitiesOf: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
-    revokeOthers: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
+    contest: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
+    contestedOf: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
     ofId: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store")
   })
 }
@@ -96,6 +118,9 @@ interface AttestationRow {
 }
 
 const lower = (value: string) => value.toLowerCase()
+
+/** The transaction lock of an escrow id that orders its contests and records (see above). */
+const idLockKey = (id: string) => advisoryKey(`attestor-contest:${lower(id)}`)
 
 export const makeAttestationStore = Effect.gen(function* () {
   const sql = yield* SqlClient
@@ -119,24 +144,45 @@ export const makeAttestationStore = Effect.gen(function* () {
       )
     )
 
+  /**
+   * Takes the transaction lock of each id, in one order so two transactions never wait on each
+   * other. On the embedded database every transaction holds its single connection, so they
+   * never interleave anyway.
+   */
+  const lockIds = (ids: Iterable<string>) =>
+    Effect.forEach(
+      [...new Set([...ids].map(lower))].sort(),
+      (id) => sql`SELECT pg_advisory_xact_lock(${idLockKey(id)}::bigint)`,
+      { discard: true }
+    )
+
   const record: AttestationStoreShape["record"] = (attestations, issuedAt) => {
-    if (attestations.length === 0) return Effect.void
-    const owners = new Map(attestations.map((a) => [`${lower(a.newOwner)}:${a.visibility}`, a]))
-    return Effect.forEach(owners.values(), (a) => claimVisibility(lower(a.newOwner), a.visibility), {
-      discard: true
+    if (attestations.length === 0) return Effect.succeed([])
+    return Effect.gen(function* () {
+      // The ids' locks first: a contest of one of them commits before this reads, or waits.
+      yield* lockIds(attestations.map((a) => a.id))
+      const ids = [...new Set(attestations.map((a) => lower(a.id)))]
+      const contested = yield* sql<{ readonly beneficiary_id: string; readonly owner: string }>`
+        SELECT beneficiary_id, owner FROM attestor_contests WHERE beneficiary_id IN ${sql.in(ids)}`
+      const ruledOut = new Set(contested.map((row) => `${row.beneficiary_id}:${row.owner}`))
+      const isRuledOut = (a: Attestation) => ruledOut.has(`${lower(a.id)}:${lower(a.newOwner)}`)
+      const kept = attestations.filter((a) => !isRuledOut(a))
+      const owners = new Map(kept.map((a) => [`${lower(a.newOwner)}:${a.visibility}`, a]))
+      yield* Effect.forEach(owners.values(), (a) => claimVisibility(lower(a.newOwner), a.visibility), {
+        discard: true
+      })
+      yield* Effect.forEach(
+        kept,
+        (a) => sql`
+          INSERT INTO attestor_attestations
+            (beneficiary_id, new_owner, bind_nonce, deadline, visibility, revoked, issued_at)
+          VALUES (${lower(a.id)}, ${lower(a.newOwner)}, ${a.bindNonce.toString()},
+            ${a.deadline.toString()}, ${a.visibility}, false, ${issuedAt})
+          ON CONFLICT (beneficiary_id, new_owner, bind_nonce, deadline) DO NOTHING`,
+        { discard: true }
+      )
+      return attestations.filter(isRuledOut)
     }).pipe(
-      Effect.zipRight(
-        Effect.forEach(
-          attestations,
-          (a) => sql`
-            INSERT INTO attestor_attestations
-              (beneficiary_id, new_owner, bind_nonce, deadline, visibility, revoked, issued_at)
-            VALUES (${lower(a.id)}, ${lower(a.newOwner)}, ${a.bindNonce.toString()},
-              ${a.deadline.toString()}, ${a.visibility}, false, ${issuedAt})
-            ON CONFLICT (beneficiary_id, new_owner, bind_nonce, deadline) DO NOTHING`,
-          { discard: true }
-        )
-      ),
       sql.withTransaction,
       Effect.catchTag("SqlError", (cause) => Effect.fail(failed("recording attestations")(cause)))
     )
@@ -149,13 +195,38 @@ export const makeAttestationStore = Effect.gen(function* () {
       Effect.map((rows) => new Set(rows.map((row) => row.visibility as Visibility)))
     )
 
-  const revokeOthers: AttestationStoreShape["revokeOthers"] = (id, keep) =>
-    sql<{ readonly beneficiary_id: string }>`
-      UPDATE attestor_attestations SET revoked = true
-      WHERE beneficiary_id = ${lower(id)} AND new_owner <> ${lower(keep)} AND NOT revoked
-      RETURNING beneficiary_id`.pipe(
-      Effect.mapError(failed("revoking attestations")),
-      Effect.map((rows) => rows.length)
+  const contest: AttestationStoreShape["contest"] = (id, keep, pendingOwner, now) =>
+    Effect.gen(function* () {
+      yield* lockIds([id])
+      // Every other owner attested for the id, revoked or not, and the pending one.
+      const attested = yield* sql<{ readonly new_owner: string }>`
+        SELECT DISTINCT new_owner FROM attestor_attestations
+        WHERE beneficiary_id = ${lower(id)} AND new_owner <> ${lower(keep)}`
+      const owners = new Set(attested.map((row) => row.new_owner))
+      if (pendingOwner !== undefined && lower(pendingOwner) !== lower(keep)) owners.add(lower(pendingOwner))
+      let added = 0
+      for (const owner of owners) {
+        const inserted = yield* sql<{ readonly owner: string }>`
+          INSERT INTO attestor_contests (beneficiary_id, owner, contested_at)
+          VALUES (${lower(id)}, ${owner}, ${now})
+          ON CONFLICT (beneficiary_id, owner) DO NOTHING
+          RETURNING owner`
+        added += inserted.length
+      }
+      yield* sql`
+        UPDATE attestor_attestations SET revoked = true
+        WHERE beneficiary_id = ${lower(id)} AND new_owner <> ${lower(keep)} AND NOT revoked`
+      return added
+    }).pipe(
+      sql.withTransaction,
+      Effect.catchTag("SqlError", (cause) => Effect.fail(failed("recording a contest")(cause)))
+    )
+
+  const contestedOf: AttestationStoreShape["contestedOf"] = (id) =>
+    sql<{ readonly owner: string }>`
+      SELECT owner FROM attestor_contests WHERE beneficiary_id = ${lower(id)} ORDER BY owner`.pipe(
+      Effect.mapError(failed("reading contests")),
+      Effect.map((rows) => rows.map((row) => row.owner as Address))
     )
 
   const ofId: AttestationStoreShape["ofId"] = (id) =>
@@ -177,7 +248,7 @@ export const makeAttestationStore = Effect.gen(function* () {
       )
     )
 
-  return { record, visibilitiesOf, revokeOthers, ofId } satisfies AttestationStoreShape
+  return { record, visibilitiesOf, contest, contestedOf, ofId } satisfies AttestationStoreShape
 })
 
 export const ATTESTATION_STORE_UNAVAILABLE = "the attestation store is not answering"

@@ -17,6 +17,8 @@
  *   its session: `authenticate` then wants the client's `loginSecret`, whose SHA-256 must equal the
  *   challenge (compared in constant time), and a session made without one refuses any secret. A
  *   token alone, taken from a redirect the client did not start (login CSRF), is of no use.
+ * - A contest (`POST /v1/bind` with `contest: true`) ends every other session of the same platform
+ *   and user id (`endOthers`): one of them may be someone else's login as that user.
  * - A login that must be single-use (the messenger widget payload, docs/attestor.md §3) names a digest of
  *   its payload; the digest is recorded in the same transaction that creates the session, and a
  *   second creation with it fails with `LoginAlreadyUsed`. The record is kept until the payload
@@ -79,6 +81,15 @@ export interface SessionStoreShape {
   ) => Effect.Effect<CreatedSession, LoginAlreadyUsed | SessionStoreError>
   /** The session of a token while it is valid; none for an unknown or expired token. */
   readonly read: (token: SessionToken) => Effect.Effect<Option.Option<StoredSession>, SessionStoreError>
+  /**
+   * Ends every session of the user of `session` (same platform and user id) but the one of
+   * `keep`: a contest (docs/attestor.md §4 "POST /v1/bind") says another of them may not be the
+   * user's. How many ended.
+   */
+  readonly endOthers: (
+    session: Pick<Session, "platform" | "userId">,
+    keep: SessionToken
+  ) => Effect.Effect<number, SessionStoreError>
 }
 
 export class SessionStore extends Context.Tag("SessionStore")<SessionStore, SessionStoreShape>() {
@@ -90,7 +101,8 @@ export class SessionStore extends Context.Tag("SessionStore")<SessionStore, Sess
   static readonly unused: Layer.Layer<SessionStore> = Layer.succeed(SessionStore, {
     ttlSeconds: 0,
     create: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store"),
-    read: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store")
+    read: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store"),
+    endOthers: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store")
   })
 }
 
@@ -206,7 +218,17 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
         })
       })
 
-    return { ttlSeconds, create, read } satisfies SessionStoreShape
+    const endOthers: SessionStoreShape["endOthers"] = (session, keep) =>
+      sql<{ readonly token_hash: string }>`
+        DELETE FROM attestor_sessions
+        WHERE platform = ${session.platform} AND user_id = ${session.userId}
+          AND token_hash <> ${storageDigest(keep)}
+        RETURNING token_hash`.pipe(
+        Effect.mapError(failed("ending sessions")),
+        Effect.map((rows) => rows.length)
+      )
+
+    return { ttlSeconds, create, read, endOthers } satisfies SessionStoreShape
   })
 
 // ---------------------------------------------------------------------------------------------

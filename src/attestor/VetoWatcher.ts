@@ -13,14 +13,16 @@
  * Verdict (`verdictOf`), per proposal:
  * - `unknown_id`: the hint index has no escrow for the id (no hint for this attestor), and
  *   `VETO_UNKNOWN_IDS` is off: counted, never vetoed;
- * - `attested`: an unrevoked attestation of this attestor (`AttestationStore`) has the same id,
- *   new owner and bind nonce, i.e. the proposal's `BindOwner` message (deadline aside) is one
- *   `POST /v1/bind` signed. A signature for the same owner at another bind nonce does not count:
- *   it belongs to another proposal;
- * - `unattested`: anything else, including an attestation a contest revoked: a contest
- *   (`POST /v1/bind` with `contest: true`) revokes the attestations of the id for every owner but
- *   the session's, so on the watcher's next pass the pending proposal is unattested and, with
- *   `AUTO_VETO`, vetoed.
+ * - `attested`: the new owner is not contested for the id, and an unrevoked attestation of this
+ *   attestor (`AttestationStore`) has the same id, new owner and bind nonce, i.e. the proposal's
+ *   `BindOwner` message (deadline aside) is one `POST /v1/bind` signed. A signature for the same
+ *   owner at another bind nonce does not count: it belongs to another proposal;
+ * - `unattested`: anything else, including a proposal to an owner a contest ruled out: a contest
+ *   (`POST /v1/bind` with `contest: true`) records every other owner attested for the id, and the
+ *   pending one, as contested (and revokes their attestations), so on the watcher's next pass the
+ *   pending proposal is unattested and, with `AUTO_VETO`, vetoed. Contested owners are checked
+ *   apart from revocations, so no attestation of a contested owner, whenever it was recorded,
+ *   makes its proposal attested again.
  * While the hint index lags behind the indexer, an id it does not know yet is left for a later
  * pass rather than judged `unknown_id`.
  *
@@ -43,7 +45,7 @@
  * attempts.
  *
  * Passes run whenever the indexer's projection changes and at least every `resyncIntervalMs`
- * (a contest changes attestations, not the projection). A failed pass is logged without account
+ * (a contest changes attestations and contests, not the projection). A failed pass is logged without account
  * data, counted (`attestor_veto_watcher_restarts_total`) and restarted with jittered exponential
  * backoff. Metrics `attestor_bind_proposals_total{verdict}`, `attestor_vetoes_total{outcome}`.
  * No id, owner, address or hash reaches a log line or a label.
@@ -102,16 +104,18 @@ export const pendingProposals = (accounts: Iterable<AccountState>): ReadonlyArra
 
 /**
  * The verdict on a proposal: `unknown_id` for an id without a hint for this attestor unless
- * `vetoUnknownIds`; `attested` when an unrevoked attestation has its id, new owner and bind nonce;
- * else `unattested`.
+ * `vetoUnknownIds`; `unattested` when its new owner is among the owners contested for its id;
+ * `attested` when an unrevoked attestation has its id, new owner and bind nonce; else `unattested`.
  */
 export const verdictOf = (
   proposal: Proposal,
   known: boolean,
   vetoUnknownIds: boolean,
-  attestations: ReadonlyArray<StoredAttestation>
+  attestations: ReadonlyArray<StoredAttestation>,
+  contested: ReadonlyArray<Address>
 ): Verdict => {
   if (!known && !vetoUnknownIds) return "unknown_id"
+  if (contested.some((owner) => same(owner, proposal.newOwner))) return "unattested"
   const attested = attestations.some(
     (a) =>
       !a.revoked &&
@@ -454,7 +458,13 @@ export const makeVetoWatcher = (
         const verdict =
           !known && !config.vetoUnknownIds
             ? ("unknown_id" as const)
-            : verdictOf(p, known, config.vetoUnknownIds, yield* attestations.ofId(p.id))
+            : verdictOf(
+                p,
+                known,
+                config.vetoUnknownIds,
+                yield* attestations.ofId(p.id),
+                yield* attestations.contestedOf(p.id)
+              )
         const recorded = yield* handledOf(p)
         const handled =
           recorded?.veto === "sent" && Option.isSome(sender)

@@ -14,22 +14,27 @@
  *    same 503 `unavailable` rules), restricted to `ids` when sent. An id in `ids` that is not one
  *    of the session's escrows is left out, as `/v1/escrows` leaves out session ids the hint index
  *    does not know: this attestor cannot attest it, and telling it apart would say nothing useful.
- * 4. Contest (`contest: true`, one id): if that escrow has a pending bind whose new owner is not
- *    the session's stealth owner, every unrevoked attestation this attestor issued for the id to
- *    another owner is revoked, so the pending proposal has no unrevoked attestation left and
- *    the veto watcher (`VetoWatcher.ts`) judges it unattested on its next pass (at most
- *    `resyncIntervalMs`, 5 s, later) and, with `AUTO_VETO`, sends `vetoBind`. A contest never
- *    signs: with no pending bind, or one for the session's own key, it does nothing and answers
- *    `{ binds: [] }`.
+ * 4. Contest (`contest: true`, one id of the session's escrows; any other id does nothing). In
+ *    one transaction (`AttestationStore.contest`): every owner but the session's stealth owner that
+ *    this attestor attested for the id, and the indexed pending owner when it is another key,
+ *    become contested for the id, and their attestations are revoked. Then every other session
+ *    of the same platform and user id ends (`SessionStore.endOthers`). The veto watcher
+ *    (`VetoWatcher.ts`) judges a proposal to a contested owner unattested on its next pass (at
+ *    most `resyncIntervalMs`, 5 s, later) and, with `AUTO_VETO`, sends `vetoBind`. A contest
+ *    never signs and answers `{ binds: [] }`.
  * 5. Otherwise one `BindOwner(id, session.stealthOwner, bindNonces(id) as indexed, deadline)`
  *    EIP-712 signature over the vault domain per escrow that has no pending bind and is not
- *    already owned by the session's key; the others are simply absent. `register` is null for a
- *    registered account, else the kind-2 registration payload (as `/v1/escrows` shows it).
+ *    already owned by the session's key; the others are simply absent. So is an escrow whose
+ *    (id, stealth owner) is contested: the store refuses to record it (step 7), in the
+ *    transaction that would, so a replica whose index lags behind a proposal refuses too.
+ *    `register` is null for a registered account, else the kind-2 registration payload (as
+ *    `/v1/escrows` shows it).
  * 6. Visibility (docs/attestor.md §4): `visibility` filters the escrows to one kind. A request that would sign
  *    both kinds, or one whose stealth owner this attestor already attested for the other kind, is
  *    400 `bad_request`, before anything is signed.
- * 7. Every signature is recorded (`AttestationStore`) before the answer; the database not
- *    answering is 503 `unavailable` and no signature leaves.
+ * 7. Every signature is recorded (`AttestationStore`) before the answer, and one the store
+ *    refuses as contested is left out; the database not answering is 503 `unavailable` and no
+ *    signature leaves.
  *
  * Metrics `attestor_binds_total{outcome}` and `attestor_bind_signatures_total`. Nothing of the
  * session, escrows, owners or signatures reaches a log line or a metric.
@@ -56,7 +61,7 @@ import { escrowOf, escrowVisibility, type IndexedEscrow, indexedEscrows } from "
 import type { HintIndex } from "./hintIndex.js"
 import { bindSignatures } from "./metrics.js"
 import type { PublicCommitments } from "./PublicCommitments.js"
-import { authenticate, type SessionStore, type StoredSession } from "./SessionStore.js"
+import { authenticate, SessionStore, type StoredSession, sessionStoreUnavailable } from "./SessionStore.js"
 
 // ---------------------------------------------------------------------------------------------
 // Deadline
@@ -125,13 +130,10 @@ export const planBinds = (
   return kinds.size > 1 ? Either.left(BOTH_VISIBILITIES) : Either.right(candidates)
 }
 
-/** What a contest does to an escrow: revoke the other owners' attestations, or nothing. */
-export const contestAction = (
-  indexed: IndexedEscrow | undefined,
-  stealthOwner: Address
-): "revoke" | "none" => {
-  const pending = indexed?.account?.pendingOwner
-  return pending !== undefined && !sameAddress(pending, stealthOwner) ? "revoke" : "none"
+/** The pending owner a contest by `stealthOwner` rules out, if the escrow has one for another key. */
+export const contestedPendingOwner = (indexed: IndexedEscrow, stealthOwner: Address): Address | undefined => {
+  const pending = indexed.account?.pendingOwner
+  return pending !== undefined && !sameAddress(pending, stealthOwner) ? pending : undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -180,17 +182,31 @@ export interface BindConfig {
   readonly chainId: Effect.Effect<number, Unavailable>
 }
 
-const contest = (session: StoredSession, target: IndexedEscrow | undefined, config: BindConfig) =>
+const contest = (
+  token: BindRequest["session"],
+  session: StoredSession,
+  target: IndexedEscrow | undefined,
+  now: number,
+  config: BindConfig
+) =>
   Effect.gen(function* () {
-    if (target === undefined || contestAction(target, session.stealthOwner) === "none") return
+    // Not one of the session's escrows: nothing to contest.
+    if (target === undefined) return
     const store = yield* AttestationStore
     yield* store
-      .revokeOthers(target.escrow.beneficiaryId, session.stealthOwner)
+      .contest(
+        target.escrow.beneficiaryId,
+        session.stealthOwner,
+        contestedPendingOwner(target, session.stealthOwner),
+        now
+      )
       .pipe(Effect.mapError(attestationStoreUnavailable))
+    const sessions = yield* SessionStore
+    yield* sessions.endOthers(session, token).pipe(Effect.mapError(sessionStoreUnavailable))
     yield* Effect.logInfo(
       config.autoVeto
-        ? "bind contested: other attestations revoked; the veto watcher vetoes the pending proposal"
-        : "bind contested: other attestations revoked; AUTO_VETO is off, the veto watcher only counts it"
+        ? "bind contested: other owners ruled out, the user's other sessions ended; the veto watcher vetoes a proposal to them"
+        : "bind contested: other owners ruled out, the user's other sessions ended; AUTO_VETO is off, the veto watcher only counts a proposal to them"
     )
   })
 
@@ -229,15 +245,18 @@ const sign = (
       records.push({ ...message, visibility: candidate.visibility })
     }
     // The store is the authority on visibility: the read above refuses early, the record refuses
-    // a request that raced another of the same key for the other kind.
-    yield* store.record(records, now).pipe(
+    // a request that raced another of the same key for the other kind. It is the authority on
+    // contests too, whatever this replica's index shows: what it refuses is left out.
+    const refused = yield* store.record(records, now).pipe(
       Effect.catchTags({
         AttestationStoreError: (e) => Effect.fail(attestationStoreUnavailable(e)),
         VisibilityConflict: () => Effect.fail(new BadRequest({ message: otherVisibilityUsed(kind) }))
       })
     )
-    yield* Metric.incrementBy(bindSignatures, binds.length)
-    return binds
+    const contested = new Set(refused.map((a) => a.id.toLowerCase()))
+    const signed = binds.filter((b) => !contested.has(b.beneficiaryId.toLowerCase()))
+    yield* Metric.incrementBy(bindSignatures, signed.length)
+    return signed
   })
 
 /** Answers a decoded bind request: the signatures, or a contest's revocations. */
@@ -257,7 +276,7 @@ export const signBinds =
           ? found.escrows
           : found.escrows.filter((e) => wanted.has(e.escrow.beneficiaryId.toLowerCase()))
       if (body.contest === true) {
-        yield* contest(session, escrows[0], config)
+        yield* contest(body.session, session, escrows[0], now, config)
         return { binds: [] }
       }
       const plan = planBinds(escrows, session.stealthOwner, body.visibility)

@@ -10,6 +10,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Config, Data, Deferred, Effect } from "effect"
 import {
   attestorEnv,
+  autoVetoEnv,
   type DevnetChain,
   devnetChain,
   devnetFacilitator,
@@ -141,7 +142,9 @@ const program = Effect.gen(function* () {
         ...attestorEnv(chain, attestorPort),
         ...standInEnv(standIns, attestorUrl),
         ...fedsocialEnv(chain),
-        ...paidLookupEnv(chain, facilitator.url)
+        ...paidLookupEnv(chain, facilitator.url),
+        // Vetoes paid by the attestor's key, account #2 (docs/protocol.md §9).
+        ...autoVetoEnv
       })
     ],
     { concurrency: 2 }
@@ -156,6 +159,7 @@ const program = Effect.gen(function* () {
       `  attestor  ${attestor.url}`,
       `  doubles   ${standIns.url}  (OAuth providers; add devnet_user=<id> to a login URL)`,
       `  x402      ${facilitator.url}  (facilitator of paid handle lookups, 0.01 a lookup)`,
+      "  vetoes    AUTO_VETO on: the attestor vetoes unattested and contested binds, paid by account #2",
       `  file      ${chain.deploymentFile}`,
       "  metrics   Authorization: Bearer devnet",
       "Ctrl-C stops everything.",

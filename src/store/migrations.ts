@@ -21,6 +21,7 @@ import m0024_attestor_oauth_states from "./migrations/0024_attestor_oauth_states
 import m0025_attestor_public_commitments from "./migrations/0025_attestor_public_commitments.js"
 import m0026_attestor_payments from "./migrations/0026_attestor_payments.js"
 import m0027_tx_mined_block_hash from "./migrations/0027_tx_mined_block_hash.js"
+import m0028_attestor_contests from "./migrations/0028_attestor_contests.js"
 import m0029_attestor_payment_leases from "./migrations/0029_attestor_payment_leases.js"
 import m0030_attestor_login_challenges from "./migrations/0030_attestor_login_challenges.js"
 
@@ -39,6 +40,7 @@ export const migrations = {
   "0025_attestor_public_commitments": m0025_attestor_public_commitments,
   "0026_attestor_payments": m0026_attestor_payments,
   "0027_tx_mined_block_hash": m0027_tx_mined_block_hash,
+  "0028_attestor_contests": m0028_attestor_contests,
   "0029_attestor_payment_leases": m0029_attestor_payment_leases,
   "0030_attestor_login_challenges": m0030_attestor_login_challenges
 } as const

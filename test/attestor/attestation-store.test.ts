@@ -1,8 +1,10 @@
 /**
  * The attestor's attestation records (src/attestor/AttestationStore.ts, migration 0021) on each
  * test database: recording (idempotent, a revoked attestation stays revoked when issued again),
- * the visibilities a stealth owner was attested for, and a contest's revocation of every other
- * owner's attestations of one id.
+ * the visibilities a stealth owner was attested for, and contests (migration 0028): a contest
+ * rules out every other owner attested for the id and the pending one, revokes their
+ * attestations, and from then on a record of a contested (id, owner) is refused, also when the
+ * contest and the record race on separate connections.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -54,7 +56,7 @@ for (const database of testDatabases()) {
           ])
           // Ids and owners match whatever their case.
           expect(yield* store.ofId(id.toUpperCase().replace("0X", "0x") as Hex)).toHaveLength(2)
-          expect(yield* store.record([], 1)).toBeUndefined()
+          expect(yield* store.record([], 1)).toEqual([])
         })
       )
 
@@ -149,37 +151,111 @@ for (const database of testDatabases()) {
           })
       )
 
-      it.effect("a contest revokes every other owner's attestations of the id, and they stay revoked", () =>
-        Effect.gen(function* () {
-          const store = yield* makeAttestationStore
-          const id = newId()
-          const other = newId()
-          const [mine, intruder, third] = [newOwner(), newOwner(), newOwner()]
-          const at = (newOwner: Address, onId = id) => ({
-            id: onId,
-            newOwner,
-            bindNonce: 0n,
-            deadline: 5n,
-            visibility: "private" as const
-          })
-          yield* store.record([at(mine), at(intruder), at(third), at(intruder, other)], 1)
-          expect(yield* store.revokeOthers(id, mine)).toBe(2)
-          expect(yield* store.revokeOthers(id, mine)).toBe(0)
-          const revoked = new Map((yield* store.ofId(id)).map((r) => [r.newOwner, r.revoked]))
-          expect(revoked).toEqual(
-            new Map([
-              [mine.toLowerCase(), false],
-              [intruder.toLowerCase(), true],
-              [third.toLowerCase(), true]
+      it.effect(
+        "a contest rules out every other owner attested for the id and the pending one, and revokes them; records of them are refused from then on",
+        () =>
+          Effect.gen(function* () {
+            const store = yield* makeAttestationStore
+            const id = newId()
+            const other = newId()
+            const [mine, intruder, third, pending] = [newOwner(), newOwner(), newOwner(), newOwner()]
+            const at = (newOwner: Address, onId = id, deadline = 5n) => ({
+              id: onId,
+              newOwner,
+              bindNonce: 0n,
+              deadline,
+              visibility: "private" as const
+            })
+            expect(yield* store.record([at(mine), at(intruder), at(third), at(intruder, other)], 1)).toEqual(
+              []
+            )
+            // The pending owner need not have been attested here (another attestor's signature).
+            expect(yield* store.contest(id, mine, pending, 2)).toBe(3)
+            expect(yield* store.contest(id, mine, pending, 3)).toBe(0)
+            expect(yield* store.contestedOf(id.toUpperCase().replace("0X", "0x") as Hex)).toEqual(
+              [intruder, third, pending].map((a) => a.toLowerCase()).sort()
+            )
+            const revoked = new Map((yield* store.ofId(id)).map((r) => [r.newOwner, r.revoked]))
+            expect(revoked).toEqual(
+              new Map([
+                [mine.toLowerCase(), false],
+                [intruder.toLowerCase(), true],
+                [third.toLowerCase(), true]
+              ])
+            )
+            // Another id is untouched.
+            expect((yield* store.ofId(other)).map((r) => r.revoked)).toEqual([false])
+            expect(yield* store.contestedOf(other)).toEqual([])
+            // A contested owner is refused for the id, at any bind nonce or deadline, whatever the
+            // case; the rest of the same record goes in. The contester's key and a fresh one are not.
+            const fresh = newOwner()
+            const later = [
+              at(intruder, id, 6n),
+              { ...at(pending), newOwner: pending.toLowerCase() as Address, bindNonce: 1n },
+              at(mine, id, 6n),
+              at(fresh),
+              at(intruder, other, 6n)
+            ]
+            expect(yield* store.record(later, 4)).toEqual([later[0], later[1]])
+            const rows = yield* store.ofId(id)
+            expect(rows.filter((r) => !r.revoked).map((r) => [r.newOwner, r.deadline])).toEqual([
+              [mine.toLowerCase(), 5n],
+              [mine.toLowerCase(), 6n],
+              [fresh.toLowerCase(), 5n]
             ])
-          )
-          // Another id is untouched; issuing a revoked attestation again does not revive it.
-          expect((yield* store.ofId(other)).map((r) => r.revoked)).toEqual([false])
-          yield* store.record([at(intruder)], 2)
-          expect((yield* store.ofId(id)).find((r) => r.newOwner === intruder.toLowerCase())?.revoked).toBe(
-            true
-          )
-        })
+            expect(rows.filter((r) => r.newOwner === pending.toLowerCase())).toEqual([])
+            expect(yield* store.ofId(other)).toHaveLength(2)
+            // A contest by a key that has nothing else to rule out rules out nothing.
+            const quiet = newId()
+            yield* store.record([at(mine, quiet)], 5)
+            expect(yield* store.contest(quiet, mine, mine, 6)).toBe(0)
+            expect(yield* store.contestedOf(quiet)).toEqual([])
+          })
+      )
+
+      it.effect(
+        "a contest and a record of one id racing: the record of the contested owner is refused, or recorded and then revoked, never kept",
+        () =>
+          Effect.gen(function* () {
+            const store = yield* makeAttestationStore
+            const outcomes = { refused: 0, revoked: 0 }
+            for (let round = 0; round < 20; round++) {
+              const id = newId()
+              const [victim, attacker] = [newOwner(), newOwner()]
+              // Many attestations (fresh deadlines, as a replica whose index lags would sign)
+              // make the record's transaction long enough for the contest to fall inside it.
+              const attempt = Array.from({ length: 40 }, (_, i) => ({
+                id,
+                newOwner: attacker,
+                bindNonce: 0n,
+                deadline: BigInt(1_000 + i),
+                visibility: "private" as const
+              }))
+              const contest = store.contest(id, victim, attacker, 10)
+              const record = store.record(attempt, 10)
+              // Either may start first.
+              const [, refused] =
+                round % 2 === 0
+                  ? yield* Effect.all([contest, record], { concurrency: "unbounded" })
+                  : (yield* Effect.all([record, contest], { concurrency: "unbounded" })).reverse()
+              const rows = yield* store.ofId(id)
+              if ((refused as ReadonlyArray<unknown>).length === 0) {
+                // Recorded before the contest, which then revoked every one of them.
+                outcomes.revoked++
+                expect(rows).toHaveLength(attempt.length)
+              } else {
+                outcomes.refused++
+                expect(refused).toEqual(attempt)
+                expect(rows).toEqual([])
+              }
+              expect(rows.filter((r) => !r.revoked)).toEqual([])
+              expect(yield* store.contestedOf(id)).toEqual([attacker.toLowerCase()])
+              // And every record after the contest is refused.
+              expect(yield* store.record([{ ...attempt[0]!, deadline: 5_000n }], 11)).toHaveLength(1)
+              expect((yield* store.ofId(id)).filter((r) => !r.revoked)).toEqual([])
+            }
+            expect(outcomes.refused + outcomes.revoked).toBe(20)
+          })
       )
     })
   })

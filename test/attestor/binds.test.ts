@@ -3,7 +3,8 @@
  * account projection held in this file), a mocked chain and a real (embedded) database: one
  * BindOwner signature per escrow without a pending bind and not owned by the session's key, over
  * the vault domain at the indexed bind nonce, recorded as an attestation; the deadline window's
- * edges and the default grid; `ids`; visibility refusals; contest rules; every refusal with its
+ * edges and the default grid; `ids`; visibility refusals; contests (the other keys ruled out for
+ * good, whatever the index shows later, the user's other sessions ended); every refusal with its
  * status and code; the metrics; nothing of a bind in the logs. The signature's acceptance by the
  * vault runs on the devnet (test/e2e/attestor-bind.test.ts).
  */
@@ -36,7 +37,7 @@ import { computeId, handleCommitment, userIdHash } from "../../schema/ids.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import {
   BOTH_VISIBILITIES,
-  contestAction,
+  contestedPendingOwner,
   deadlineAccepted,
   defaultDeadline,
   planBinds
@@ -248,6 +249,9 @@ const login = (userId: string, stealthOwner: Address, ids: ReadonlyArray<Hex> = 
 const attestationsOf = (id: Hex) =>
   runtime.runPromise(Effect.flatMap(AttestationStore, (store) => store.ofId(id)))
 
+const contestedOf = (id: Hex) =>
+  runtime.runPromise(Effect.flatMap(AttestationStore, (store) => store.contestedOf(id)))
+
 const post = (body: unknown) =>
   fetch(`${base}/v1/bind`, {
     method: "POST",
@@ -332,7 +336,7 @@ describe("deadline rules", () => {
   })
 })
 
-describe("planBinds and contestAction", () => {
+describe("planBinds and contestedPendingOwner", () => {
   const key = address(0xabc)
   const indexed = (account?: Partial<AccountState>): IndexedEscrow => {
     const escrow = hintEscrow("1")
@@ -365,11 +369,14 @@ describe("planBinds and contestAction", () => {
       Either.getOrThrow(planBinds([pub, priv], key, "private", visibilityOf)).map((c) => c.indexed)
     ).toEqual([priv])
   })
-  it("contest revokes only when the pending owner is another key", () => {
-    expect(contestAction(indexed({ pendingOwner: address(9) }), key)).toBe("revoke")
-    expect(contestAction(indexed({ pendingOwner: key }), key)).toBe("none")
-    expect(contestAction(indexed({}), key)).toBe("none")
-    expect(contestAction(undefined, key)).toBe("none")
+  it("a contest rules out the pending owner only when it is another key", () => {
+    expect(contestedPendingOwner(indexed({ pendingOwner: address(9) }), key)).toBe(address(9))
+    expect(contestedPendingOwner(indexed({ pendingOwner: key }), key)).toBeUndefined()
+    expect(
+      contestedPendingOwner(indexed({ pendingOwner: key.toLowerCase() as Address }), key)
+    ).toBeUndefined()
+    expect(contestedPendingOwner(indexed({}), key)).toBeUndefined()
+    expect(contestedPendingOwner(indexed(undefined), key)).toBeUndefined()
   })
 })
 
@@ -519,13 +526,15 @@ describe("POST /v1/bind", () => {
     expect(await attestationsOf((escrows[0] as HintEscrow).beneficiaryId)).toHaveLength(1)
   })
 
-  it("contest: another key's pending bind revokes this attestor's other attestations and signs nothing", async () => {
+  it("contest: another key's pending bind is ruled out with every other attested key, the user's other sessions end, nothing is signed", async () => {
     const { userId, escrows } = newUser(1)
     const escrow = escrows[0] as HintEscrow
     const intruder = newKey()
     const mine = newKey()
+    const stranger = newKey()
     // The intruder got an attestation first (before any bind was proposed) ...
-    expect(await bind({ session: await login(userId, intruder) })).toHaveLength(1)
+    const intruderSession = await login(userId, intruder)
+    expect(await bind({ session: intruderSession })).toHaveLength(1)
     expect(await bind({ session: await login(userId, mine) })).toHaveLength(1)
     // ... and proposed it.
     state.accounts.set(
@@ -533,6 +542,8 @@ describe("POST /v1/bind", () => {
       registeredAccount(escrow, { pendingOwner: intruder, pendingReadyAt: 1n })
     )
     const session = await login(userId, mine)
+    // Another user's session is not this user's to end.
+    const strangerSession = await login(newUser(1).userId, stranger)
     expect(await bind({ session })).toEqual([])
     expect(await bind({ session, contest: true, ids: [escrow.beneficiaryId] })).toEqual([])
     const records = await attestationsOf(escrow.beneficiaryId)
@@ -540,21 +551,61 @@ describe("POST /v1/bind", () => {
       [intruder.toLowerCase(), true],
       [mine.toLowerCase(), false]
     ])
+    expect(await contestedOf(escrow.beneficiaryId)).toEqual([intruder.toLowerCase()])
     expect(logLines.some((line) => line.includes("bind contested"))).toBe(true)
+    // The intruder's session has ended; the contester's and the stranger's have not.
+    await expectRefusal(await post({ session: intruderSession }), 401, "invalid_session")
+    expect(await bind({ session, contest: true, ids: [escrow.beneficiaryId] })).toEqual([])
+    expect(await bind({ session: strangerSession })).toHaveLength(1)
+
+    // The veto clears the pending bind (or this replica's index never saw it): a new session of
+    // the intruder's key gets nothing for the escrow, at any deadline; the user's key and a
+    // fresh one do.
+    state.accounts.set(escrow.beneficiaryId, registeredAccount(escrow, { bindNonce: 1n }))
+    const again = await login(userId, intruder)
+    expect(await bind({ session: again })).toEqual([])
+    expect(await bind({ session: again, deadline: String(nowSeconds() + 1_000) })).toEqual([])
+    expect(await bind({ session: again, ids: [escrow.beneficiaryId] })).toEqual([])
+    expect((await attestationsOf(escrow.beneficiaryId)).filter((r) => !r.revoked)).toEqual([
+      expect.objectContaining({ newOwner: mine.toLowerCase() })
+    ])
+    expect((await bind({ session })).map((b) => [b.beneficiaryId, b.newOwner, b.bindNonce])).toEqual([
+      [escrow.beneficiaryId, mine, "1"]
+    ])
+    const freshKey = newKey()
+    expect((await bind({ session: await login(userId, freshKey) })).map((b) => b.newOwner)).toEqual([
+      freshKey
+    ])
   })
 
-  it("contest: no pending bind, or one for the session's own key, does nothing", async () => {
+  it("contest with no pending bind, or one for the session's own key, rules out the other attested keys; an id that is not the session's changes nothing", async () => {
     const { userId, escrows } = newUser(2)
     const [quiet, own] = escrows as [HintEscrow, HintEscrow]
     const other = newKey()
     const key = newKey()
-    expect(await bind({ session: await login(userId, other) })).toHaveLength(2)
+    const otherSession = await login(userId, other)
+    expect(await bind({ session: otherSession })).toHaveLength(2)
     state.accounts.set(own.beneficiaryId, registeredAccount(own, { pendingOwner: key, pendingReadyAt: 1n }))
+    // A user with the escrow of another id: contesting it from here does nothing.
+    const foreign = newUser(1)
+    const foreignId = (foreign.escrows[0] as HintEscrow).beneficiaryId
+    const foreignOwner = newKey()
+    expect(await bind({ session: await login(foreign.userId, foreignOwner) })).toHaveLength(1)
     const session = await login(userId, key)
+    expect(await bind({ session, contest: true, ids: [foreignId] })).toEqual([])
+    expect(await contestedOf(foreignId)).toEqual([])
+    expect((await attestationsOf(foreignId)).map((r) => r.revoked)).toEqual([false])
+    expect(await bind({ session: otherSession, ids: [quiet.beneficiaryId] })).toHaveLength(1)
+
     expect(await bind({ session, contest: true, ids: [quiet.beneficiaryId] })).toEqual([])
     expect(await bind({ session, contest: true, ids: [own.beneficiaryId] })).toEqual([])
-    for (const id of [quiet.beneficiaryId, own.beneficiaryId])
-      expect((await attestationsOf(id)).map((r) => r.revoked)).toEqual([false])
+    for (const id of [quiet.beneficiaryId, own.beneficiaryId]) {
+      expect((await attestationsOf(id)).map((r) => r.revoked)).toEqual([true])
+      expect(await contestedOf(id)).toEqual([other.toLowerCase()])
+    }
+    await expectRefusal(await post({ session: otherSession }), 401, "invalid_session")
+    // The contester's key still binds the escrow without a pending bind.
+    expect((await bind({ session })).map((b) => b.beneficiaryId)).toEqual([quiet.beneficiaryId])
   })
 
   it("contest without exactly one id is 400 bad_request", async () => {

@@ -1,7 +1,8 @@
 /**
  * The attestor's SessionStore on a real database (PGlite, and PostgreSQL when DATABASE_URL is
  * set): tokens of the SessionToken alphabet, only their SHA-256 in the database, sessions read
- * back exactly, expiry on the TestClock at the second it is due, single-use logins, opportunistic
+ * back exactly, expiry on the TestClock at the second it is due, single-use logins, a contest
+ * ending the user's other sessions, opportunistic
  * pruning of expired rows, and sessions that survive a restart of an on-disk database.
  */
 import { createHash, randomBytes } from "node:crypto"
@@ -225,6 +226,25 @@ const singleUse = (it: Methods) => {
   )
 }
 
+const endsOthers = (it: Methods) => {
+  it.effect("a contest ends every other session of the same platform and user id, and only those", () =>
+    Effect.gen(function* () {
+      const store = yield* makeSessionStore({ ttlSeconds: TTL })
+      const user = session()
+      const kept = yield* store.create(user)
+      const others = [yield* store.create(user), yield* store.create({ ...user, ids: [id(7)] })]
+      // The same user id on another platform, and another user on the same platform.
+      const otherPlatform = yield* store.create({ ...user, platform: "codehost" })
+      const otherUser = yield* store.create(session())
+      expect(yield* store.endOthers(user, kept.token)).toBe(2)
+      for (const ended of others) expect(yield* store.read(ended.token)).toEqual(Option.none())
+      for (const alive of [kept, otherPlatform, otherUser])
+        expect(Option.isSome(yield* store.read(alive.token))).toBe(true)
+      expect(yield* store.endOthers(user, kept.token)).toBe(0)
+    })
+  )
+}
+
 const prunes = (it: Methods) => {
   it.effect("prunes expired sessions and used logins when a session is created, at most once a minute", () =>
     Effect.gen(function* () {
@@ -265,6 +285,7 @@ for (const database of testDatabases()) {
       challenges(it)
       expires(it)
       singleUse(it)
+      endsOthers(it)
       prunes(it)
     })
   })

@@ -3,7 +3,7 @@
  * revoked, unknown id with and without VETO_UNKNOWN_IDS, already handled), the record of judged
  * proposals (migration 0022) on each test database, and passes over stubbed indexes, chain and
  * sender with the real attestation store: one veto per unattested proposal, never a second one
- * (not on the next pass, not after a restart), a contest's revocation leading to a veto, a
+ * (not on the next pass, not after a restart), a contested owner's proposal vetoed, a
  * simulation that reverts sending nothing, a sender's refusal retried, AUTO_VETO off only counting.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
@@ -56,28 +56,40 @@ describe("the decision rule", () => {
   const p: Proposal = { id: newId(), newOwner: newOwner(), bindNonce: 3n }
 
   it("attested: an unrevoked attestation of the id, new owner and bind nonce, whatever the case", () => {
-    expect(verdictOf(p, true, false, [attestation(p)])).toBe("attested")
+    expect(verdictOf(p, true, false, [attestation(p)], [])).toBe("attested")
     const upper = attestation(p, {
       id: p.id.toUpperCase().replace("0X", "0x") as Hex,
       newOwner: p.newOwner.toLowerCase() as Address
     })
-    expect(verdictOf(p, true, false, [upper])).toBe("attested")
+    expect(verdictOf(p, true, false, [upper], [])).toBe("attested")
   })
 
   it("unattested: no attestation, another owner's, another bind nonce's, or a revoked one", () => {
-    expect(verdictOf(p, true, false, [])).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p, { newOwner: newOwner() })])).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p, { bindNonce: 2n })])).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p, { revoked: true })])).toBe("unattested")
+    expect(verdictOf(p, true, false, [], [])).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p, { newOwner: newOwner() })], [])).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p, { bindNonce: 2n })], [])).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p, { revoked: true })], [])).toBe("unattested")
     expect(
-      verdictOf(p, true, false, [attestation(p, { revoked: true }), attestation(p, { deadline: 5n })])
+      verdictOf(p, true, false, [attestation(p, { revoked: true }), attestation(p, { deadline: 5n })], [])
     ).toBe("attested")
   })
 
+  it("unattested: a new owner contested for the id, whatever its attestations; another contested owner changes nothing", () => {
+    const contested = [newOwner(), p.newOwner.toLowerCase() as Address]
+    expect(verdictOf(p, true, false, [attestation(p)], contested)).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p), attestation(p, { deadline: 5n })], contested)).toBe(
+      "unattested"
+    )
+    expect(verdictOf(p, false, true, [attestation(p)], contested)).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p)], [newOwner()])).toBe("attested")
+    // An id the hint index does not know stays unknown without VETO_UNKNOWN_IDS.
+    expect(verdictOf(p, false, false, [attestation(p)], contested)).toBe("unknown_id")
+  })
+
   it("unknown id: only counted without VETO_UNKNOWN_IDS, judged like any other with it", () => {
-    expect(verdictOf(p, false, false, [])).toBe("unknown_id")
-    expect(verdictOf(p, false, true, [])).toBe("unattested")
-    expect(verdictOf(p, false, true, [attestation(p)])).toBe("attested")
+    expect(verdictOf(p, false, false, [], [])).toBe("unknown_id")
+    expect(verdictOf(p, false, true, [], [])).toBe("unattested")
+    expect(verdictOf(p, false, true, [attestation(p)], [])).toBe("attested")
   })
 
   it("decide: counts a new or changed verdict, vetoes an unattested proposal once, with AUTO_VETO only", () => {
@@ -311,8 +323,15 @@ for (const database of testDatabases()) {
             expect(yield* counted(bindProposals, "verdict", "unknown_id")).toBe(before.unknown + 1)
             expect(yield* counted(vetoes, "outcome", "sent")).toBe(before.sent + 1)
 
-            // A contest revokes the attested owner's attestation: the proposal is vetoed next pass.
-            expect(yield* attestations.revokeOthers(attested.id, newOwner())).toBe(1)
+            // A contest rules the attested owner out: the proposal is vetoed next pass, even with
+            // an unrevoked attestation of it recorded after the contest (as a replica that did
+            // not check contests would have).
+            expect(yield* attestations.contest(attested.id, newOwner(), attested.newOwner, 2)).toBe(1)
+            yield* sql`
+              INSERT INTO attestor_attestations
+                (beneficiary_id, new_owner, bind_nonce, deadline, visibility, revoked, issued_at)
+              VALUES (${attested.id.toLowerCase()}, ${attested.newOwner.toLowerCase()}, '0', '10',
+                'private', false, 3)`
             yield* on.pass
             expect(submitted).toHaveLength(2)
             expect(idOf(submitted[1]!.data)).toBe(attested.id.toLowerCase())

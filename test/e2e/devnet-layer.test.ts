@@ -21,7 +21,10 @@ describe("devnet layer", () => {
     const relayer = await fetch(`${devnet.relayerUrl}/v1/health`)
     expect(relayer.status).toBe(200)
     expect(await relayer.json()).toMatchObject({ ok: true, chainId: 31337 })
-    expect((await fetch(`${devnet.attestorUrl}/v1/health`)).status).toBe(200)
+    const attestor = await fetch(`${devnet.attestorUrl}/v1/health`)
+    expect(attestor.status).toBe(200)
+    // The devnet's attestor vetoes (docs/protocol.md §9), from its own key.
+    expect(await attestor.json()).toMatchObject({ ok: true, vetoWatcher: { autoVeto: true } })
     const file = JSON.parse(readFileSync(devnet.deploymentFile, "utf8"))
     expect(file).toMatchObject({
       relayerUrl: devnet.relayerUrl,

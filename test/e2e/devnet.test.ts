@@ -133,6 +133,10 @@ describe("npm run devnet", () => {
         200
       )
     }
+    // The attestor vetoes unattested and contested binds, paid by account #2 (docs/protocol.md §9).
+    expect(await (await fetch(`${file.attestorUrl}/v1/health`)).json()).toMatchObject({
+      vetoWatcher: { autoVeto: true }
+    })
 
     // The outside client: account #5 owns, #6 receives, #7 submits.
     const chain = defineChain({
