@@ -64,14 +64,16 @@ const cases = (it: Methods) => {
       const states = yield* makeOAuthStates({ ttlSeconds: TTL })
       const wanted = intent({ platform: "community", ids: [], redirect: undefined })
       const { state, expiresAt } = yield* states.put(wanted)
-      // With the end start announced, so a message can be held to it.
-      expect(yield* states.take(state)).toEqual(Option.some({ ...wanted, expiresAt }))
-      expect(yield* states.take(state)).toEqual(Option.none())
+      // With the end start announced, so a message can be held to it, and when it was made.
+      expect(yield* states.take(state, "community")).toEqual(
+        Option.some({ ...wanted, startedAt: expiresAt - TTL, expiresAt })
+      )
+      expect(yield* states.take(state, "community")).toEqual(Option.none())
       expect(yield* rows(sha256(state))).toBe(0)
       const codehost = intent({ platform: "codehost", codeVerifier: undefined })
       const second = yield* states.put(codehost)
-      expect(yield* states.take(second.state)).toEqual(
-        Option.some({ ...codehost, expiresAt: second.expiresAt })
+      expect(yield* states.take(second.state, "codehost")).toEqual(
+        Option.some({ ...codehost, startedAt: second.expiresAt - TTL, expiresAt: second.expiresAt })
       )
     })
   )
@@ -79,7 +81,18 @@ const cases = (it: Methods) => {
   it.effect("an unknown state reads as none", () =>
     Effect.gen(function* () {
       const states = yield* makeOAuthStates({ ttlSeconds: TTL })
-      expect(yield* states.take("x".repeat(43))).toEqual(Option.none())
+      expect(yield* states.take("x".repeat(43), "microblog")).toEqual(Option.none())
+    })
+  )
+
+  it.effect("a state presented for another platform reads as none and stays for its own login", () =>
+    Effect.gen(function* () {
+      const states = yield* makeOAuthStates({ ttlSeconds: TTL })
+      // A fedsocial nonce, which a relay sees, presented at an OAuth callback.
+      const { state } = yield* states.put(intent({ platform: "fedsocial", codeVerifier: undefined }))
+      expect(yield* states.take(state, "microblog")).toEqual(Option.none())
+      expect(yield* rows(sha256(state))).toBe(1)
+      expect(Option.isSome(yield* states.take(state, "fedsocial"))).toBe(true)
     })
   )
 
@@ -89,9 +102,9 @@ const cases = (it: Methods) => {
       const kept = yield* states.put(intent())
       const expiring = yield* states.put(intent())
       yield* TestClock.adjust(Duration.seconds(TTL - 1))
-      expect(Option.isSome(yield* states.take(kept.state))).toBe(true)
+      expect(Option.isSome(yield* states.take(kept.state, "microblog"))).toBe(true)
       yield* TestClock.adjust(Duration.seconds(1))
-      expect(yield* states.take(expiring.state)).toEqual(Option.none())
+      expect(yield* states.take(expiring.state, "microblog")).toEqual(Option.none())
     })
   )
 
@@ -100,7 +113,7 @@ const cases = (it: Methods) => {
       const states = yield* makeOAuthStates({ ttlSeconds: TTL })
       const { state } = yield* states.put(intent())
       const taken = yield* Effect.all(
-        Array.from({ length: 8 }, () => states.take(state)),
+        Array.from({ length: 8 }, () => states.take(state, "microblog")),
         { concurrency: "unbounded" }
       )
       expect(taken.filter(Option.isSome)).toHaveLength(1)

@@ -5,7 +5,8 @@
  * the stealth owner of start, lists the escrow launched to fedsocial user 1005 and gets a bind signed.
  * Every other message is refused with 401 `invalid_session` and no session: another domain, a
  * nonce never issued, a reused nonce, an expired message or nonce, a signer that is not the fid's
- * custody, another fid, a malformed message; a refused message spends its nonce. The registry RPC
+ * custody, another fid, a malformed message. A message whose signature does not hold spends nothing;
+ * a validly signed one refused for itself spends its nonce. The registry RPC
  * down is 503 `unavailable` and leaves the nonce usable: the same signed message verifies once the
  * registry answers again, once.
  */
@@ -18,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { keyRegistryStandInAbi } from "../../contracts/abi.js"
 import { devnetAccount, devnetClients, FARCASTER_KEY_REGISTRY } from "../../contracts/deploy.js"
 import { DEVNET_METRICS_TOKEN } from "../../layers/devnet.js"
+import { newLoginSecret } from "../../src/client.js"
 import { type RpcProxy, startRpcProxy } from "../chain/rpcProxy.js"
 import { AttestorClient } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
@@ -224,18 +226,51 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     await expectRefusal(await verify(shortLived, signed), 401, "invalid_session")
   })
 
-  it("a message refused for itself spends its nonce: the right message with it is refused too", async () => {
+  it("a message whose signature does not hold spends nothing: whoever saw the nonce cannot burn it", async () => {
     const started = await start(attestor, newOwner())
     await expectRefusal(
       await verify(attestor, await signIn(custody(6), 1005, started)),
       401,
       "invalid_session"
     )
+    // Presented at an OAuth callback, the nonce is no state of that platform's, and stays too.
+    const callback = await fetch(
+      `${attestor.url}/v1/oauth/microblog/callback?code=x&state=${started.nonce}`,
+      { redirect: "manual" }
+    )
+    expect(callback.status).toBe(400)
+    expect((await verify(attestor, await signIn(custody(5), 1005, started))).status).toBe(200)
+  })
+
+  it("a validly signed message refused for itself (another expiry) spends its nonce", async () => {
+    const started = await start(attestor, newOwner())
+    const later = {
+      ...started,
+      expirationTime: new Date(Date.parse(started.expirationTime) - 1_000).toISOString()
+    }
+    await expectRefusal(await verify(attestor, await signIn(custody(5), 1005, later)), 401, "invalid_session")
     await expectRefusal(
       await verify(attestor, await signIn(custody(5), 1005, started)),
       401,
       "invalid_session"
     )
+  })
+
+  it("a start's loginChallenge binds the session it makes", async () => {
+    const { loginSecret, loginChallenge } = newLoginSecret()
+    const res = await attestor.post("/v1/oauth/fedsocial/start", { stealthOwner: newOwner(), loginChallenge })
+    expect(res.status).toBe(200)
+    const started = (await res.json()) as Started
+    const verified = await verify(attestor, await signIn(custody(5), 1005, started))
+    expect(verified.status).toBe(200)
+    const { session } = (await verified.json()) as { session: string }
+    await expectRefusal(await attestor.post("/v1/escrows", { session }), 401, "invalid_session")
+    await expectRefusal(
+      await attestor.post("/v1/escrows", { session, loginSecret: newLoginSecret().loginSecret }),
+      401,
+      "invalid_session"
+    )
+    expect((await attestor.post("/v1/escrows", { session, loginSecret })).status).toBe(200)
   })
 
   it("a signer that is not the fid's custody, and a message naming another fid", async () => {

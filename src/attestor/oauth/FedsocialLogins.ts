@@ -12,13 +12,15 @@
  * 2. `@farcaster/auth-client`'s `verifySignInMessage` checks the statement, chain id 10, the single
  *    `farcaster://fid/N` resource, domain, nonce, expiry and signature, and that the signer is the
  *    fid's custody address on the IdRegistry or one of its auth addresses on the KeyRegistry;
- * 3. then, in one transaction, the nonce is taken (unknown, used, expired or another login's
- *    state: refused), the `expirationTime` must be the one start gave, and the session is made
- *    with the stealth owner and ids of that nonce, never of the message.
+ * 3. then, in one transaction, the nonce is taken (unknown, used, expired or another platform's
+ *    state: refused, and another platform's state left alone), the `expirationTime` must be the one
+ *    start gave, and the session is made with the stealth owner, ids and login challenge of that
+ *    nonce, never of the message.
  * The registries are read over `FEDSOCIAL_RPC_URL` (Optimism by default): not answering is 503
  * `unavailable`, and the nonce is not touched, so the same signed message verifies once they
- * answer again (until the nonce expires). A message the library refuses, or whose expiry is not
- * start's, spends its nonce. The nonce is spent in the transaction that creates the session, so a
+ * answer again (until the nonce expires). A message whose signature the library refuses spends
+ * nothing (whoever saw the nonce, a relay does, could otherwise burn it); a validly signed one whose
+ * expiry is not start's spends its nonce. The nonce is spent in the transaction that creates the session, so a
  * session store that fails leaves it usable too, and two verifies of one message make one session.
  *
  * Nothing of a message, signature, nonce or fid reaches a log line, a metric or an error message.
@@ -170,18 +172,14 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
         const code = verified.isError ? verified.error?.errCode : undefined
         if (code === "unavailable" || code === "unknown")
           return yield* Effect.fail(new Unavailable({ message: REGISTRY_UNAVAILABLE }))
-        const valid = !verified.isError && verified.success
+        // A message whose signature does not hold spends nothing: anyone who saw the nonce (a
+        // relay does) could otherwise burn it; only its signer can present a valid one.
+        if (verified.isError || !verified.success) return yield* Effect.fail(refused)
         // The nonce is taken and the session made in one transaction: both happen, or neither.
         const created = yield* Effect.gen(function* () {
-          const taken = yield* states.take(nonce)
-          // Another login's state is no nonce of ours: refused, and left to its own login.
-          if (Option.isSome(taken) && taken.value.platform !== "fedsocial") return yield* Effect.fail(refused)
+          const taken = yield* states.take(nonce, "fedsocial")
           // The expiry must be the one start gave (the nonce's own end, still ahead: `take` says so).
-          if (
-            !valid ||
-            Option.isNone(taken) ||
-            parsed.expirationTime?.getTime() !== taken.value.expiresAt * 1000
-          )
+          if (Option.isNone(taken) || parsed.expirationTime?.getTime() !== taken.value.expiresAt * 1000)
             return Option.none()
           return Option.some(
             yield* sessions.create(

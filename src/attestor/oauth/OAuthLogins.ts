@@ -307,7 +307,7 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         if (!isOAuthPlatform(platform) || config.apps[platform] === undefined)
           return yield* refuse(new BadRequest({ message: STATE_UNKNOWN }), undefined)
         const taken = yield* states
-          .take(query.state)
+          .take(query.state, platform)
           .pipe(
             Effect.catchAll(() =>
               refuse(new Unavailable({ message: "the login state store is not answering" }), undefined)

@@ -56,11 +56,19 @@ export interface OAuthStatesShape {
     intent: OAuthIntent,
     options?: { readonly state?: string }
   ) => Effect.Effect<{ readonly state: string; readonly expiresAt: number }, OAuthStateStoreError>
-  /** The intent of `state`, taken once: none for an unknown, used or expired state. */
-  /** The intent, once, with when its state expires (unix seconds); none when unknown or expired. */
+  /**
+   * The intent of `state` started for `platform`, taken once, with when its state was made and
+   * when it expires (unix seconds); none for an unknown, used or expired state, or one of another
+   * platform, which is left to its own login (a fedsocial nonce, which a relay sees, cannot be
+   * burnt through an OAuth callback).
+   */
   readonly take: (
-    state: string
-  ) => Effect.Effect<Option.Option<OAuthIntent & { readonly expiresAt: number }>, OAuthStateStoreError>
+    state: string,
+    platform: OAuthPlatform
+  ) => Effect.Effect<
+    Option.Option<OAuthIntent & { readonly startedAt: number; readonly expiresAt: number }>,
+    OAuthStateStoreError
+  >
 }
 
 export class OAuthStates extends Context.Tag("OAuthStates")<OAuthStates, OAuthStatesShape>() {
@@ -92,6 +100,7 @@ interface StateRow {
   readonly redirect: string | null
   readonly code_verifier: string | null
   readonly login_challenge: string | null
+  readonly created_at: string
   readonly expires_at: string
 }
 
@@ -141,12 +150,12 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
         return { state, expiresAt }
       })
 
-    const take: OAuthStatesShape["take"] = (state) =>
+    const take: OAuthStatesShape["take"] = (state, platform) =>
       Effect.gen(function* () {
         const now = yield* nowSeconds
         const rows = yield* sql<StateRow>`
-          DELETE FROM attestor_oauth_states WHERE state_hash = ${storageDigest(state)}
-          RETURNING platform, stealth_owner, ids, redirect, code_verifier, login_challenge, expires_at`.pipe(
+          DELETE FROM attestor_oauth_states WHERE state_hash = ${storageDigest(state)} AND platform = ${platform}
+          RETURNING platform, stealth_owner, ids, redirect, code_verifier, login_challenge, created_at, expires_at`.pipe(
           Effect.mapError(failed("taking an OAuth state"))
         )
         const row = rows[0]
@@ -164,6 +173,7 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
           ...stored,
           redirect: row.redirect ?? undefined,
           codeVerifier: row.code_verifier ?? undefined,
+          startedAt: Number(row.created_at),
           expiresAt: Number(row.expires_at)
         })
       })
