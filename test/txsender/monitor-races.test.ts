@@ -20,7 +20,7 @@ import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { migrate } from "../../src/store/migrations.js"
 import type { KeyLock } from "../../src/txsender/lock.js"
 import { makeMonitor } from "../../src/txsender/monitor.js"
-import { senderCoreOn } from "../relayer/txsender-support.js"
+import { senderCoreOn, withoutLock } from "../relayer/txsender-support.js"
 import { testDatabases } from "../support/database.js"
 
 const PAYLOAD = {
@@ -140,7 +140,7 @@ for (const database of testDatabases()) {
                     node.pending = 2
                     node.reverts = reverts
                   }
-                  return yield* effect
+                  return yield* withoutLock(effect)
                 })
               const monitor = makeMonitor(core, withLock, {
                 replaceAfterMs: 3_600_000,
@@ -178,7 +178,7 @@ for (const database of testDatabases()) {
               })
               node.reverts = true
             }
-            const monitor = makeMonitor(core, (effect) => effect, {
+            const monitor = makeMonitor(core, withoutLock, {
               replaceAfterMs: 0,
               maxReplacements: 3,
               confirmations: 12
@@ -203,7 +203,7 @@ for (const database of testDatabases()) {
             maxPriorityFeePerGas: parseGwei("1")
           })
           node.pending = 1 // the node holds it, unmined: the head of the queue
-          const monitor = makeMonitor(core, (effect) => effect, {
+          const monitor = makeMonitor(core, withoutLock, {
             replaceAfterMs: 0,
             maxReplacements: 5,
             confirmations: 12
@@ -222,7 +222,7 @@ for (const database of testDatabases()) {
           node.pending = 1 // the node holds it, unmined
           // The first two bumps are refused, the later ones accepted.
           node.refusals = ["underpriced", "underpriced"]
-          const monitor = makeMonitor(core, (effect) => effect, {
+          const monitor = makeMonitor(core, withoutLock, {
             replaceAfterMs: 0,
             maxReplacements: 2,
             confirmations: 12
