@@ -2,12 +2,13 @@
  * The hot key's lock lost while held (PostgreSQL only, when DATABASE_URL is set): the session
  * that holds the advisory lock is killed (`pg_terminate_backend`, as an idle timeout or a proxy
  * would end it) in the middle of a submission batch. Another replica then takes the lock and
- * sends; the first one must not broadcast anything after the loss. Each replica has a node of its
- * own that counts what it was sent.
+ * sends; the first one must not broadcast anything after the loss. The same in the middle of a
+ * monitor round that bumps stuck transactions. Each replica has a node of its own that counts
+ * what it was sent.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Layer, Option } from "effect"
 import { type Hex, parseGwei } from "viem"
 import { generatePrivateKey } from "viem/accounts"
 import { ChainClient } from "../../src/chain/ChainClient.js"
@@ -16,7 +17,8 @@ import { prometheusText } from "../../src/http/metrics.js"
 import { migrate } from "../../src/store/migrations.js"
 import type { TxRequest, TxSubmitError } from "../../src/txsender/api.js"
 import { makeSenderCore } from "../../src/txsender/core.js"
-import { advisoryKey, makeKeyLock } from "../../src/txsender/lock.js"
+import { advisoryKey, LockLost, makeKeyLock } from "../../src/txsender/lock.js"
+import { makeMonitor } from "../../src/txsender/monitor.js"
 import { type Job, makeSubmitBatch } from "../../src/txsender/submit.js"
 import { testDatabases } from "../support/database.js"
 
@@ -30,12 +32,21 @@ const request = (i: number): TxRequest => ({
 
 /** A node that accepts everything and counts it; `beforeSend` runs before each broadcast lands. */
 const countingNode = () => {
-  const node = { sent: [] as Array<Hex>, beforeSend: (): Effect.Effect<void> => Effect.void }
+  const node = {
+    sent: [] as Array<Hex>,
+    beforeSend: (): Effect.Effect<void> => Effect.void,
+    /** The key's nonce at the latest block and in the pool. */
+    latest: 0,
+    pending: 0
+  }
   const layer = Layer.succeed(
     ChainClient,
     makeMockChainClient({
       chainId: Effect.succeed(31337),
-      getTransactionCount: () => Effect.succeed(0),
+      getTransactionCount: (_, tag) => Effect.sync(() => (tag === "pending" ? node.pending : node.latest)),
+      getBalance: () => Effect.succeed(10n ** 18n),
+      getTransactionReceipt: () => Effect.succeed(Option.none()),
+      call: () => Effect.succeed("0x" as Hex),
       estimateFeesPerGas: Effect.succeed(FEES),
       sendRawTransaction: (raw) =>
         Effect.suspend(() => node.beforeSend()).pipe(
@@ -50,6 +61,33 @@ const countingNode = () => {
   )
   return { node, layer }
 }
+
+/** One replica's sender parts: its own node and semaphore, the key and database shared. */
+const replicaParts = (privateKey: Hex, key: string, chain: Layer.Layer<ChainClient>) =>
+  Effect.gen(function* () {
+    const core = yield* makeSenderCore({
+      privateKey,
+      chainId: Option.some(31337),
+      maxFeePerGas: parseGwei("100"),
+      service: "relayer"
+    }).pipe(Effect.provide(chain))
+    const withLock = yield* makeKeyLock({
+      key,
+      timeout: Duration.seconds(5),
+      embedded: false,
+      semaphore: Effect.unsafeMakeSemaphore(1),
+      onLost: core.metrics.recordLockLost
+    })
+    return { core, withLock }
+  })
+
+/** Kills the session holding the advisory lock of `key`, as an idle timeout or a proxy would. */
+const killHolder = (sql: SqlClient, key: string) =>
+  Effect.gen(function* () {
+    const pids = yield* holderPids(sql, key)
+    expect(pids).toHaveLength(1)
+    yield* sql`SELECT pg_terminate_backend(${pids[0]!})`
+  }).pipe(Effect.orDie)
 
 /** The sessions that hold the advisory lock of `key`, by process id. */
 const holderPids = (sql: SqlClient, key: string) =>
@@ -84,22 +122,9 @@ describe.skipIf(postgres === undefined)("the hot key's lock lost while held", ()
         const key = advisoryKey(`lock-lost-test:${Math.random()}`)
         /** One replica: its own node, its own semaphore, the same key and database. */
         const replica = (chain: Layer.Layer<ChainClient>) =>
-          Effect.gen(function* () {
-            const core = yield* makeSenderCore({
-              privateKey,
-              chainId: Option.some(31337),
-              maxFeePerGas: parseGwei("100"),
-              service: "relayer"
-            }).pipe(Effect.provide(chain))
-            const withLock = yield* makeKeyLock({
-              key,
-              timeout: Duration.seconds(5),
-              embedded: false,
-              semaphore: Effect.unsafeMakeSemaphore(1),
-              onLost: core.metrics.recordLockLost
-            })
-            return makeSubmitBatch(core, withLock)
-          })
+          Effect.map(replicaParts(privateKey, key, chain), ({ core, withLock }) =>
+            makeSubmitBatch(core, withLock)
+          )
         const jobsOf = (requests: ReadonlyArray<TxRequest>) =>
           Effect.forEach(requests, (r) =>
             Effect.map(Deferred.make<Hex, TxSubmitError>(), (done): Job => ({ request: r, done }))
@@ -112,16 +137,14 @@ describe.skipIf(postgres === undefined)("the hot key's lock lost while held", ()
         const secondJobs = yield* jobsOf([request(9)])
         const lostBefore = yield* locksLost
 
-        // On the first replica's first broadcast: its lock session dies, and the second replica,
-        // finding the lock free, takes it and sends its own request.
+        // On the first replica's first broadcast: its lock session dies, and the second replica
+        // takes the lock as soon as the server has let it go, and sends its own request.
         let killed = false
         first.node.beforeSend = () =>
           Effect.gen(function* () {
             if (killed) return
             killed = true
-            const pids = yield* Effect.orDie(holderPids(sql, key))
-            expect(pids).toHaveLength(1)
-            yield* Effect.orDie(sql`SELECT pg_terminate_backend(${pids[0]!})`)
+            yield* killHolder(sql, key)
             yield* submitSecond(secondJobs)
           })
 
@@ -138,6 +161,44 @@ describe.skipIf(postgres === undefined)("the hot key's lock lost while held", ()
         for (const job of firstJobs)
           expect(Exit.isSuccess(yield* Effect.exit(Deferred.await(job.done)))).toBe(true)
         expect(yield* locksLost).toBe(lostBefore + 1)
+      }).pipe(Effect.provide(storage), Effect.scoped),
+    60_000
+  )
+
+  it.live(
+    "a monitor whose lock session was killed during its round sends no further replacement",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient
+        const privateKey = generatePrivateKey()
+        const key = advisoryKey(`lock-lost-test:${Math.random()}`)
+        const first = countingNode()
+        const { core, withLock } = yield* replicaParts(privateKey, key, first.layer)
+        // Three requests stored at nonces 0..2, held by the node, unmined and due for a bump.
+        const s = yield* core.sender
+        for (let i = 0; i < 3; i++) {
+          const payload = { ...request(i), value: 0n }
+          const attempt = yield* core.sign(s, payload, BigInt(i), FEES, "original")
+          yield* core.store.insert(s, [{ purpose: "request", payload, attempt }])
+        }
+        first.node.pending = 3
+        let killed = false
+        first.node.beforeSend = () =>
+          Effect.suspend(() => {
+            if (killed) return Effect.void
+            killed = true
+            return killHolder(sql, key)
+          })
+        const monitor = makeMonitor(core, withLock, {
+          replaceAfterMs: 0,
+          maxReplacements: 5,
+          confirmations: 12
+        })
+        const round = yield* Effect.exit(monitor.tick)
+        expect(killed).toBe(true)
+        expect(Exit.isFailure(round) && Cause.squash(round.cause)).toBeInstanceOf(LockLost)
+        // The first bump went out before the loss; the other two did not.
+        expect(first.node.sent).toHaveLength(1)
       }).pipe(Effect.provide(storage), Effect.scoped),
     60_000
   )
