@@ -146,8 +146,13 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
           yield* store.addAttempt(tx.id, attempt)
           const result = yield* core.broadcast(attempt.raw)
           if (result._tag === "Accepted") yield* metrics.recordReplacement(plan.kind)
-          // Refused: it reached no pool, so it does not count toward TX_MAX_REPLACEMENTS.
-          if (result._tag === "Refused") yield* store.markRefused(tx.id, attempt.hash)
+          if (result._tag === "Refused") {
+            // It reached no pool, so it does not count toward TX_MAX_REPLACEMENTS.
+            yield* store.markRefused(tx.id, attempt.hash)
+            return yield* Effect.logWarning(
+              "tx sender: the node refused a replacement; it does not count toward TX_MAX_REPLACEMENTS"
+            ).pipe(Effect.annotateLogs({ class: sendOutcome(result) }))
+          }
           yield* Effect.logInfo(
             plan.kind === "cancel"
               ? "tx sender: replaced a transaction that would now revert with a no-op"
