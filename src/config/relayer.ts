@@ -49,8 +49,13 @@ export interface RelayerSettingsShape extends ServiceSettings, IndexerTuningSett
   readonly staticPrices: ReadonlyMap<Address, NativePrice>
   /** `PRICE_SOURCES`: which price sources are used; always tried static, then feed, then DEX. */
   readonly priceSources: ReadonlySet<PriceSourceName>
-  /** A feed answer older than this is stale and skipped. */
+  /**
+   * A feed answer older than this is stale and skipped, unless the deployment file gives the feed
+   * a limit of its own (`priceFeedMaxAgeSeconds`, `nativePriceFeedMaxAgeSeconds`).
+   */
   readonly priceFeedMaxAgeSeconds: number
+  /** A DEX price further than this from the feed's (stale) answer is not used. */
+  readonly priceMaxDeviationBps: number
   /** Router the DEX source quotes through (`SWAP_ROUTER`, else the deployment file's `swapRouter`). */
   readonly swapRouter: Option.Option<Address>
   /** The wrapped native coin on the router; without it the DEX source cannot price gas. */
@@ -217,7 +222,10 @@ export const loadFeeSettings = (deployment: Option.Option<Deployment>) =>
       ...(yield* Config.all({
         staticPrices: fromText("STATIC_PRICES", (text) => parseStaticPrices(text, deployment), ""),
         priceSources: fromText("PRICE_SOURCES", parsePriceSources, priceSourceNames.join(",")),
-        priceFeedMaxAgeSeconds: positiveInt("PRICE_FEED_MAX_AGE_SECONDS", 86_400),
+        // Three hours: above the usual one-hour heartbeat; a feed with a longer one (a day, for
+        // many stablecoins) takes its own limit from the deployment file.
+        priceFeedMaxAgeSeconds: positiveInt("PRICE_FEED_MAX_AGE_SECONDS", 10_800),
+        priceMaxDeviationBps: bps("PRICE_MAX_DEVIATION_BPS", 500),
         gasPriceRefreshMs: positiveInt("GAS_PRICE_REFRESH_MS", 5_000, 3_600_000),
         gasPriceMaxAgeSeconds: positiveInt("GAS_PRICE_MAX_AGE_SECONDS", 60),
         gasBudgetBps: Config.integer("GAS_BUDGET_BPS").pipe(

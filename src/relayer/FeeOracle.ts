@@ -11,6 +11,8 @@
  *   `GAS_PRICE_MAX_AGE_SECONDS`, quoting stops with 503 rather than price with an old figure.
  * - The conversion tries the price sources in order (static price, price feed, DEX quote); a
  *   failing source is counted and skipped, and with none left the quote is 503 `unavailable`.
+ *   A feed skipped as stale still bounds the DEX quote after it: one further than
+ *   `PRICE_MAX_DEVIATION_BPS` from the feed's last answer is counted, logged and not used.
  * - A quote is cached until its `validUntil`, so every client asking the same question in that
  *   window gets the same answer, and a claim checked against "the current quote" sees it too.
  */
@@ -37,8 +39,19 @@ import { supervised } from "../background/supervised.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { type NativePrice, RelayerSettings } from "../config/relayer.js"
 import { type ClaimAdapterKind, gasBudgetOf } from "./fees/gasBudget.js"
-import { recordGasPrice, recordGasPriceRefreshFailure, recordPriceSourceFailure } from "./fees/metrics.js"
-import { knownAssets, makePriceSources, type PriceSource } from "./fees/priceSources.js"
+import {
+  recordGasPrice,
+  recordGasPriceRefreshFailure,
+  recordPriceDeviation,
+  recordPriceSourceFailure
+} from "./fees/metrics.js"
+import {
+  deviationBps,
+  exceedsDeviation,
+  knownAssets,
+  makePriceSources,
+  type PriceSource
+} from "./fees/priceSources.js"
 
 export {
   type BindAction,
@@ -269,6 +282,8 @@ export interface FeeOracleOptions {
   readonly gasPriceRefreshMs: number
   readonly gasPriceMaxAgeSeconds: number
   readonly gasBudgetBps: number
+  /** `PRICE_MAX_DEVIATION_BPS`. */
+  readonly maxDeviationBps: number
 }
 
 /** The oracle from explicit parts; its gas price refresher lives as long as the scope. */
@@ -298,6 +313,8 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
 
     const priceOf = (asset: Address): Effect.Effect<NativePrice, Unavailable> =>
       Effect.gen(function* () {
+        // A stale feed's last answer: the bound of the sources after it (the DEX quote).
+        let reference: NativePrice | undefined
         for (const source of options.sources) {
           const answer = yield* Effect.either(source.price(asset))
           if (answer._tag === "Left") {
@@ -305,9 +322,25 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
             yield* Effect.logWarning("price source failed, trying the next one").pipe(
               Effect.annotateLogs({ source: source.name, reason: safeText(answer.left.reason) })
             )
+            reference = answer.left.reference ?? reference
             continue
           }
-          if (Option.isSome(answer.right)) return answer.right.value
+          if (Option.isNone(answer.right)) continue
+          const price = answer.right.value
+          if (reference !== undefined && exceedsDeviation(reference, price, options.maxDeviationBps)) {
+            yield* recordPriceDeviation(source.name)
+            // The asset is a token of the deployment, never an account.
+            yield* Effect.logWarning("price too far from the price feed's, not used").pipe(
+              Effect.annotateLogs({
+                source: source.name,
+                asset,
+                deviationBps: deviationBps(reference, price).toString(),
+                maxDeviationBps: options.maxDeviationBps
+              })
+            )
+            continue
+          }
+          return price
         }
         return yield* new Unavailable({ message: "no price source can price this asset right now" })
       })
@@ -394,7 +427,8 @@ export const makeFeeOracle = Effect.gen(function* () {
     quoteTtlSeconds: settings.quoteTtlSeconds,
     gasPriceRefreshMs: settings.gasPriceRefreshMs,
     gasPriceMaxAgeSeconds: settings.gasPriceMaxAgeSeconds,
-    gasBudgetBps: settings.gasBudgetBps
+    gasBudgetBps: settings.gasBudgetBps,
+    maxDeviationBps: settings.priceMaxDeviationBps
   })
 })
 

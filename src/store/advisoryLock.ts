@@ -29,6 +29,18 @@ export interface ExclusiveLock<E = SqlError> {
   readonly tryLock: Effect.Effect<boolean, E>
   /** Fails when the session that holds the lock is gone (and with it the lock). */
   readonly check: Effect.Effect<void, E>
+  /**
+   * Whether this holder holds the lock at this moment: asked of the database, so a session that
+   * ended (an idle timeout, a proxy) and a connection that came back as another session both
+   * answer false, or fail.
+   */
+  readonly held: Effect.Effect<boolean, E>
+}
+
+/** The two oids of a signed 64-bit advisory key as `pg_locks` shows it (with `objsubid = 1`). */
+const lockOids = (key: string): readonly [string, string] => {
+  const unsigned = BigInt.asUintN(64, BigInt(key))
+  return [(unsigned >> 32n).toString(), (unsigned & 0xffffffffn).toString()]
 }
 
 /**
@@ -62,10 +74,24 @@ export const sessionLock = (
         return held
       })
     )
+    const [classid, objid] = lockOids(key)
     return {
       // Once held, not asked again: session locks are re-entrant and each grant needs its unlock.
       tryLock: Effect.suspend(() => (held ? Effect.succeed(true) : request)),
-      check: connection.execute("SELECT 1", [], undefined).pipe(Effect.asVoid)
+      check: connection.execute("SELECT 1", [], undefined).pipe(Effect.asVoid),
+      held: connection
+        .execute(
+          `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+             AND pid = pg_backend_pid() AND classid = $1::oid AND objid = $2::oid AND objsubid = 1) AS held`,
+          [classid, objid],
+          undefined
+        )
+        .pipe(
+          Effect.map((rows) => {
+            const first: unknown = rows[0]
+            return typeof first === "object" && first !== null && "held" in first && first.held === true
+          })
+        )
     } satisfies ExclusiveLock
   })
 
@@ -99,6 +125,7 @@ export const inProcessLock = (
         if (holder === undefined) table.set(key, token)
         return holder === undefined || holder === token
       }),
-      check: Effect.void
+      check: Effect.void,
+      held: Effect.sync(() => table.get(key) === token)
     } satisfies ExclusiveLock<never>
   })

@@ -36,7 +36,7 @@ import {
 } from "./api.js"
 import { makeSenderCore } from "./core.js"
 import { maxBig } from "./decisions.js"
-import { advisoryKey, type KeyLock, type LockTimeout, makeKeyLock } from "./lock.js"
+import { advisoryKey, type KeyLock, type LockLost, type LockTimeout, makeKeyLock } from "./lock.js"
 import type { SenderService } from "./metrics.js"
 import { makeMonitor } from "./monitor.js"
 import type { TxStoreError } from "./store.js"
@@ -115,6 +115,7 @@ export const makeTxSenderWithState = (
       key: advisoryKey(`relayer-tx-sender:${address.toLowerCase()}`),
       timeout: options.lockTimeout ?? Duration.seconds(30),
       embedded: core.embedded,
+      onLost: core.metrics.recordLockLost,
       ...(options.semaphore === undefined ? {} : { semaphore: options.semaphore })
     })
     const submitBatch = makeSubmitBatch(core, withLock)
@@ -152,7 +153,7 @@ export const makeTxSenderWithState = (
 
     // The tag, and the operation or failure class where there is one: never a node's own text,
     // which may quote the hot key's address.
-    const describe = (error: ChainRequestError | TxStoreError | LockTimeout | SqlError) => ({
+    const describe = (error: ChainRequestError | TxStoreError | LockTimeout | LockLost | SqlError) => ({
       error: error._tag,
       ...(error._tag === "TxStoreError" ? { operation: error.operation, cause: error.cause.message } : {}),
       ...(error._tag === "ChainUnavailable" ? { operation: error.operation } : {}),

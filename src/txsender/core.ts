@@ -32,7 +32,7 @@ import {
   type Simulation
 } from "./decisions.js"
 import { type Fees, initialFees } from "./fees.js"
-import { embeddedStatements, isEmbeddedDatabase } from "./lock.js"
+import { embeddedStatements, isEmbeddedDatabase, KeyHold, type LockLost } from "./lock.js"
 import { makeSenderMetrics, type SenderMetrics, type SenderService, type SendOutcome } from "./metrics.js"
 import {
   type AttemptKind,
@@ -93,8 +93,11 @@ export interface SenderCore {
     fees: Fees,
     kind: AttemptKind
   ) => Effect.Effect<SignedAttempt>
-  /** Offers a signed transaction to the node; never fails, the answer says how it went. */
-  readonly broadcast: (raw: Hex) => Effect.Effect<Broadcast>
+  /**
+   * Offers a signed transaction to the node, under the key's lock: fails with `LockLost`, sending
+   * nothing, when the lock was lost (src/txsender/lock.ts); otherwise the answer says how it went.
+   */
+  readonly broadcast: (raw: Hex) => Effect.Effect<Broadcast, LockLost, KeyHold>
   /** Which attempt of `tx`, if any, is mined (newest first), and how it went. */
   readonly findMined: (tx: StoredTx) => Effect.Effect<Option.Option<Mined>, ChainRequestError>
   /** An `eth_call` of `payload` from the hot key. */
@@ -110,7 +113,7 @@ export interface SenderCore {
     from: bigint,
     to: bigint,
     estimate: Fees
-  ) => Effect.Effect<ReadonlySet<string>, TxStoreError>
+  ) => Effect.Effect<ReadonlySet<string>, TxStoreError | LockLost, KeyHold>
 }
 
 export const makeSenderCore = (options: {
@@ -186,14 +189,18 @@ export const makeSenderCore = (options: {
         }
       })
 
-    const broadcast = (raw: Hex): Effect.Effect<Broadcast> =>
-      chain.sendRawTransaction(raw).pipe(
-        Effect.as<Broadcast>({ _tag: "Accepted" }),
-        Effect.catchTags({
-          ChainUnavailable: () => Effect.succeed<Broadcast>({ _tag: "Unavailable" }),
-          RpcRejected: (e) => Effect.succeed<Broadcast>({ _tag: "Refused", kind: e.kind })
-        }),
-        Effect.tap((result) => metrics.recordSend(sendOutcome(result)))
+    const broadcast = (raw: Hex): Effect.Effect<Broadcast, LockLost, KeyHold> =>
+      Effect.flatMap(KeyHold, (hold) => hold.check).pipe(
+        Effect.zipRight(
+          chain.sendRawTransaction(raw).pipe(
+            Effect.as<Broadcast>({ _tag: "Accepted" }),
+            Effect.catchTags({
+              ChainUnavailable: () => Effect.succeed<Broadcast>({ _tag: "Unavailable" }),
+              RpcRejected: (e) => Effect.succeed<Broadcast>({ _tag: "Refused", kind: e.kind })
+            }),
+            Effect.tap((result) => metrics.recordSend(sendOutcome(result)))
+          )
+        )
       )
 
     const findMined = (tx: StoredTx) =>

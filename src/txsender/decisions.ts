@@ -31,9 +31,13 @@ export const lastAttempt = (tx: StoredTx): StoredAttempt => {
   return last
 }
 
-/** Replacements at the same nonce so far: fee bumps and no-op cancellations. */
+/**
+ * Replacements at the same nonce so far: fee bumps and no-op cancellations the node did not
+ * refuse. A refused one reached no pool, so it spends none of `TX_MAX_REPLACEMENTS`; one whose
+ * broadcast went unanswered may have, so it counts.
+ */
 export const replacementsOf = (tx: StoredTx): number =>
-  tx.attempts.filter((a) => a.kind === "bump" || a.kind === "cancel").length
+  tx.attempts.filter((a) => (a.kind === "bump" || a.kind === "cancel") && !a.refused).length
 
 /** Whether the transaction is a no-op now: a gap filler, or one whose replacement cancels it. */
 export const isNoop = (tx: StoredTx): boolean => tx.purpose === "filler" || lastAttempt(tx).kind === "cancel"
@@ -299,9 +303,28 @@ export interface ReplacementContext {
   readonly maxReplacements: number
 }
 
-/** Whether replacing `tx` needs its payload simulated first: only a payload that is not a no-op, within the limit. */
-export const replacementNeedsSimulation = (tx: StoredTx, maxReplacements: number): boolean =>
-  replacementsOf(tx) < maxReplacements && !isNoop(tx)
+/**
+ * What forbids replacing `tx` whatever its simulation would say: the attempt limit, or a minimum
+ * bump over its latest attempt that exceeds the cap. Otherwise the replacement's fees.
+ */
+const replacementAllowance = (
+  tx: StoredTx,
+  context: ReplacementContext
+):
+  | { readonly _tag: "Skip"; readonly reason: "max_replacements" | "fee_cap" }
+  | { readonly _tag: "Fees"; readonly fees: Fees } => {
+  if (replacementsOf(tx) >= context.maxReplacements) return { _tag: "Skip", reason: "max_replacements" }
+  const fees = replacementFees(feesOf(lastAttempt(tx)), context.estimate, context.cap)
+  return fees._tag === "None" ? { _tag: "Skip", reason: "fee_cap" } : { _tag: "Fees", fees: fees.value }
+}
+
+/**
+ * Whether replacing `tx` needs its payload simulated first: only a payload that is not a no-op,
+ * and only when the limit and the cap allow a replacement at all, so a transaction that waits for
+ * the market is not simulated under the lock on every round.
+ */
+export const replacementNeedsSimulation = (tx: StoredTx, context: ReplacementContext): boolean =>
+  !isNoop(tx) && replacementAllowance(tx, context)._tag === "Fees"
 
 /**
  * The replacement of a stuck transaction, with fees raised by at least the minimum bump over its
@@ -314,10 +337,11 @@ export const planReplacement = (
   context: ReplacementContext,
   simulation: Simulation | undefined
 ): ReplacementPlan => {
-  if (replacementsOf(tx) >= context.maxReplacements) return { _tag: "Skip", reason: "max_replacements" }
-  const last = lastAttempt(tx)
+  // The limit and the cap first: neither depends on the simulation (`replacementNeedsSimulation`).
+  const allowance = replacementAllowance(tx, context)
+  if (allowance._tag === "Skip") return allowance
   let noop = isNoop(tx)
-  let kind: "bump" | "cancel" = last.kind === "cancel" ? "cancel" : "bump"
+  let kind: "bump" | "cancel" = lastAttempt(tx).kind === "cancel" ? "cancel" : "bump"
   if (!noop) {
     if (simulation !== "succeeds" && simulation !== "reverts") return { _tag: "Wait" }
     if (simulation === "reverts" && context.isHead) {
@@ -325,9 +349,7 @@ export const planReplacement = (
       kind = "cancel"
     }
   }
-  const fees = replacementFees(feesOf(last), context.estimate, context.cap)
-  if (fees._tag === "None") return { _tag: "Skip", reason: "fee_cap" }
-  return { _tag: "Replace", kind, noop, fees: fees.value }
+  return { _tag: "Replace", kind, noop, fees: allowance.fees }
 }
 
 // ---------------------------------------------------------------------------------------------

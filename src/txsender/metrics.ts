@@ -54,6 +54,11 @@ const restarts = counter(
   "Restarts of the sender's fibers after a failure"
 )
 
+const locksLost = counter(
+  "relayer_tx_lock_lost_total",
+  "Times the hot key's lock was found lost while held (its database session ended); sending stopped until it was taken again"
+)
+
 const pendingTransactions = Metric.gauge("relayer_tx_pending", {
   description: "Transactions sent and not yet mined or dropped"
 })
@@ -79,6 +84,7 @@ export const makeSenderMetrics = (service: SenderService) => {
     renonced: of(renonced),
     reorged: of(reorged),
     restarts: of(restarts),
+    locksLost: of(locksLost),
     pendingTransactions: of(pendingTransactions),
     hotKeyBalance: of(hotKeyBalance)
   }
@@ -95,6 +101,7 @@ export const makeSenderMetrics = (service: SenderService) => {
     recordReorged: Metric.increment(m.reorged),
     recordRestart: (fiber: "sender" | "monitor") =>
       Metric.increment(Metric.tagged(m.restarts, "fiber", fiber)),
+    recordLockLost: Metric.increment(m.locksLost),
     pendingTransactions: m.pendingTransactions,
     hotKeyBalance: m.hotKeyBalance,
     /** Makes every series visible from the start, at zero, so dashboards see them before any event. */

@@ -115,14 +115,12 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
   /** Replaces a stuck transaction at its nonce (`planReplacement`), counting a skip once. */
   const replace = (s: Sender, tx: StoredTx, isHead: boolean, estimate: Fees) =>
     Effect.gen(function* () {
-      const simulation = replacementNeedsSimulation(tx, settings.maxReplacements)
+      const context = { isHead, estimate, cap, maxReplacements: settings.maxReplacements }
+      // Not simulated when the limit or the cap forbids a replacement anyway.
+      const simulation = replacementNeedsSimulation(tx, context)
         ? yield* core.simulate(tx.payload)
         : undefined
-      const plan = planReplacement(
-        tx,
-        { isHead, estimate, cap, maxReplacements: settings.maxReplacements },
-        simulation
-      )
+      const plan = planReplacement(tx, context, simulation)
       switch (plan._tag) {
         case "Wait":
           return
@@ -148,6 +146,13 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
           yield* store.addAttempt(tx.id, attempt)
           const result = yield* core.broadcast(attempt.raw)
           if (result._tag === "Accepted") yield* metrics.recordReplacement(plan.kind)
+          if (result._tag === "Refused") {
+            // It reached no pool, so it does not count toward TX_MAX_REPLACEMENTS.
+            yield* store.markRefused(tx.id, attempt.hash)
+            return yield* Effect.logWarning(
+              "tx sender: the node refused a replacement; it does not count toward TX_MAX_REPLACEMENTS"
+            ).pipe(Effect.annotateLogs({ class: sendOutcome(result) }))
+          }
           yield* Effect.logInfo(
             plan.kind === "cancel"
               ? "tx sender: replaced a transaction that would now revert with a no-op"

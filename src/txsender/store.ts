@@ -78,6 +78,8 @@ export interface NewTransaction {
 export interface StoredAttempt extends SignedAttempt {
   /** Milliseconds since it was signed, by the database's clock (shared by every replica). */
   readonly ageMs: number
+  /** A replacement the node refused when it was broadcast (`markRefused`). */
+  readonly refused: boolean
 }
 
 export interface StoredTx {
@@ -128,15 +130,26 @@ interface AttemptRow {
 const attemptKinds: ReadonlyArray<AttemptKind> = ["original", "reprice", "bump", "cancel", "renonce"]
 const states: ReadonlyArray<TxState> = ["pending", "mined", "dropped"]
 
-const attemptOf = (row: AttemptRow): StoredAttempt => ({
-  hash: row.hash as Hex,
-  nonce: BigInt(row.nonce),
-  kind: attemptKinds.find((k) => k === row.kind) ?? "original",
-  maxFeePerGas: BigInt(row.max_fee_per_gas),
-  maxPriorityFeePerGas: BigInt(row.max_priority_fee_per_gas),
-  raw: row.raw as Hex,
-  ageMs: Number(row.age_ms)
-})
+/**
+ * A replacement the node refused keeps its kind with this mark (`bump:refused`): the kind still
+ * says what the attempt is, should a later re-broadcast of it be mined (a no-op is `cancelled`).
+ */
+const REFUSED_MARK = ":refused"
+
+const attemptOf = (row: AttemptRow): StoredAttempt => {
+  const refused = row.kind.endsWith(REFUSED_MARK)
+  const kind = refused ? row.kind.slice(0, -REFUSED_MARK.length) : row.kind
+  return {
+    hash: row.hash as Hex,
+    nonce: BigInt(row.nonce),
+    kind: attemptKinds.find((k) => k === kind) ?? "original",
+    maxFeePerGas: BigInt(row.max_fee_per_gas),
+    maxPriorityFeePerGas: BigInt(row.max_priority_fee_per_gas),
+    raw: row.raw as Hex,
+    ageMs: Number(row.age_ms),
+    refused
+  }
+}
 
 const txOf = (row: TxRow, attempts: ReadonlyArray<StoredAttempt>): StoredTx => ({
   id: String(row.id),
@@ -312,6 +325,19 @@ export const makeTxStore = (guard: StatementGuard) =>
         }).pipe(sql.withTransaction, Effect.mapError(failed("addAttempt"))),
 
       /**
+       * The node refused a replacement when it was broadcast: it no longer counts toward
+       * `TX_MAX_REPLACEMENTS` (src/txsender/decisions.ts `replacementsOf`). The one change ever
+       * made to a stored attempt; its fees stay, so the next replacement still bumps over them.
+       */
+      markRefused: (txId: string, hash: Hex) =>
+        sql`
+        UPDATE relayer_tx_attempts SET kind = kind || ${REFUSED_MARK}
+        WHERE tx_id = ${txId} AND hash = ${hash} AND kind IN ('bump', 'cancel')`.pipe(
+          Effect.asVoid,
+          Effect.mapError(failed("markRefused"))
+        ),
+
+      /**
        * Records pending transactions as mined, all in one statement: a round settles every
        * transaction of a block at once.
        */
@@ -414,6 +440,7 @@ export const makeTxStore = (guard: StatementGuard) =>
       nextNonce: (sender: Sender) => guard(ops.nextNonce(sender)),
       insert: (sender: Sender, entries: ReadonlyArray<NewTransaction>) => guard(ops.insert(sender, entries)),
       addAttempt: (txId: string, attempt: SignedAttempt) => guard(ops.addAttempt(txId, attempt)),
+      markRefused: (txId: string, hash: Hex) => guard(ops.markRefused(txId, hash)),
       markMined: (settled: ReadonlyArray<MinedRecord>) => guard(ops.markMined(settled)),
       markDropped: (txId: string, reason: string) => guard(ops.markDropped(txId, reason)),
       remined: (record: MinedRecord) => guard(ops.remined(record)),

@@ -11,7 +11,7 @@
  * above it whose nonces that sender used too) goes to the end of the batch and is re-signed there.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Data, Deferred, Effect, Exit, Option } from "effect"
+import { Cause, Chunk, Data, Deferred, Effect, Exit, Option } from "effect"
 import type { Hex } from "viem"
 import type { ChainRequestError } from "../chain/ChainClient.js"
 import { describeFailure } from "../logging.js"
@@ -19,7 +19,7 @@ import { HotKeyUnderfunded, SendUnavailable, TxRejected, type TxRequest, type Tx
 import { type SenderCore, sendOutcome } from "./core.js"
 import { feesOf, maxBig, nextSubmitStep } from "./decisions.js"
 import { type Fees, initialFees, replacementFees } from "./fees.js"
-import type { KeyLock, LockTimeout } from "./lock.js"
+import { type KeyHold, type KeyLock, LockLost, type LockTimeout } from "./lock.js"
 import {
   type NewTransaction,
   type Payload,
@@ -69,10 +69,16 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
   const { chain, store, address, cap, metrics } = core
 
   /**
-   * The turn of a stored request, at `next`. Never fails: whatever happens once a request is
-   * stored, its caller gets its hash or, when the node refused it and it was dropped, a refusal.
+   * The turn of a stored request, at `next`. Whatever happens once a request is stored, its caller
+   * gets its hash or, when the node refused it and it was dropped, a refusal. Fails only with
+   * `LockLost`, before broadcasting: the batch then stops sending (see the end of the batch).
    */
-  const turn = (s: Sender, entry: Stored, next: bigint, estimate: Fees): Effect.Effect<Turn> =>
+  const turn = (
+    s: Sender,
+    entry: Stored,
+    next: bigint,
+    estimate: Fees
+  ): Effect.Effect<Turn, LockLost, KeyHold> =>
     Effect.gen(function* () {
       // Its nonce was used by the sender that took the one below: it goes to the end too.
       if (entry.attempt.nonce < next && !entry.requeued) {
@@ -153,14 +159,16 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.interrupt
-          : Effect.gen(function* () {
-              if (Cause.isDie(cause))
-                yield* Effect.logError("tx sender: a stored request's turn failed; it stays pending").pipe(
-                  Effect.annotateLogs("failure", describeFailure(cause))
-                )
-              yield* complete(entry.job, entry.attempt.hash)
-              return { next: maxBig(next, entry.attempt.nonce + 1n), again: false }
-            })
+          : Chunk.some(Cause.failures(cause), (e) => e._tag === "LockLost")
+            ? Effect.fail(new LockLost())
+            : Effect.gen(function* () {
+                if (Cause.isDie(cause))
+                  yield* Effect.logError("tx sender: a stored request's turn failed; it stays pending").pipe(
+                    Effect.annotateLogs("failure", describeFailure(cause))
+                  )
+                yield* complete(entry.job, entry.attempt.hash)
+                return { next: maxBig(next, entry.attempt.nonce + 1n), again: false }
+              })
       )
     )
 
@@ -265,9 +273,9 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
                   }
                 })
               ).pipe(
-                // Stopping (or anything else ending the loop early): whatever is still unanswered
-                // is stored, and the monitor sends it, after a restart if need be; its caller gets
-                // the hash rather than a refusal.
+                // Stopping, the lock lost (or anything else ending the loop early): whatever is
+                // still unanswered is stored, and the monitor of whoever holds the lock sends it,
+                // after a restart if need be; its caller gets the hash rather than a refusal.
                 Effect.onExit((exit) =>
                   Exit.isSuccess(exit)
                     ? Effect.void
@@ -282,9 +290,11 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
       )
     }).pipe(
       Effect.catchAll(
-        (error: ChainRequestError | TxStoreError | StoreOutcomeUnknown | LockTimeout | SqlError) => {
+        (
+          error: ChainRequestError | TxStoreError | StoreOutcomeUnknown | LockTimeout | LockLost | SqlError
+        ) => {
           const reason =
-            error._tag === "LockTimeout"
+            error._tag === "LockTimeout" || error._tag === "LockLost"
               ? "lock"
               : error._tag === "StoreOutcomeUnknown"
                 ? "store_unsure"

@@ -7,10 +7,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { HttpApi, HttpApiBuilder, HttpApiGroup, HttpServer } from "@effect/platform"
 import { it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer, ManagedRuntime, Metric, Schema, TestClock } from "effect"
 import { type Address, getAddress, zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect } from "vitest"
-import { mockAggregatorV3Abi } from "../../contracts/abi.js"
+import { mockAggregatorV3Abi, mockSwapRouterAbi } from "../../contracts/abi.js"
 import { devnetAccount, devnetClients, devnetRoles } from "../../contracts/deploy.js"
 import {
   DEVNET_METRICS_TOKEN,
@@ -24,11 +24,13 @@ import {
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { RelayerLive } from "../../layers/relayer.js"
+import { Unavailable } from "../../schema/errors.js"
 import { QuoteResponse } from "../../schema/relayer.js"
 import { chainClientLayer } from "../../src/chain/ChainClient.js"
 import { loadRelayerSettings, RelayerSettings } from "../../src/config/relayer.js"
 import { quoteEndpoint } from "../../src/relayer/api/quote.js"
 import { FeeOracle, feeOracleLayer, gasTable, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
+import { priceDeviations } from "../../src/relayer/fees/metrics.js"
 import { parsePrometheus } from "../support/prometheus.js"
 
 /** The devnet's chain and relayer only: these tests never reach the attestor. */
@@ -113,6 +115,21 @@ const setNativeFeed = async (answer: bigint) => {
     abi: mockAggregatorV3Abi,
     functionName: "setAnswer",
     args: [answer]
+  })
+  await publicClient.waitForTransactionReceipt({ hash })
+}
+
+/** Sets the devnet router's rate of `from` into `to` (raw units out per 1e18 raw units in). */
+const setRate = async (from: Address, to: Address, rate: bigint) => {
+  const { walletClient, publicClient } = await devnetClients(
+    devnet.anvil.rpcUrl,
+    devnetAccount(devnetRoles.firstFree + 6)
+  )
+  const hash = await walletClient.writeContract({
+    address: devnet.deployment.swapRouter,
+    abi: mockSwapRouterAbi,
+    functionName: "setRate",
+    args: [from, to, rate]
   })
   await publicClient.waitForTransactionReceipt({ hash })
 }
@@ -458,6 +475,46 @@ describe("price sources on the reference contracts (live chain client)", () => {
         expect(viaDex.relayerFee).toBe(expectedFee(viaDex.gasEstimate, viaDex.gasPrice, asset))
       }
     })
+  )
+
+  it.effect(
+    "a pool skewed beyond PRICE_MAX_DEVIATION_BPS from the stale feeds is not used, and counted",
+    () => {
+      const wholeRate = (usdtPerEth: bigint) => usdtPerEth * 10n ** 18n
+      const dexDeviations = Effect.map(
+        Metric.value(Metric.tagged(priceDeviations, "source", "dex")),
+        (state) => state.count
+      )
+      return Effect.gen(function* () {
+        // The feeds answer 3000 USD per ETH and 1 per USDT, then go unrefreshed: four hours later
+        // they are past the default limit of three, and the DEX quote is next.
+        yield* Effect.promise(() => setNativeFeed(3000n * 10n ** 8n))
+        yield* TestClock.setTime(Date.now() + 4 * 3_600_000)
+        const oracleOn =
+          (env: Record<string, string>) =>
+          <A, E>(program: Effect.Effect<A, E, FeeOracle>) =>
+            Effect.provide(program, oracleWith({ WRAPPED_NATIVE: weth, ...env }))
+        const quoteUsdt = Effect.flatMap(FeeOracle, (oracle) => oracle.quote(request(usdt)))
+
+        // A thin WETH/USDT pool pushed 10% down: not used, counted, and no source is left.
+        yield* Effect.promise(() => setRate(weth, usdt, wholeRate(2700n)))
+        const before = yield* dexDeviations
+        const skewed = yield* Effect.exit(quoteUsdt).pipe(oracleOn({}))
+        expect(Exit.isFailure(skewed) && Cause.squash(skewed.cause)).toBeInstanceOf(Unavailable)
+        expect(yield* dexDeviations).toBe(before + 1)
+
+        // 3% off is within the default 5%: the DEX price is used as it is.
+        yield* Effect.promise(() => setRate(weth, usdt, wholeRate(2910n)))
+        const close = yield* quoteUsdt.pipe(oracleOn({}))
+        expect(close.relayerFee).toBe(ceilDiv(close.gasEstimate * close.gasPrice * 13_000n * 2910n, 10_000n))
+
+        // A wider bound takes the pushed pool.
+        yield* Effect.promise(() => setRate(weth, usdt, wholeRate(2700n)))
+        const wide = yield* quoteUsdt.pipe(oracleOn({ PRICE_MAX_DEVIATION_BPS: "1500" }))
+        expect(wide.relayerFee).toBe(ceilDiv(wide.gasEstimate * wide.gasPrice * 13_000n * 2700n, 10_000n))
+      }).pipe(Effect.ensuring(Effect.promise(() => setRate(weth, usdt, wholeRate(3000n)))))
+    },
+    60_000
   )
 
   it.live("a static price is used as given", () =>

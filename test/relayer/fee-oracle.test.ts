@@ -31,8 +31,17 @@ import {
   relayerFeeOf,
   validateQuoteRequest
 } from "../../src/relayer/FeeOracle.js"
-import { gasPriceRefreshFailures, priceSourceFailures } from "../../src/relayer/fees/metrics.js"
-import { type PriceSource, PriceSourceFailed } from "../../src/relayer/fees/priceSources.js"
+import {
+  gasPriceRefreshFailures,
+  priceDeviations,
+  priceSourceFailures
+} from "../../src/relayer/fees/metrics.js"
+import {
+  deviationBps,
+  exceedsDeviation,
+  type PriceSource,
+  PriceSourceFailed
+} from "../../src/relayer/fees/priceSources.js"
 
 const USDT = getAddress("0x00000000000000000000000000000000000000a1")
 const WETH = getAddress("0x00000000000000000000000000000000000000a2")
@@ -68,6 +77,7 @@ const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.flip(effec
 const counterValue = (counter: Metric.Metric.Counter<number>) =>
   Effect.map(Metric.value(counter), (s) => s.count)
 const sourceFailures = (source: string) => counterValue(Metric.tagged(priceSourceFailures, "source", source))
+const deviations = (source: string) => counterValue(Metric.tagged(priceDeviations, "source", source))
 
 // ---------------------------------------------------------------------------------------------
 
@@ -187,6 +197,21 @@ describe("fee arithmetic", () => {
   })
 })
 
+describe("price deviation", () => {
+  it("compares the ratios exactly, in either direction", () => {
+    const feed = perEth(3000n)
+    expect(exceedsDeviation(feed, perEth(3150n), 500)).toBe(false)
+    expect(exceedsDeviation(feed, perEth(2850n), 500)).toBe(false)
+    expect(exceedsDeviation(feed, { num: 3150n * E18 + 1n, den: E18 }, 500)).toBe(true)
+    expect(exceedsDeviation(feed, perEth(2849n), 500)).toBe(true)
+    // Decimals on one side only: 3000 USDC (6) per ETH is the same price.
+    expect(exceedsDeviation(perEth(3000n, 6), { num: 3000n * 10n ** 6n * 10n, den: E18 * 10n }, 0)).toBe(
+      false
+    )
+    expect(deviationBps(feed, perEth(2000n))).toBe(3333n)
+  })
+})
+
 describe("STATIC_PRICES", () => {
   it("reads whole units per native coin, with decimals from the deployment or after a colon", () => {
     const deployment = Option.some({
@@ -239,13 +264,14 @@ describe("fee settings", () => {
       )
     )
 
-  it("defaults: every source, a day for feeds, 5 s refresh, 60 s gas price age, the table as is", () => {
+  it("defaults: every source, three hours for feeds, a 5% DEX bound, 5 s refresh, 60 s gas price age, the table as is", () => {
     const settings = load({})
     expect(Either.isRight(settings)).toBe(true)
     if (Either.isLeft(settings)) return
     expect([...settings.right.priceSources]).toEqual(["static", "feed", "dex"])
     expect(settings.right).toMatchObject({
-      priceFeedMaxAgeSeconds: 86_400,
+      priceFeedMaxAgeSeconds: 10_800,
+      priceMaxDeviationBps: 500,
       gasPriceRefreshMs: 5_000,
       gasPriceMaxAgeSeconds: 60,
       gasBudgetBps: 10_000,
@@ -263,7 +289,9 @@ describe("fee settings", () => {
     ["GAS_BUDGET_BPS", "0"],
     ["WRAPPED_NATIVE", "weth"],
     ["SWAP_ROUTER", "0x12"],
-    ["GAS_PRICE_REFRESH_MS", "0"]
+    ["GAS_PRICE_REFRESH_MS", "0"],
+    ["PRICE_MAX_DEVIATION_BPS", "-1"],
+    ["PRICE_FEED_MAX_AGE_SECONDS", "0"]
   ])("refuses %s=%j at start-up, naming the setting", (name, value) => {
     const settings = load({ [name]: value })
     expect(Either.isLeft(settings) && formatConfigError(settings.left)).toMatch(new RegExp(`^${name}: `))
@@ -322,6 +350,7 @@ const harness = (
     gasPriceRefreshMs: 5_000,
     gasPriceMaxAgeSeconds: 60,
     gasBudgetBps: 10_000,
+    maxDeviationBps: 500,
     ...overrides
   })
   return { state, oracle }
@@ -492,7 +521,8 @@ describe("fee oracle", () => {
 // ---------------------------------------------------------------------------------------------
 // The real sources over a mocked chain, wired from settings as the relayer wires them
 
-const deploymentFile = (() => {
+/** The deployment file; `feedAges` gives the feeds age limits of their own. */
+const writeDeploymentFile = (feedAges?: { readonly native: number; readonly usdt: number }) => {
   const dir = mkdtempSync(join(tmpdir(), "fee-oracle-"))
   const file = join(dir, "deployment.json")
   writeFileSync(
@@ -506,15 +536,23 @@ const deploymentFile = (() => {
       startBlock: 1,
       quotedFullBalance: true,
       assets: {
-        [USDT]: { symbol: "USDT", decimals: 18, priceFeed: USDT_FEED },
+        [USDT]: {
+          symbol: "USDT",
+          decimals: 18,
+          priceFeed: USDT_FEED,
+          ...(feedAges === undefined ? {} : { priceFeedMaxAgeSeconds: feedAges.usdt })
+        },
         [WETH]: { symbol: "WETH", decimals: 18 },
         [USDC.toLowerCase()]: { symbol: "USDC", decimals: 6, priceFeed: USDC_FEED }
       },
-      nativePriceFeed: NATIVE_FEED
+      nativePriceFeed: NATIVE_FEED,
+      ...(feedAges === undefined ? {} : { nativePriceFeedMaxAgeSeconds: feedAges.native })
     })
   )
   return file
-})()
+}
+
+const deploymentFile = writeDeploymentFile()
 
 const NOW_S = 1_700_000_000n
 
@@ -607,13 +645,65 @@ describe("price sources over the chain", () => {
   it.effect("a stale feed falls through to the DEX quote", () => {
     const state = chainState()
     state.feeds[NATIVE_FEED]!.updatedAt = NOW_S - 3_601n
+    state.rates[WETH] = 2900n * E18
     return Effect.gen(function* () {
       const before = yield* sourceFailures("feed")
       const quote = yield* quoteAt(request())
-      // WETH -> USDT at 2500: the DEX's price, not the feeds' 3000.
-      expect(quote.relayerFee).toBe(relayerFeeOf(gasTable.claimDirect, GWEI, 13_000, perEth(2500n)))
+      // WETH -> USDT at 2900: the DEX's price, not the feeds' 3000 (and within 5% of it).
+      expect(quote.relayerFee).toBe(relayerFeeOf(gasTable.claimDirect, GWEI, 13_000, perEth(2900n)))
       expect(yield* sourceFailures("feed")).toBe(before + 1)
     }).pipe(withOracle({ PRICE_FEED_MAX_AGE_SECONDS: "3600", WRAPPED_NATIVE: WETH }, state))
+  })
+
+  it.effect(
+    "feeds are stale after three hours by default, or after the limit the deployment file gives each",
+    () => {
+      const state = chainState()
+      // Five hours old: a stablecoin feed with a daily heartbeat, and a native feed given 6 hours.
+      state.feeds[NATIVE_FEED]!.updatedAt = NOW_S - 18_000n
+      state.feeds[USDT_FEED]!.updatedAt = NOW_S - 18_000n
+      const byDefault = Effect.gen(function* () {
+        const before = yield* sourceFailures("feed")
+        yield* Effect.exit(quoteAt(request()))
+        expect(yield* sourceFailures("feed")).toBe(before + 1)
+      }).pipe(withOracle({}, state))
+      const ownLimits = Effect.gen(function* () {
+        const quote = yield* quoteAt(request())
+        expect(quote.relayerFee).toBe(relayerFeeOf(gasTable.claimDirect, GWEI, 13_000, perEth(3000n)))
+      }).pipe(withOracle({ DEPLOYMENT_FILE: writeDeploymentFile({ native: 21_600, usdt: 90_000 }) }, state))
+      // One limit too short is enough to make the feed price stale.
+      const oneShort = Effect.gen(function* () {
+        const before = yield* sourceFailures("feed")
+        yield* Effect.exit(quoteAt(request()))
+        expect(yield* sourceFailures("feed")).toBe(before + 1)
+      }).pipe(withOracle({ DEPLOYMENT_FILE: writeDeploymentFile({ native: 21_600, usdt: 3_600 }) }, state))
+      return Effect.all([byDefault, ownLimits, oneShort], { discard: true })
+    }
+  )
+
+  it.effect(
+    "a DEX quote further than PRICE_MAX_DEVIATION_BPS from the stale feed is not used, and counted",
+    () => {
+      const state = chainState()
+      state.feeds[NATIVE_FEED]!.updatedAt = NOW_S - 20_000n
+      // A thin pool pushed down: 1 ETH buys 2000 USDT where the feeds said 3000.
+      state.rates[WETH] = 2000n * E18
+      return Effect.gen(function* () {
+        const before = yield* deviations("dex")
+        expect(yield* failureOf(quoteAt(request()))).toBeInstanceOf(Unavailable)
+        expect(yield* deviations("dex")).toBe(before + 1)
+      }).pipe(withOracle({ WRAPPED_NATIVE: WETH }, state))
+    }
+  )
+
+  it.effect("PRICE_MAX_DEVIATION_BPS sets the bound: 10% takes a pool 6.7% off", () => {
+    const state = chainState()
+    state.feeds[NATIVE_FEED]!.updatedAt = NOW_S - 20_000n
+    state.rates[WETH] = 2800n * E18
+    return Effect.gen(function* () {
+      const quote = yield* quoteAt(request())
+      expect(quote.relayerFee).toBe(relayerFeeOf(gasTable.claimDirect, GWEI, 13_000, perEth(2800n)))
+    }).pipe(withOracle({ WRAPPED_NATIVE: WETH, PRICE_MAX_DEVIATION_BPS: "1000" }, state))
   })
 
   it.effect("a feed answering zero or not at all counts as failed", () => {

@@ -17,6 +17,7 @@ import type { TxStatus } from "../../schema/relayer.js"
 import { ANVIL_CHAIN_ID, ANVIL_MNEMONIC } from "../../src/chain/anvil.js"
 import type { ChainClient } from "../../src/chain/ChainClient.js"
 import { makeSenderCore } from "../../src/txsender/core.js"
+import { KeyHold, type KeyLock, semaphoreHold } from "../../src/txsender/lock.js"
 import type { TxSenderShape } from "../../src/txsender/TxSender.js"
 
 /** Mnemonic account `index` as a private key and its address. */
@@ -160,6 +161,9 @@ export const startRacingProxy = async (targetUrl: string, before: () => Promise<
 }
 
 /** A sender's core on `chain` for a key of its own: chain 31337, fees capped at 100 gwei. */
+/** Runs work as under the key's lock without taking any: for a test with one sender. */
+export const withoutLock: KeyLock = (effect) => Effect.provideService(effect, KeyHold, semaphoreHold)
+
 export const senderCoreOn = (chain: Layer.Layer<ChainClient>) =>
   makeSenderCore({
     privateKey: generatePrivateKey(),

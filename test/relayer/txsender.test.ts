@@ -49,7 +49,8 @@ import {
   settledStatus,
   startRacingProxy,
   testKey,
-  transactionOf
+  transactionOf,
+  withoutLock
 } from "./txsender-support.js"
 
 let anvil: AnvilInstance
@@ -192,7 +193,7 @@ const batchOf = (
     return {
       address: core.address.toLowerCase(),
       jobs,
-      submit: makeSubmitBatch(core, (effect) => effect)(jobs)
+      submit: makeSubmitBatch(core, withoutLock)(jobs)
     }
   })
 

@@ -35,7 +35,7 @@ const hashOf = (n: number): Hex => `0x${n.toString(16).padStart(64, "0")}`
 let counter = 0
 const attempt = (
   nonce: bigint,
-  options: { kind?: AttemptKind; fee?: bigint; tip?: bigint; ageMs?: number } = {}
+  options: { kind?: AttemptKind; fee?: bigint; tip?: bigint; ageMs?: number; refused?: boolean } = {}
 ): StoredAttempt => {
   counter++
   return {
@@ -45,7 +45,8 @@ const attempt = (
     maxFeePerGas: options.fee ?? gwei(10),
     maxPriorityFeePerGas: options.tip ?? gwei(1),
     raw: hashOf(1_000_000 + counter),
-    ageMs: options.ageMs ?? 0
+    ageMs: options.ageMs ?? 0,
+    refused: options.refused ?? false
   }
 }
 
@@ -123,7 +124,7 @@ describe("replacement", () => {
   it("stops at TX_MAX_REPLACEMENTS without simulating", () => {
     const bumps = [1, 2, 3].map((i) => attempt(7n, { kind: i === 3 ? "cancel" : "bump" }))
     const stuck = tx("1", 7n, { attempts: [attempt(7n), ...bumps] })
-    expect(replacementNeedsSimulation(stuck, 3)).toBe(false)
+    expect(replacementNeedsSimulation(stuck, { ...context, maxReplacements: 3 })).toBe(false)
     expect(planReplacement(stuck, { ...context, maxReplacements: 3 }, undefined)).toEqual({
       _tag: "Skip",
       reason: "max_replacements"
@@ -133,6 +134,32 @@ describe("replacement", () => {
       attempts: [attempt(7n), attempt(7n, { kind: "reprice" }), attempt(7n, { kind: "renonce" })]
     })
     expect(planReplacement(repriced, { ...context, maxReplacements: 1 }, "succeeds")._tag).toBe("Replace")
+  })
+
+  it("counts only the replacements the node did not refuse", () => {
+    const refused = [1, 2, 3].map(() => attempt(7n, { kind: "bump", refused: true }))
+    const stuck = tx("1", 7n, { attempts: [attempt(7n), ...refused] })
+    expect(replacementNeedsSimulation(stuck, { ...context, maxReplacements: 1 })).toBe(true)
+    expect(planReplacement(stuck, { ...context, maxReplacements: 1 }, "succeeds")._tag).toBe("Replace")
+    const accepted = tx("2", 7n, { attempts: [...stuck.attempts, attempt(7n, { kind: "cancel" })] })
+    expect(planReplacement(accepted, { ...context, maxReplacements: 1 }, "succeeds")).toEqual({
+      _tag: "Skip",
+      reason: "max_replacements"
+    })
+    // A refused bump's fees still set the floor of the next one.
+    const higher = tx("3", 7n, {
+      attempts: [attempt(7n, { fee: gwei(10) }), attempt(7n, { kind: "bump", fee: gwei(30), refused: true })]
+    })
+    const plan = planReplacement(higher, context, "succeeds")
+    expect(plan._tag === "Replace" && plan.fees.maxFeePerGas).toBe(bumped(gwei(30)))
+  })
+
+  it("checks the fee cap before simulating: a transaction capped at TX_MAX_FEE_GWEI is not simulated", () => {
+    const stuck = tx("1", 7n, { attempts: [attempt(7n, { fee: gwei(100), tip: gwei(1) })] })
+    const capped = { ...context, cap: gwei(100) }
+    expect(replacementNeedsSimulation(stuck, capped)).toBe(false)
+    expect(planReplacement(stuck, capped, undefined)).toEqual({ _tag: "Skip", reason: "fee_cap" })
+    expect(replacementNeedsSimulation(stuck, { ...context, cap: bumped(gwei(100)) })).toBe(true)
   })
 
   it("replaces the head with a no-op when it would now revert; a later one is bumped as it is", () => {
@@ -156,14 +183,14 @@ describe("replacement", () => {
 
   it("keeps a no-op a no-op: fillers and cancelled transactions are bumped without simulating", () => {
     const filler = tx("1", 7n, { purpose: "filler" })
-    expect(replacementNeedsSimulation(filler, 5)).toBe(false)
+    expect(replacementNeedsSimulation(filler, context)).toBe(false)
     expect(planReplacement(filler, context, undefined)).toMatchObject({
       _tag: "Replace",
       kind: "bump",
       noop: true
     })
     const cancelled = tx("2", 8n, { attempts: [attempt(8n), attempt(8n, { kind: "cancel" })] })
-    expect(replacementNeedsSimulation(cancelled, 5)).toBe(false)
+    expect(replacementNeedsSimulation(cancelled, context)).toBe(false)
     expect(planReplacement(cancelled, context, undefined)).toMatchObject({
       _tag: "Replace",
       kind: "cancel",

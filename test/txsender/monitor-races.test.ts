@@ -3,18 +3,24 @@
  * under the key's lock, on PGlite and (with `DATABASE_URL`) PostgreSQL, over a scripted node: a
  * transaction judged taken that another replica re-signed and got mined meanwhile, and a stuck
  * transaction mined while it was simulated for a replacement. Either is settled as mined, never
- * re-signed, dropped or cancelled.
+ * re-signed, dropped or cancelled. Then its fairness: a transaction capped at the fee ceiling is
+ * not simulated round after round, and replacements the node refused do not use up the limit.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { type Address, type Hex, parseGwei, parseTransaction } from "viem"
-import { ChainClient, ChainReverted } from "../../src/chain/ChainClient.js"
+import {
+  ChainClient,
+  ChainReverted,
+  RpcRejected,
+  type RpcRejectionKind
+} from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { migrate } from "../../src/store/migrations.js"
 import type { KeyLock } from "../../src/txsender/lock.js"
 import { makeMonitor } from "../../src/txsender/monitor.js"
-import { senderCoreOn } from "../relayer/txsender-support.js"
+import { senderCoreOn, withoutLock } from "../relayer/txsender-support.js"
 import { testDatabases } from "../support/database.js"
 
 const PAYLOAD = {
@@ -34,6 +40,10 @@ const scriptedNode = () => {
     reverts: false,
     receipts: new Map<string, { status: "success" | "reverted"; blockNumber: bigint; blockHash: Hex }>(),
     sent: [] as Array<Hex>,
+    /** Simulations asked for. */
+    calls: 0,
+    /** How the next broadcasts are refused, in turn; accepted once it is empty. */
+    refusals: [] as Array<RpcRejectionKind>,
     /** Runs when the payload is simulated. */
     onCall: () => {}
   }
@@ -51,26 +61,39 @@ const scriptedNode = () => {
     getBlock: () => Effect.succeed({ number: 100n, hash: BLOCK } as never),
     call: () =>
       Effect.suspend(() => {
+        node.calls++
         node.onCall()
         return node.reverts
           ? Effect.fail(new ChainReverted({ operation: "eth_call", data: "0x", description: "nonce used" }))
           : Effect.succeed("0x" as Hex)
       }),
     sendRawTransaction: (raw) =>
-      Effect.sync(() => {
+      Effect.suspend(() => {
         node.sent.push(raw)
-        return "0x" as Hex
+        const refusal = node.refusals.shift()
+        return refusal === undefined
+          ? Effect.succeed("0x" as Hex)
+          : Effect.fail(
+              new RpcRejected({
+                operation: "eth_sendRawTransaction",
+                code: -32000,
+                httpStatus: undefined,
+                rpcMessage: "replacement transaction underpriced",
+                kind: refusal,
+                cause: null
+              })
+            )
       })
   })
   return { node, layer: Layer.succeed(ChainClient, shape) }
 }
 
-/** A sender's core on the node with one request stored at nonce 0; its id. */
-const oneStored = (chain: Layer.Layer<ChainClient>) =>
+/** A sender's core on the node with one request stored at nonce 0 (with `fees`); its id. */
+const oneStored = (chain: Layer.Layer<ChainClient>, fees = FEES) =>
   Effect.gen(function* () {
     const core = yield* senderCoreOn(chain)
     const s = yield* core.sender
-    const original = yield* core.sign(s, PAYLOAD, 0n, FEES, "original")
+    const original = yield* core.sign(s, PAYLOAD, 0n, fees, "original")
     const [id] = yield* core.store.insert(s, [{ purpose: "request", payload: PAYLOAD, attempt: original }])
     return { core, s, original, id: id as string }
   })
@@ -117,7 +140,7 @@ for (const database of testDatabases()) {
                     node.pending = 2
                     node.reverts = reverts
                   }
-                  return yield* effect
+                  return yield* withoutLock(effect)
                 })
               const monitor = makeMonitor(core, withLock, {
                 replaceAfterMs: 3_600_000,
@@ -155,7 +178,7 @@ for (const database of testDatabases()) {
               })
               node.reverts = true
             }
-            const monitor = makeMonitor(core, (effect) => effect, {
+            const monitor = makeMonitor(core, withoutLock, {
               replaceAfterMs: 0,
               maxReplacements: 3,
               confirmations: 12
@@ -169,6 +192,55 @@ for (const database of testDatabases()) {
               attempts: ["original@0"]
             })
           })
+      )
+
+      it.effect("a stuck head transaction capped at the fee ceiling is not simulated round after round", () =>
+        Effect.gen(function* () {
+          const { node, layer: chain } = scriptedNode()
+          // Signed at the ceiling of senderCoreOn (100 gwei): no bump fits under it.
+          const { core, id } = yield* oneStored(chain, {
+            maxFeePerGas: parseGwei("100"),
+            maxPriorityFeePerGas: parseGwei("1")
+          })
+          node.pending = 1 // the node holds it, unmined: the head of the queue
+          const monitor = makeMonitor(core, withoutLock, {
+            replaceAfterMs: 0,
+            maxReplacements: 5,
+            confirmations: 12
+          })
+          for (let round = 0; round < 3; round++) yield* monitor.tick
+          expect(node.calls).toBe(0)
+          expect(node.sent).toEqual([])
+          expect((yield* rowOf(id)).attempts).toEqual(["original@0"])
+        })
+      )
+
+      it.effect("replacements the node refused do not count toward the replacement limit", () =>
+        Effect.gen(function* () {
+          const { node, layer: chain } = scriptedNode()
+          const { core, id } = yield* oneStored(chain)
+          node.pending = 1 // the node holds it, unmined
+          // The first two bumps are refused, the later ones accepted.
+          node.refusals = ["underpriced", "underpriced"]
+          const monitor = makeMonitor(core, withoutLock, {
+            replaceAfterMs: 0,
+            maxReplacements: 2,
+            confirmations: 12
+          })
+          for (let round = 0; round < 5; round++) yield* monitor.tick
+          // Two refused and two accepted bumps, then the limit: nothing more is sent.
+          expect(node.sent).toHaveLength(4)
+          expect((yield* rowOf(id)).attempts).toEqual([
+            "original@0",
+            "bump:refused@0",
+            "bump:refused@0",
+            "bump@0",
+            "bump@0"
+          ])
+          // Each bump over the one before, refused or not.
+          const fees = node.sent.map((raw) => parseTransaction(raw).maxFeePerGas ?? 0n)
+          for (let i = 1; i < fees.length; i++) expect(fees[i]! > fees[i - 1]!).toBe(true)
+        })
       )
     })
   })

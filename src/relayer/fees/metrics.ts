@@ -12,6 +12,11 @@ export const priceSourceFailures = counter(
   "Price lookups a source could not answer (fell through to the next source), by source"
 )
 
+export const priceDeviations = counter(
+  "relayer_price_deviations_total",
+  "Prices a source answered too far (PRICE_MAX_DEVIATION_BPS) from the price feed's last answer, not used, by source"
+)
+
 export const gasPriceRefreshFailures = counter(
   "relayer_gas_price_refresh_failures_total",
   "Background gas price reads that failed"
@@ -24,6 +29,7 @@ export const gasPriceGauge = Metric.gauge("relayer_gas_price_wei", {
 
 const quoteServed = taggedOnce(quotesServed)
 const priceSourceFailure = taggedOnce(priceSourceFailures)
+const priceDeviation = taggedOnce(priceDeviations)
 
 export const recordQuoteServed = (action: QuoteAction) => Metric.increment(quoteServed({ action }))
 
@@ -34,6 +40,8 @@ export const unsafeRecordQuoteServed = (
 ): void => quoteServed({ action }).unsafeUpdate(1, extraTags)
 
 export const recordPriceSourceFailure = (source: string) => Metric.increment(priceSourceFailure({ source }))
+
+export const recordPriceDeviation = (source: string) => Metric.increment(priceDeviation({ source }))
 
 export const recordGasPrice = (wei: bigint) => Metric.set(gasPriceGauge, wei)
 

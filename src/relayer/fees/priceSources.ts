@@ -3,6 +3,9 @@
  * ratio (asset base units per wei), with `None` when it has nothing for that asset (not
  * configured), or fails when it should have answered and could not; the oracle then falls
  * through to the next source, in docs/relayer.md's order: static price, price feed, DEX quote.
+ * A feed too old to price with still bounds the DEX quote that comes after it: one further than
+ * `PRICE_MAX_DEVIATION_BPS` from the feed's last answer is not used (a thin pool pushed for the
+ * moment the oracle reads it).
  */
 import { Clock, Data, Effect, Option } from "effect"
 import { type Address, getAddress, isAddress } from "viem"
@@ -17,6 +20,11 @@ export class PriceSourceFailed extends Data.TaggedError("PriceSourceFailed")<{
   readonly source: PriceSourceName
   readonly reason: string
   readonly cause?: unknown
+  /**
+   * What the source would have answered, too old to be used on its own (a stale feed): still the
+   * bound a later source's answer must keep to (`exceedsDeviation`).
+   */
+  readonly reference?: NativePrice
 }> {
   override get message() {
     return `${this.source} price source failed: ${this.reason}`
@@ -34,6 +42,29 @@ const NATIVE_UNIT = 10n ** 18n
 export interface AssetInfo {
   readonly decimals: number
   readonly priceFeed: Option.Option<Address>
+  /** The feed's own age limit (`priceFeedMaxAgeSeconds` of the deployment file). */
+  readonly priceFeedMaxAgeSeconds: Option.Option<number>
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cross-check
+
+/**
+ * Whether `price` is more than `maxBps` basis points away from `reference`:
+ * |price - reference| / reference > maxBps / 10_000, exactly, on the ratios.
+ */
+export const exceedsDeviation = (reference: NativePrice, price: NativePrice, maxBps: number): boolean => {
+  const a = price.num * reference.den
+  const b = reference.num * price.den
+  const difference = a > b ? a - b : b - a
+  return difference * 10_000n > BigInt(maxBps) * b
+}
+
+/** |price - reference| / reference in basis points, rounded down: for logs. */
+export const deviationBps = (reference: NativePrice, price: NativePrice): bigint => {
+  const a = price.num * reference.den
+  const b = reference.num * price.den
+  return ((a > b ? a - b : b - a) * 10_000n) / b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -51,12 +82,17 @@ export interface FeedSourceConfig {
   readonly assets: ReadonlyMap<Address, AssetInfo>
   /** Native coin / USD feed. */
   readonly nativeFeed: Option.Option<Address>
+  /** The native feed's own age limit (`nativePriceFeedMaxAgeSeconds` of the deployment file). */
+  readonly nativeFeedMaxAgeSeconds: Option.Option<number>
+  /** `PRICE_FEED_MAX_AGE_SECONDS`: the limit of a feed without one of its own. */
   readonly maxAgeSeconds: number
 }
 
 interface FeedAnswer {
   readonly answer: bigint
   readonly decimals: number
+  /** Older than the feed's age limit: the reason it is stale, for the failure. */
+  readonly stale: Option.Option<string>
 }
 
 /**
@@ -67,7 +103,11 @@ interface FeedAnswer {
 export const feedPriceSource = (chain: ChainClientShape, config: FeedSourceConfig): PriceSource => {
   const fail = (reason: string, cause?: unknown) => new PriceSourceFailed({ source: "feed", reason, cause })
 
-  const read = (feed: Address, label: string): Effect.Effect<FeedAnswer, PriceSourceFailed> =>
+  const read = (
+    feed: Address,
+    label: string,
+    maxAgeSeconds: number
+  ): Effect.Effect<FeedAnswer, PriceSourceFailed> =>
     Effect.all(
       [
         chain.readContract({ address: feed, abi: mockAggregatorV3Abi, functionName: "latestRoundData" }),
@@ -82,9 +122,11 @@ export const feedPriceSource = (chain: ChainClientShape, config: FeedSourceConfi
           if (answer <= 0n) return Effect.fail(fail(`${label} feed answered ${answer}`))
           if (updatedAt === 0n) return Effect.fail(fail(`${label} feed has no complete round`))
           const age = BigInt(Math.floor(nowMs / 1000)) - updatedAt
-          if (age > BigInt(config.maxAgeSeconds))
-            return Effect.fail(fail(`${label} feed is stale (updated ${age} s ago)`))
-          return Effect.succeed({ answer, decimals })
+          const stale =
+            age > BigInt(maxAgeSeconds)
+              ? Option.some(`${label} feed is stale (updated ${age} s ago, limit ${maxAgeSeconds} s)`)
+              : Option.none()
+          return Effect.succeed({ answer, decimals, stale })
         })
       )
     )
@@ -96,15 +138,25 @@ export const feedPriceSource = (chain: ChainClientShape, config: FeedSourceConfi
       const assetFeed = info === undefined ? Option.none() : info.priceFeed
       if (info === undefined || Option.isNone(assetFeed) || Option.isNone(config.nativeFeed))
         return Effect.succeed(Option.none())
-      return Effect.all([read(config.nativeFeed.value, "native"), read(assetFeed.value, "asset")], {
-        concurrency: 2
-      }).pipe(
-        Effect.map(([native, quoted]) =>
-          Option.some({
+      const ageLimit = (own: Option.Option<number>) => Option.getOrElse(own, () => config.maxAgeSeconds)
+      return Effect.all(
+        [
+          read(config.nativeFeed.value, "native", ageLimit(config.nativeFeedMaxAgeSeconds)),
+          read(assetFeed.value, "asset", ageLimit(info.priceFeedMaxAgeSeconds))
+        ],
+        { concurrency: 2 }
+      ).pipe(
+        Effect.flatMap(([native, quoted]) => {
+          const price: NativePrice = {
             num: native.answer * 10n ** BigInt(quoted.decimals) * 10n ** BigInt(info.decimals),
             den: quoted.answer * 10n ** BigInt(native.decimals) * NATIVE_UNIT
-          })
-        )
+          }
+          // Too old to price with, yet the bound a DEX quote must keep to (docs/relayer.md).
+          const stale = Option.orElse(native.stale, () => quoted.stale)
+          return Option.isSome(stale)
+            ? Effect.fail(new PriceSourceFailed({ source: "feed", reason: stale.value, reference: price }))
+            : Effect.succeed(Option.some(price))
+        })
       )
     }
   }
@@ -188,7 +240,8 @@ export const knownAssets = (settings: RelayerSettingsShape): ReadonlyMap<Address
       if (!isAddress(key, { strict: false })) continue
       assets.set(getAddress(key), {
         decimals: info.decimals,
-        priceFeed: Option.fromNullable(info.priceFeed)
+        priceFeed: Option.fromNullable(info.priceFeed),
+        priceFeedMaxAgeSeconds: Option.fromNullable(info.priceFeedMaxAgeSeconds)
       })
     }
   }
@@ -206,6 +259,9 @@ export const makePriceSources = (
     feedPriceSource(chain, {
       assets,
       nativeFeed: Option.flatMap(settings.deployment, (d) => Option.fromNullable(d.nativePriceFeed)),
+      nativeFeedMaxAgeSeconds: Option.flatMap(settings.deployment, (d) =>
+        Option.fromNullable(d.nativePriceFeedMaxAgeSeconds)
+      ),
       maxAgeSeconds: settings.priceFeedMaxAgeSeconds
     }),
     dexPriceSource(chain, {
