@@ -77,6 +77,23 @@ export interface TxSenderShape {
   readonly status: (hash: Hex) => Effect.Effect<TxStatus, Unavailable>
 }
 
+/** A request of this sender found mined, as the monitor records it. */
+export interface SettledTx {
+  readonly to: Address
+  readonly data: Hex
+  /** `cancelled`: the no-op that replaced it was mined instead. */
+  readonly outcome: "success" | "reverted" | "cancelled"
+  /** The hash that was mined. */
+  readonly hash: Hex
+  readonly blockNumber: bigint
+}
+
+/**
+ * Told of the transactions each monitor round records as mined (the relayer's revert memory,
+ * docs/relayer.md §8). It must not fail, and should not keep the monitor waiting.
+ */
+export type SettledObserver = (settled: ReadonlyArray<SettledTx>) => Effect.Effect<void>
+
 export interface SenderState {
   readonly address: Address
   /** Transactions sent and not yet mined or dropped. */

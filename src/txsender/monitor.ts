@@ -67,7 +67,8 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
       .pipe(
         Effect.zipRight(
           Effect.forEach(settled, ({ mined }) => metrics.recordSettled(mined.outcome), { discard: true })
-        )
+        ),
+        Effect.zipRight(core.noteSettled(settled))
       )
 
   /** Someone else used the nonce of `tx`: sign it again at a free one, unless it need not happen. */

@@ -47,6 +47,7 @@ import { type RelayerClient, relayerFetchClient } from "../../../src/client.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { AccountReader } from "../../../src/relayer/AccountReader.js"
 import { FeeOracle } from "../../../src/relayer/FeeOracle.js"
+import { RevertCooldowns } from "../../../src/relayer/RevertCooldowns.js"
 import { IdRateLimit } from "../../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../../src/relayer/reservations.js"
 import { TxPreflight } from "../../../src/relayer/simulate.js"
@@ -444,7 +445,14 @@ export const liveChainLayers = (
     )
   )
   const oracle = Layer.succeed(FeeOracle, {
-    quote: () => Effect.succeed({ relayerFee, gasEstimate: 60_000n, gasPrice: 1n, validUntil: 0 }),
+    quote: () =>
+      Effect.succeed({
+        relayerFee,
+        gasEstimate: 60_000n,
+        gasPrice: 1n,
+        price: { num: 1n, den: 1n },
+        validUntil: 0
+      }),
     gasBudget: () => 60_000n,
     isCurrent: () => false
   })
@@ -456,6 +464,8 @@ export const liveChainLayers = (
     IdRateLimit.layer,
     // Nothing is sent, so nothing needs holding.
     NonceReservations.unguarded,
+    // Nothing is sent, so nothing reverts.
+    RevertCooldowns.none,
     oracle
   ).pipe(
     Layer.provideMerge(sender.layer),
