@@ -11,8 +11,9 @@
  * A revert because another transaction used the signed nonce first (an open claim copied from
  * the mempool, or the owner's request sent through another relayer) is not the account's doing
  * and counts nothing: the vault's nonce after the block is past the one the transaction signed.
- * Bind transactions carry no signed nonce and always count; so do owner actions sent without a
- * fee claim (REQUIRE_ACTION_FEE=false).
+ * Nor does one mined after a deadline it signed had passed: the transaction waited too long, which
+ * is the chain's doing or the relayer's. Bind transactions carry no signed nonce and otherwise
+ * always count; so do owner actions sent without a fee claim (REQUIRE_ACTION_FEE=false).
  *
  * The rows live in the database, so every replica refuses what any of them saw revert, and a
  * revert two replicas both record counts once (`last_tx`).
@@ -57,6 +58,8 @@ export interface RelayedTx {
   readonly registeredOwner: Address | undefined
   /** Other signers the vault asks: rotate-owner's new owner, who signs the fee claim. */
   readonly otherSigners: ReadonlyArray<Address>
+  /** Every deadline a step of it carries (Unix seconds); the vault refuses a block past one. */
+  readonly deadlines: ReadonlyArray<bigint>
 }
 
 const actionNames: Readonly<Record<string, string>> = {
@@ -102,6 +105,7 @@ export const relayedTxOf = (data: Hex): RelayedTx | undefined => {
   let ownerSigned = false
   let registeredOwner: Address | undefined
   const otherSigners: Array<Address> = []
+  const deadlines: Array<bigint> = []
   let signedBefore = 0n
   for (const step of steps) {
     switch (step.functionName) {
@@ -116,6 +120,7 @@ export const relayedTxOf = (data: Hex): RelayedTx | undefined => {
         signedNonce = claim.nonce - signedBefore
         openClaim ||= claim.relayer === zeroAddress
         ownerSigned = true
+        deadlines.push(claim.deadline)
         break
       }
       case "consolidate":
@@ -128,6 +133,11 @@ export const relayedTxOf = (data: Hex): RelayedTx | undefined => {
         id ??= step.args[0]
         if (nonceSteps.has(step.functionName)) signedBefore++
         if (step.functionName === "rotateOwner") otherSigners.push(step.args[1])
+        if (step.functionName === "consolidate") deadlines.push(step.args[4])
+        if (step.functionName === "registerShieldTemplates" || step.functionName === "rotateOwner")
+          deadlines.push(step.args[2])
+        if (step.functionName === "ping" || step.functionName === "cancelBind") deadlines.push(step.args[1])
+        if (step.functionName === "proposeBind") deadlines.push(step.args[2])
         if (step.functionName !== "proposeBind" && step.functionName !== "finalizeBind") ownerSigned = true
         break
       default:
@@ -136,7 +146,7 @@ export const relayedTxOf = (data: Hex): RelayedTx | undefined => {
     action ??= actionNames[step.functionName]
   }
   if (id === undefined || action === undefined) return undefined
-  return { action, id, signedNonce, openClaim, ownerSigned, registeredOwner, otherSigners }
+  return { action, id, signedNonce, openClaim, ownerSigned, registeredOwner, otherSigners, deadlines }
 }
 
 /** The cooldown a key gets on its `strikes`-th revert: doubled each time, within the maximum. */
@@ -249,6 +259,15 @@ export const makeRevertCooldowns: Effect.Effect<
   /** What a reverted relayed transaction is charged to, read from the chain at its block. */
   const examine = (tx: SettledTx, relayed: RelayedTx) =>
     Effect.gen(function* () {
+      if (relayed.deadlines.length > 0) {
+        const block = yield* chain.getBlock({ blockNumber: tx.blockNumber })
+        if (relayed.deadlines.some((deadline) => block.timestamp > deadline)) {
+          yield* recordOnchainRevert(relayed.action, "deadline_passed")
+          return yield* Effect.logInfo(
+            "a relayed transaction was mined after its deadline; it does not count against the account"
+          ).pipe(Effect.annotateLogs({ action: relayed.action }))
+        }
+      }
       if (relayed.signedNonce !== undefined) {
         const nonce = yield* chain.readContract({
           address: vaultAddress,

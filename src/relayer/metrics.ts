@@ -25,7 +25,7 @@ export const simulationFailures = counter(
 
 export const onchainReverts = counter(
   "relayer_onchain_reverts_total",
-  "Relayed transactions mined reverted, by action and cause: cooldown (counted against the account and owner code), nonce_taken (another transaction used the signed nonce first) or unexamined (the chain could not be read to tell)"
+  "Relayed transactions mined reverted, by action and cause: cooldown (counted against the account and owner code), nonce_taken (another transaction used the signed nonce first), deadline_passed (mined after a deadline it signed) or unexamined (the chain could not be read to tell)"
 )
 
 export const revertCooldowns = counter(
@@ -52,8 +52,10 @@ const cooldownRefusal = taggedOnce(cooldownRefusals)
 
 export type CooldownKey = "id" | "code_hash"
 
-export const recordOnchainRevert = (action: string, cause: "cooldown" | "nonce_taken" | "unexamined") =>
-  Effect.asVoid(Metric.increment(onchainRevert({ action, cause })))
+export const recordOnchainRevert = (
+  action: string,
+  cause: "cooldown" | "nonce_taken" | "deadline_passed" | "unexamined"
+) => Effect.asVoid(Metric.increment(onchainRevert({ action, cause })))
 
 export const recordRevertCooldown = (key: CooldownKey) =>
   Effect.asVoid(Metric.increment(revertCooldown({ key })))

@@ -30,7 +30,18 @@ const idOf = (label: string): Hex => keccak256(toHex(label))
 /** `nonces(id)` after the block, as the stubbed chain answers it, by id. */
 const noncesAfter = new Map<string, bigint>()
 
+/** The mined block's timestamp: before every deadline the tests sign but `LATE`'s. */
+const BLOCK_TIME = 1_900_000_000n
+const LATE = BLOCK_TIME - 1n
+
 const chain = mockChainClient({
+  getBlock: () =>
+    Effect.succeed({
+      number: 10n,
+      hash: keccak256(toHex("block")),
+      parentHash: keccak256(toHex("parent")),
+      timestamp: BLOCK_TIME
+    }),
   getCode: (address) =>
     Effect.succeed(
       address === WALLET || address === TWIN ? WALLET_CODE : address === OTHER_CODE_OWNER ? "0x00" : "0x"
@@ -54,7 +65,7 @@ const settings = (base: number, max: number) =>
 const revertedClaim = (
   id: Hex,
   hash: string,
-  options: { nonce?: bigint; relayer?: Address } = {}
+  options: { nonce?: bigint; relayer?: Address; deadline?: bigint } = {}
 ): SettledTx => ({
   to: VAULT,
   data: claimCall(
@@ -67,7 +78,7 @@ const revertedClaim = (
       relayer: options.relayer ?? "0x00000000000000000000000000000000000000B1",
       relayerFee: 1n,
       nonce: options.nonce ?? 0n,
-      deadline: 2_000_000_000n
+      deadline: options.deadline ?? 2_000_000_000n
     } as never,
     "0x",
     "0x1234"
@@ -186,6 +197,17 @@ for (const database of testDatabases()) {
           expect(yield* retryAfter(id)).toBe(HOUR)
           expect((yield* Metric.value(claimsFrontrun)).count).toBe(frontrunBefore + 1)
         })
+    )
+
+    it.effect("a claim mined after its deadline counts nothing", () =>
+      Effect.gen(function* () {
+        const id = idOf(`${database.name} late`)
+        yield* tell(revertedClaim(id, `${database.name} late 1`, { deadline: LATE }), false)
+        expect(yield* retryAfter(id)).toBeUndefined()
+        // The same claim mined in time and reverting: that counts.
+        yield* tell(revertedClaim(id, `${database.name} late 2`))
+        expect(yield* retryAfter(id)).toBe(HOUR)
+      })
     )
   })
 }

@@ -422,8 +422,9 @@ export const recordingSender = (): RecordingSender => {
  * Everything a write pipeline (`ClaimsLive`, `OwnerActionsLive`) is built from, against the
  * devnet's chain: the relayer's settings `env` with `overrides` on top, the real chain client,
  * account reader, deny list, signature checks, preflight and per-id rate limit; `sender` in place
- * of the real one, no nonce reservations, and a fee oracle that quotes `relayerFee` on a 60k-gas
- * budget at 1 wei a gas.
+ * of the real one, no nonce reservations or revert cooldowns, and a fee oracle that quotes
+ * `relayerFee` on a 60k-gas budget at a gas price of 0, so that any fee pays for any gas limit
+ * (the fee check has tests of its own: test/e2e/hot-key-costs.test.ts).
  */
 export const liveChainLayers = (
   env: Record<string, string>,
@@ -449,7 +450,7 @@ export const liveChainLayers = (
       Effect.succeed({
         relayerFee,
         gasEstimate: 60_000n,
-        gasPrice: 1n,
+        gasPrice: 0n,
         price: { num: 1n, den: 1n },
         validUntil: 0
       }),
