@@ -19,7 +19,7 @@
  * revert two replicas both record counts once (`last_tx`).
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { type Address, decodeFunctionData, type Hex, keccak256, zeroAddress } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { RateLimited, Unavailable } from "../../schema/errors.js"
@@ -165,7 +165,11 @@ export interface RevertCooldownsShape {
     id: Hex,
     erc1271Owners: ReadonlyArray<Address>
   ) => Effect.Effect<void, RateLimited | Unavailable>
-  /** Examines the requests the sender recorded as mined, and starts the cooldowns reverts call for. */
+  /**
+   * Examines the requests the sender found mined and starts the cooldowns their reverts call for,
+   * before the sender records them, so their nonce reservations (which free with that record)
+   * cannot let a next request through ahead of the cooldown.
+   */
   readonly settled: (settled: ReadonlyArray<SettledTx>) => Effect.Effect<void>
 }
 
@@ -181,20 +185,22 @@ const refusalMessage = (kind: string) =>
 
 const databaseUnavailable = () => new Unavailable({ message: "the relayer's database is not answering" })
 
-/** Chain reads of an examination, tried again this often before it is given up (and counted). */
+/**
+ * Chain reads of an examination, tried again this often (about 1.4 s in all) before it is given up
+ * and counted: the sender's monitor waits for it.
+ */
 const EXAMINE_RETRIES = Schedule.exponential(Duration.millis(200)).pipe(
-  Schedule.intersect(Schedule.recurs(5))
+  Schedule.intersect(Schedule.recurs(3))
 )
 
 export const makeRevertCooldowns: Effect.Effect<
   RevertCooldownsShape,
   never,
-  SqlClient | ChainClient | RelayerSettings | Scope.Scope
+  SqlClient | ChainClient | RelayerSettings
 > = Effect.gen(function* () {
   const sql = yield* SqlClient
   const chain = yield* ChainClient
   const settings = yield* RelayerSettings
-  const scope = yield* Effect.scope
   const vault = settings.vault.toLowerCase()
   const vaultAddress = settings.vault
   const enabled = settings.revertCooldownSeconds > 0
@@ -333,24 +339,16 @@ export const makeRevertCooldowns: Effect.Effect<
       const relayed = relayedTxOf(tx.data)
       return relayed === undefined ? [] : [{ tx, relayed }]
     })
-    // In the background: the sender's monitor (which may hold the hot key's lock) does not wait.
-    return reverted.length === 0
-      ? Effect.void
-      : Effect.asVoid(
-          Effect.forkIn(
-            Effect.forEach(reverted, ({ tx, relayed }) => examine(tx, relayed), { discard: true }),
-            scope
-          )
-        )
+    return Effect.forEach(reverted, ({ tx, relayed }) => examine(tx, relayed), { discard: true })
   }
 
   return { check, settled }
 })
 
 export class RevertCooldowns extends Context.Tag("RevertCooldowns")<RevertCooldowns, RevertCooldownsShape>() {
-  /** Cooldowns in the relayer's database, read from the chain; examinations end with the scope. */
+  /** Cooldowns in the relayer's database, read from the chain. */
   static readonly layer: Layer.Layer<RevertCooldowns, never, SqlClient | ChainClient | RelayerSettings> =
-    Layer.scoped(RevertCooldowns, makeRevertCooldowns)
+    Layer.effect(RevertCooldowns, makeRevertCooldowns)
 
   /** The sender's observer that feeds the cooldowns. */
   static readonly observer: Layer.Layer<SettledTxObserver, never, RevertCooldowns> = Layer.effect(

@@ -95,7 +95,7 @@ export interface TxSenderOptions {
   readonly confirmations?: number
   /** Which service runs the sender: the `service` label of its metrics. Default `relayer`. */
   readonly service?: SenderService
-  /** Told of the requests each monitor round records as mined. */
+  /** Told of the requests each monitor round finds mined, before it records them. */
   readonly onSettled?: SettledObserver | undefined
 }
 

@@ -89,8 +89,10 @@ export interface SettledTx {
 }
 
 /**
- * Told of the transactions each monitor round records as mined (the relayer's revert memory,
- * docs/relayer.md §8). It must not fail, and should not keep the monitor waiting.
+ * Told of the requests each monitor round finds mined, before it records them: what the observer
+ * writes is in place before anything reading the record (the relayer's nonce reservations, which
+ * free with it) learns of them. The relayer's revert cooldowns (docs/relayer.md §8). It must not
+ * fail; the monitor waits for it, so it should be quick. Told again should the record then fail.
  */
 export type SettledObserver = (settled: ReadonlyArray<SettledTx>) => Effect.Effect<void>
 

@@ -112,7 +112,7 @@ export interface SenderCore {
     to: bigint,
     estimate: Fees
   ) => Effect.Effect<ReadonlySet<string>, TxStoreError>
-  /** Tells the sender's observer of requests just recorded as mined (fillers are not told). */
+  /** Tells the sender's observer of requests about to be recorded as mined (fillers are not told). */
   readonly noteSettled: (
     settled: ReadonlyArray<{ readonly tx: StoredTx; readonly mined: Mined }>
   ) => Effect.Effect<void>
