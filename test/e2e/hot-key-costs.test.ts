@@ -171,7 +171,10 @@ describe("a gas-burning ERC-1271 owner", () => {
       await sleep(50)
       refused = await answerOf(await net.post("/v1/claim", next))
     }
-    expect({ status: refused.status, code: refused.body.code }, json(refused.body)).toEqual({ status: 429, code: "rate_limited" })
+    expect({ status: refused.status, code: refused.body.code }, json(refused.body)).toEqual({
+      status: 429,
+      code: "rate_limited"
+    })
     expect(refused.body.error).toMatch(/reverted on chain/)
     const retryAfter = Number(refused.retryAfter)
     expect(retryAfter).toBeGreaterThan(3_500)
