@@ -1335,6 +1335,70 @@ export const smartWalletAbi = [
   }
 ] as const
 
+export const gasBurningWalletAbi = [
+  {
+    inputs: [
+      { internalType: "address", name: "owner_", type: "address" },
+      { internalType: "uint256", name: "burnGas_", type: "uint256" }
+    ],
+    stateMutability: "nonpayable",
+    type: "constructor"
+  },
+  { inputs: [], name: "NotAdmin", type: "error" },
+  {
+    inputs: [],
+    name: "admin",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [],
+    name: "burnGas",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [],
+    name: "failing",
+    outputs: [{ internalType: "bool", name: "", type: "bool" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [
+      { internalType: "bytes32", name: "hash", type: "bytes32" },
+      { internalType: "bytes", name: "signature", type: "bytes" }
+    ],
+    name: "isValidSignature",
+    outputs: [{ internalType: "bytes4", name: "", type: "bytes4" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [],
+    name: "owner",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function"
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "burnGas_", type: "uint256" }],
+    name: "setBurnGas",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function"
+  },
+  {
+    inputs: [{ internalType: "bool", name: "failing_", type: "bool" }],
+    name: "setFailing",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function"
+  }
+] as const
+
 export const idRegistryStandInAbi = [
   { inputs: [], name: "AlreadyRegistered", type: "error" },
   {

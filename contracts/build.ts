@@ -24,6 +24,7 @@ export const contracts = {
   MockAggregatorV3: { source: "mocks/MockAggregatorV3.sol", abiName: "mockAggregatorV3Abi" },
   TestToken: { source: "mocks/TestToken.sol", abiName: "testTokenAbi" },
   SmartWallet: { source: "mocks/SmartWallet.sol", abiName: "smartWalletAbi" },
+  GasBurningWallet: { source: "mocks/GasBurningWallet.sol", abiName: "gasBurningWalletAbi" },
   IdRegistryStandIn: { source: "mocks/FarcasterRegistries.sol", abiName: "idRegistryStandInAbi" },
   KeyRegistryStandIn: { source: "mocks/FarcasterRegistries.sol", abiName: "keyRegistryStandInAbi" },
   X402ExactPermit2Proxy: { source: "mocks/X402ExactPermit2Proxy.sol", abiName: "x402ExactPermit2ProxyAbi" }

@@ -20,6 +20,7 @@ import { ANVIL_MNEMONIC } from "../src/chain/anvil.js"
 import { FARCASTER_ID_REGISTRY, FARCASTER_KEY_REGISTRY } from "../src/config/attestor.js"
 import {
   feeVaultAbi,
+  gasBurningWalletAbi,
   idRegistryStandInAbi,
   keyRegistryStandInAbi,
   mockAggregatorV3Abi,
@@ -317,6 +318,22 @@ export async function deploySmartWallet(
   const chain = await resolveTarget(target, options.sender ?? devnetAccount(devnetRoles.admin))
   const artifacts = options.artifacts ?? (await loadArtifacts())
   return (await deploy(chain, smartWalletAbi, artifacts.SmartWallet.bytecode, [owner])).address
+}
+
+/**
+ * Deploys an ERC-1271 wallet owned by `owner` that burns `burnGas` in each signature check and
+ * whose sender (its admin) can make it refuse every signature; all instances share one code hash.
+ */
+export async function deployGasBurningWallet(
+  target: string | ChainTarget,
+  owner: Address,
+  burnGas: bigint,
+  options: { readonly sender?: Account; readonly artifacts?: Artifacts } = {}
+): Promise<Address> {
+  const chain = await resolveTarget(target, options.sender ?? devnetAccount(devnetRoles.admin))
+  const artifacts = options.artifacts ?? (await loadArtifacts())
+  return (await deploy(chain, gasBurningWalletAbi, artifacts.GasBurningWallet.bytecode, [owner, burnGas]))
+    .address
 }
 
 export { FARCASTER_ID_REGISTRY, FARCASTER_KEY_REGISTRY }

@@ -5,7 +5,7 @@
 import { Effect, Layer, Option } from "effect"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
-import { RelayerSettings } from "../src/config/relayer.js"
+import { RelayerSettings, relayerSettingsWarnings } from "../src/config/relayer.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { Indexer, indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
 import { AccountReader } from "../src/relayer/AccountReader.js"
@@ -18,6 +18,7 @@ import { RelayerHandlers } from "../src/relayer/handlers/index.js"
 import { relayerOutcomes } from "../src/relayer/metrics.js"
 import { OwnerActionsLive } from "../src/relayer/OwnerActions.js"
 import { Relay } from "../src/relayer/Relay.js"
+import { RevertCooldowns } from "../src/relayer/RevertCooldowns.js"
 import { IdRateLimit, relayerIpRateLimit } from "../src/relayer/rateLimits.js"
 import { NonceReservations } from "../src/relayer/reservations.js"
 import { TxPreflight } from "../src/relayer/simulate.js"
@@ -69,10 +70,22 @@ export const relayerServices = Layer.unwrapEffect(
       : Indexer.disabled
     return accountsFeedLayer.pipe(
       Layer.provideMerge(indexer),
-      Layer.provideMerge(txSenderLayer),
-      Layer.provideMerge(base)
+      // The sender tells the revert cooldowns what it finds mined (docs/relayer.md §8).
+      Layer.provideMerge(txSenderLayer.pipe(Layer.provide(RevertCooldowns.observer))),
+      Layer.provideMerge(RevertCooldowns.layer),
+      Layer.provideMerge(base),
+      Layer.merge(startupWarnings)
     )
   })
+)
+
+/** Settings that leave the hot key paying for what no fee covers, logged once at start-up. */
+const startupWarnings = Layer.effectDiscard(
+  Effect.flatMap(RelayerSettings, (settings) =>
+    Effect.forEach(relayerSettingsWarnings(settings), (warning) => Effect.logWarning(warning), {
+      discard: true
+    })
+  )
 )
 
 export const relayerServer = Layer.unwrapEffect(

@@ -11,6 +11,7 @@ import {
   type IndexerTuningSettings,
   indexerTuningSettings,
   nonNegativeInt,
+  oneOf,
   optionalDeployment,
   positiveInt,
   privateKey,
@@ -65,7 +66,21 @@ export interface RelayerSettingsShape extends ServiceSettings, IndexerTuningSett
   readonly gasPriceMaxAgeSeconds: number
   /** Scales the whole gas budget table (10_000 = as documented). */
   readonly gasBudgetBps: number
+  /** `OPEN_CLAIMS`: what becomes of a claim naming the zero address as its relayer. */
+  readonly openClaims: OpenClaims
+  /** First cooldown after a relayed transaction reverted on chain; 0 turns cooldowns off. */
+  readonly revertCooldownSeconds: number
+  /** The longest cooldown, however often reverts repeat. */
+  readonly revertCooldownMaxSeconds: number
 }
+
+/**
+ * `accept`: relayed as the spec says (through SEND_RPC_URL when set); `private-only`: the
+ * operator asserts SEND_RPC_URL is set (start-up fails without it); `refuse`: 400 `bad_request`.
+ * docs/relayer.md §8 "Open claims".
+ */
+export const openClaimsModes = ["accept", "private-only", "refuse"] as const
+export type OpenClaims = (typeof openClaimsModes)[number]
 
 export const loadRelayerSettings = Effect.gen(function* () {
   const deployment = yield* optionalDeployment
@@ -101,8 +116,22 @@ export const loadRelayerSettings = Effect.gen(function* () {
     quoteTtlSeconds: positiveInt("QUOTE_TTL_SECONDS", 60),
     requireActionFee: Config.boolean("REQUIRE_ACTION_FEE").pipe(Config.withDefault(true)),
     denyListFile: Config.option(Config.nonEmptyString("DENY_LIST")),
+    openClaims: oneOf("OPEN_CLAIMS", openClaimsModes).pipe(Config.withDefault<OpenClaims>("accept")),
+    revertCooldownSeconds: nonNegativeInt("REVERT_COOLDOWN_SECONDS", 3_600, 31_536_000),
+    revertCooldownMaxSeconds: positiveInt("REVERT_COOLDOWN_MAX_SECONDS", 86_400, 31_536_000),
     ...txSenderSettings
   })
+  if (rest.openClaims === "private-only" && Option.isNone(rest.sendRpcUrl))
+    return yield* Effect.fail(
+      ConfigError.InvalidData(
+        ["OPEN_CLAIMS"],
+        "private-only needs SEND_RPC_URL (a private send RPC); set it, or choose accept or refuse"
+      )
+    )
+  if (rest.revertCooldownMaxSeconds < rest.revertCooldownSeconds)
+    return yield* Effect.fail(
+      ConfigError.InvalidData(["REVERT_COOLDOWN_MAX_SECONDS"], "must not be below REVERT_COOLDOWN_SECONDS")
+    )
   const indexerStartBlock = Option.getOrElse(
     Option.orElse(startBlockSetting, () => fromDeployment((d) => d.startBlock)),
     () => 0
@@ -238,6 +267,23 @@ export const loadFeeSettings = (deployment: Option.Option<Deployment>) =>
       }))
     }
   })
+
+/**
+ * Settings that start but leave the hot key paying for what no fee covers; logged as warnings at
+ * start-up (docs/relayer.md §8 "Gas cap and fee margin", "Open claims").
+ */
+export const relayerSettingsWarnings = (settings: RelayerSettingsShape): ReadonlyArray<string> => [
+  ...(settings.gasCapBps > settings.feeMarginBps
+    ? [
+        `GAS_CAP_BPS (${settings.gasCapBps}) is above FEE_MARGIN_BPS (${settings.feeMarginBps}): transactions whose gas the fee does not cover are refused with fee_too_low before the cap is reached`
+      ]
+    : []),
+  ...(settings.openClaims === "accept" && Option.isNone(settings.sendRpcUrl)
+    ? [
+        "open claims (claim.relayer = 0x0) go out through RPC_URL's public mempool without SEND_RPC_URL: anyone can copy one, take its fee, and make this relayer's transaction revert at its cost; set SEND_RPC_URL or OPEN_CLAIMS=refuse"
+      ]
+    : [])
+]
 
 export class RelayerSettings extends Context.Tag("RelayerSettings")<RelayerSettings, RelayerSettingsShape>() {
   static readonly layer = Layer.effect(RelayerSettings, loadRelayerSettings)

@@ -8,12 +8,16 @@
  *   3. signatures against the expected owner; nonce (`nonces(id)`, `+1` after a consolidation);
  *      the full-balance rules against the balance the consolidation leaves
  *   4. fee against the current quote minus `QUOTE_TOLERANCE_BPS`
- *   5. reserve the nonces it consumes (409 while another request holds one), build, simulate,
- *      cap, send
+ *   5. refuse an id or ERC-1271 owner code on a revert cooldown, reserve the nonces it consumes
+ *      (409 while another request holds one), build, simulate, cap, check the fee covers the gas
+ *      limit, send
+ *
+ * An open claim (`claim.relayer` the zero address) is refused under `OPEN_CLAIMS=refuse`
+ * (docs/relayer.md §8 "Open claims").
  */
 
 import { Array as Arr, Clock, Context, Effect, Layer } from "effect"
-import { FeeTooLow, NonceMismatch } from "../../schema/errors.js"
+import { BadRequest, FeeTooLow, NonceMismatch } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
 import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
 import { RelayerSettings } from "../config/relayer.js"
@@ -58,7 +62,7 @@ export const ClaimsLive: Layer.Layer<
     const signatures = yield* VaultSignatures
     const oracle = yield* FeeOracle
     const sender = yield* TxSender
-    const { send } = yield* Relay
+    const { sendPaid } = yield* Relay
     // The claim and consolidation rules of this deployment are settings.
     const rules = settings
 
@@ -73,6 +77,10 @@ export const ClaimsLive: Layer.Layer<
         if (consolidate !== undefined)
           yield* checkDeadline(consolidate.deadline, now, settings.minDeadlineSeconds, "consolidate.deadline")
         yield* checkRelayer(claim.relayer, sender.address, { allowAnyone: true, field: "claim.relayer" })
+        if (claim.relayer === ZERO_ADDRESS && settings.openClaims === "refuse")
+          return yield* new BadRequest({
+            message: `claim.relayer: this relayer does not take open claims (the zero address); name this relayer, ${sender.address}`
+          })
         yield* checkAmounts(claim)
         if (consolidate !== undefined) yield* checkConsolidateStep(rules, consolidate, claim.asset)
         yield* checkDataHash(claim, adapterData)
@@ -90,7 +98,7 @@ export const ClaimsLive: Layer.Layer<
         // Rule 3: owner signatures and nonces, against one read of the account.
         const snapshot = yield* accounts.read(id, consolidate === undefined ? [] : [settings.settlementAsset])
         const owner = yield* expectedOwner(register, snapshot)
-        yield* signatures.verifyOwner({
+        const signedBy = yield* signatures.verifyOwner({
           owner,
           primaryType: "Claim",
           message: claim,
@@ -106,8 +114,10 @@ export const ClaimsLive: Layer.Layer<
                 ? `claim.nonce must be the account's current nonce, ${nonce}`
                 : `with a consolidation step claim.nonce must be the account's nonce + 1, ${claimNonce}`
           })
+        // Whether the vault asks the owner's contract (ERC-1271), whose code may then go on a cooldown.
+        let erc1271 = signedBy === "erc1271"
         if (consolidate !== undefined) {
-          yield* signatures.verifyOwner({
+          const consolidateSignedBy = yield* signatures.verifyOwner({
             owner,
             primaryType: "Consolidate",
             message: {
@@ -121,6 +131,7 @@ export const ClaimsLive: Layer.Layer<
             signature: consolidate.signature,
             what: "the consolidation"
           })
+          erc1271 ||= consolidateSignedBy === "erc1271"
           yield* checkAgainstConsolidated(claim, consolidate, snapshot.balance(settings.settlementAsset))
         }
 
@@ -138,27 +149,37 @@ export const ClaimsLive: Layer.Layer<
             message: `claim.relayerFee is below the current quote of ${quote.relayerFee} for this request`
           })
 
-        // Rule 5: build, simulate, cap, send.
-        return yield* send({
-          id,
-          calls: Arr.append(
-            [
-              ...(register === undefined ? [] : [registerCall(register)]),
-              ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
-            ],
-            claimCall(claim, adapterData, signature)
-          ),
-          budget: oracle.gasBudget(quoteRequest),
-          action: "claim",
-          // The consolidation consumes `nonce`, the claim `claimNonce` (the same one without it).
-          reserve:
-            consolidate === undefined
-              ? [{ kind: "nonce", value: nonce }]
-              : [
-                  { kind: "nonce", value: nonce },
-                  { kind: "nonce", value: claimNonce }
-                ]
-        })
+        // Rule 5: cooldowns, build, simulate, cap, fee cover, send.
+        const paid = {
+          fee: claim.relayerFee,
+          field: "claim.relayerFee",
+          gasPrice: quote.gasPrice,
+          price: quote.price
+        }
+        return yield* sendPaid(
+          {
+            id,
+            erc1271Owners: erc1271 ? [owner] : [],
+            calls: Arr.append(
+              [
+                ...(register === undefined ? [] : [registerCall(register)]),
+                ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
+              ],
+              claimCall(claim, adapterData, signature)
+            ),
+            budget: oracle.gasBudget(quoteRequest),
+            action: "claim",
+            // The consolidation consumes `nonce`, the claim `claimNonce` (the same one without it).
+            reserve:
+              consolidate === undefined
+                ? [{ kind: "nonce", value: nonce }]
+                : [
+                    { kind: "nonce", value: nonce },
+                    { kind: "nonce", value: claimNonce }
+                  ]
+          },
+          paid
+        )
       }).pipe(Effect.withSpan("Claims.submit"))
 
     return { submit }

@@ -80,6 +80,8 @@ export interface Quote {
   readonly gasEstimate: bigint
   /** Wei per gas. */
   readonly gasPrice: bigint
+  /** The asset's price the fee was converted at: what a request's fee is worth in gas. */
+  readonly price: NativePrice
   /** Unix seconds. */
   readonly validUntil: number
 }
@@ -364,6 +366,7 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
           relayerFee: relayerFeeOf(gasEstimate, gasPrice, options.feeMarginBps, price),
           gasEstimate,
           gasPrice,
+          price,
           validUntil: Math.floor(nowMs / 1000) + options.quoteTtlSeconds
         }
       })

@@ -39,7 +39,7 @@ import type { ActionError } from "./api/actions.js"
 import type { QuoteRequest } from "./FeeOracle.js"
 import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { Relay } from "./Relay.js"
+import { type FeePaid, Relay, type RelayRequest } from "./Relay.js"
 import { checkFeeClaim, checkTemplates } from "./validation/actionRules.js"
 import {
   checkConsolidateStep,
@@ -49,7 +49,7 @@ import {
 } from "./validation/claimRules.js"
 import { DenyList, screenRecipients } from "./validation/denyList.js"
 import { expectedOwner } from "./validation/owner.js"
-import type { VaultMessage } from "./validation/signatures.js"
+import type { OwnerSignature, VaultMessage } from "./validation/signatures.js"
 import { VaultSignatures } from "./validation/signatures.js"
 
 type Submit<R> = (request: R) => Effect.Effect<TxHashResponse, ActionError>
@@ -98,7 +98,7 @@ export const OwnerActionsLive: Layer.Layer<
     const signatures = yield* VaultSignatures
     const oracle = yield* FeeOracle
     const sender = yield* TxSender
-    const { send } = yield* Relay
+    const { send, sendPaid } = yield* Relay
     // The claim and consolidation rules of this deployment are settings.
     const rules = settings
 
@@ -142,19 +142,20 @@ export const OwnerActionsLive: Layer.Layer<
         const snapshot = yield* accounts.read(id)
         const owner = yield* expectedOwner(register, snapshot)
         const nonce = snapshot.nonce
-        yield* signatures.verifyOwner({
+        const signedBy = yield* signatures.verifyOwner({
           owner,
           primaryType: plan.primaryType,
           message: plan.message(nonce),
           signature: plan.signature,
           what: `the ${action} (signed over the account's current nonce, ${nonce})`
         })
+        let feeSignedBy: OwnerSignature | undefined
         if (fee !== undefined) {
           if (fee.claim.nonce !== nonce + 1n)
             return yield* new NonceMismatch({
               message: `fee.claim.nonce must be the account's nonce + 1, ${nonce + 1n}: the action consumes ${nonce}`
             })
-          yield* signatures.verifyOwner({
+          feeSignedBy = yield* signatures.verifyOwner({
             owner: plan.feeSigner ?? owner,
             primaryType: "Claim",
             message: fee.claim,
@@ -164,17 +165,29 @@ export const OwnerActionsLive: Layer.Layer<
         }
 
         // Rule 4: the fee against the current quote (the operator pays when fees are optional).
+        let paid: FeePaid | undefined
         if (fee !== undefined && settings.requireActionFee) {
           const quote = yield* oracle.quote(quoteRequest)
           if (fee.claim.relayerFee < minimumFee(quote.relayerFee, settings.quoteToleranceBps))
             return yield* new FeeTooLow({
               message: `fee.claim.relayerFee is below the current quote of ${quote.relayerFee} for this ${action}`
             })
+          paid = {
+            fee: fee.claim.relayerFee,
+            field: "fee.claim.relayerFee",
+            gasPrice: quote.gasPrice,
+            price: quote.price
+          }
         }
 
-        // Rule 5: build, simulate, cap, send.
-        return yield* send({
+        // Rule 5: cooldowns, build, simulate, cap, fee cover (when it pays), send.
+        const relayed: RelayRequest = {
           id,
+          // Every owner contract the vault asks (rotate-owner's fee claim is the new owner's).
+          erc1271Owners: [
+            ...(signedBy === "erc1271" ? [owner] : []),
+            ...(feeSignedBy === "erc1271" ? [plan.feeSigner ?? owner] : [])
+          ],
           calls: Arr.prependAll(
             Arr.appendAll(
               Arr.of(plan.call),
@@ -192,7 +205,9 @@ export const OwnerActionsLive: Layer.Layer<
                   { kind: "nonce", value: nonce },
                   { kind: "nonce", value: nonce + 1n }
                 ]
-        })
+        }
+        // Unpaid (REQUIRE_ACTION_FEE=false): the operator has chosen to pay for the gas.
+        return yield* paid === undefined ? send(relayed) : sendPaid(relayed, paid)
       }).pipe(Effect.withSpan("OwnerActions.submit", { attributes: { action: plan.action } }))
 
     const vaultCall = encodeFunctionData

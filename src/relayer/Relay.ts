@@ -1,25 +1,30 @@
 /**
- * The last step of every relayed write (docs/relayer.md §4 rule 5, §8): the nonces the
+ * The last step of every relayed write (docs/relayer.md §4 rule 5, §8): an account or owner
+ * contract on a revert cooldown refused (src/relayer/RevertCooldowns.ts), the nonces the
  * transaction will consume reserved (src/relayer/reservations.ts), the steps batched into one
- * transaction, simulated and gas-capped, the account's rate limit charged only once the vault has
- * accepted the simulation, and the transaction handed to the hot key's sender.
+ * transaction, simulated and gas-capped, a paid request's fee checked against the gas limit it
+ * would be sent with, the account's rate limit charged only once the vault has accepted the
+ * simulation, and the transaction handed to the hot key's sender.
  */
 
 import { Context, Effect, Exit, Layer } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
-import type { Hex } from "viem"
-import type {
-  GasCapExceeded,
-  NonceMismatch,
-  RateLimited,
-  SimulationFailed,
-  Unavailable
+import type { Address, Hex } from "viem"
+import {
+  FeeTooLow,
+  type GasCapExceeded,
+  type NonceMismatch,
+  type RateLimited,
+  type SimulationFailed,
+  type Unavailable
 } from "../../schema/errors.js"
 import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxHashResponse } from "../../schema/relayer.js"
-import { RelayerSettings } from "../config/relayer.js"
+import { type NativePrice, RelayerSettings } from "../config/relayer.js"
 import { TxSender, txSubmitErrorToApi } from "../txsender/TxSender.js"
+import { feeCovering } from "./fees/cover.js"
 import { batchCalls } from "./multicall.js"
+import { RevertCooldowns } from "./RevertCooldowns.js"
 import { IdRateLimit } from "./rateLimits.js"
 import { NonceReservations, type ReservationKey } from "./reservations.js"
 import { TxPreflight } from "./simulate.js"
@@ -38,13 +43,37 @@ export interface RelayRequest {
    * same one conflict, and the later request is refused before simulation.
    */
   readonly reserve: NonEmptyReadonlyArray<ReservationKey>
+  /**
+   * Owners whose ERC-1271 contract the vault asks to check a signature: their code hashes are
+   * refused while on a revert cooldown, like the account itself.
+   */
+  readonly erc1271Owners?: ReadonlyArray<Address>
+}
+
+/** What a paid request's fee is worth: the fee, and the quote's gas price and asset price. */
+export interface FeePaid {
+  /** In base units of the asset. */
+  readonly fee: bigint
+  /** Names the fee in the refusal: `claim.relayerFee`, `fee.claim.relayerFee`. */
+  readonly field: string
+  /** Wei per gas. */
+  readonly gasPrice: bigint
+  readonly price: NativePrice
 }
 
 export type RelayError = NonceMismatch | SimulationFailed | GasCapExceeded | RateLimited | Unavailable
 
 export interface RelayShape {
-  /** Reserves, simulates, caps, charges and hands the transaction to the sender. */
+  /** Refuses cooldowns, reserves, simulates, caps, charges and hands the transaction to the sender. */
   readonly send: (request: RelayRequest) => Effect.Effect<TxHashResponse, RelayError>
+  /**
+   * `send` for a request that pays: refused with 402 `fee_too_low` when its fee does not cover the
+   * gas limit at the quote's gas price (docs/relayer.md §8 "Gas cap and fee margin").
+   */
+  readonly sendPaid: (
+    request: RelayRequest,
+    paid: FeePaid
+  ) => Effect.Effect<TxHashResponse, RelayError | FeeTooLow>
 }
 
 /** The one write path every relayed endpoint (claims, owner actions, bind transactions) ends in. */
@@ -52,7 +81,7 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
   static readonly layer: Layer.Layer<
     Relay,
     never,
-    RelayerSettings | TxPreflight | IdRateLimit | TxSender | NonceReservations
+    RelayerSettings | TxPreflight | IdRateLimit | TxSender | NonceReservations | RevertCooldowns
   > = Layer.effect(
     Relay,
     Effect.gen(function* () {
@@ -61,14 +90,22 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
       const idLimit = yield* IdRateLimit
       const sender = yield* TxSender
       const reservations = yield* NonceReservations
-      const send = (request: RelayRequest): Effect.Effect<TxHashResponse, RelayError> =>
+      const cooldowns = yield* RevertCooldowns
+      /** `covered` refuses a gas limit the request does not pay for. */
+      const relay = <E>(
+        request: RelayRequest,
+        covered: (gasLimit: bigint) => Effect.Effect<void, E>
+      ): Effect.Effect<TxHashResponse, RelayError | E> =>
         Effect.suspend(() => {
           // Set once the request is handed to the sender: interrupted after that, it may still be sent.
           let handedOver = false
           // The sender could not tell whether it stored the transaction, which then goes out.
           let maybeStored = false
           return Effect.acquireUseRelease(
-            reservations.take(vault, request.id, request.reserve),
+            Effect.zipRight(
+              cooldowns.check(request.id, request.erc1271Owners ?? []),
+              reservations.take(vault, request.id, request.reserve)
+            ),
             (reservation) =>
               Effect.gen(function* () {
                 const data = batchCalls(request.calls)
@@ -77,6 +114,7 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
                   budget: request.budget,
                   action: request.action
                 })
+                yield* covered(gasLimit)
                 yield* idLimit.charge(request.id)
                 handedOver = true
                 const storedWith = reservations.linkOnStore(reservation)
@@ -107,7 +145,21 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
                 : reservations.release(reservation)
           )
         })
-      return { send }
+      return {
+        send: (request) => relay(request, () => Effect.void),
+        sendPaid: (request, paid) =>
+          relay(request, (gasLimit) => {
+            // The most gas the transaction may burn, at the gas price its fee was quoted at.
+            const needed = feeCovering(gasLimit, paid.gasPrice, paid.price)
+            return paid.fee >= needed
+              ? Effect.void
+              : Effect.fail(
+                  new FeeTooLow({
+                    message: `${paid.field} does not pay for this transaction's gas limit of ${gasLimit} at the current gas price: it needs at least ${needed}`
+                  })
+                )
+          })
+      }
     })
   )
 }

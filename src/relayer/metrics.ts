@@ -23,9 +23,47 @@ export const simulationFailures = counter(
   "Relayed transactions whose simulation (eth_call or eth_estimateGas) reverted, by action and vault error"
 )
 
+export const onchainReverts = counter(
+  "relayer_onchain_reverts_total",
+  "Relayed transactions mined reverted, by action and cause: cooldown (counted against the account and owner code), nonce_taken (another transaction used the signed nonce first), deadline_passed (mined after a deadline it signed) or unexamined (the chain could not be read to tell)"
+)
+
+export const revertCooldowns = counter(
+  "relayer_revert_cooldowns_total",
+  "Revert cooldowns started or lengthened, by key: id (an account) or code_hash (an ERC-1271 owner's code)"
+)
+
+export const cooldownRefusals = counter(
+  "relayer_revert_cooldown_refusals_total",
+  "Relayed requests refused with 429 because their account or owner code is on a revert cooldown, by key"
+)
+
+export const claimsFrontrun = counter(
+  "relayer_claims_frontrun_total",
+  "Open claims (claim.relayer = 0x0) this relayer sent that another sender's transaction executed first"
+)
+
 const claimOutcome = taggedOnce(claimOutcomes)
 const actionOutcome = taggedOnce(actionOutcomes)
 const simulationFailure = taggedOnce(simulationFailures)
+const onchainRevert = taggedOnce(onchainReverts)
+const revertCooldown = taggedOnce(revertCooldowns)
+const cooldownRefusal = taggedOnce(cooldownRefusals)
+
+export type CooldownKey = "id" | "code_hash"
+
+export const recordOnchainRevert = (
+  action: string,
+  cause: "cooldown" | "nonce_taken" | "deadline_passed" | "unexamined"
+) => Effect.asVoid(Metric.increment(onchainRevert({ action, cause })))
+
+export const recordRevertCooldown = (key: CooldownKey) =>
+  Effect.asVoid(Metric.increment(revertCooldown({ key })))
+
+export const recordCooldownRefusal = (key: CooldownKey) =>
+  Effect.asVoid(Metric.increment(cooldownRefusal({ key })))
+
+export const recordClaimFrontrun = Effect.asVoid(Metric.increment(claimsFrontrun))
 
 const recordClaimOutcome = (code: string) => claimOutcome({ code })
 

@@ -30,6 +30,7 @@ import { stubLayer } from "../testing/stub.js"
 import {
   type SenderState,
   SendUnavailable,
+  type SettledObserver,
   type TxRequest,
   type TxSenderShape,
   type TxSubmitError
@@ -49,6 +50,8 @@ export {
   HotKeyUnderfunded,
   type SenderState,
   SendUnavailable,
+  type SettledObserver,
+  type SettledTx,
   TxRejected,
   type TxRequest,
   type TxSenderShape,
@@ -59,6 +62,12 @@ export {
 import { CHAIN_UNAVAILABLE } from "../chain/errors.js"
 
 export class TxSender extends Context.Tag("TxSender")<TxSender, TxSenderShape>() {}
+
+/** What the relayer's sender tells of the requests it finds mined (src/relayer/RevertCooldowns.ts). */
+export class SettledTxObserver extends Context.Tag("SettledTxObserver")<
+  SettledTxObserver,
+  SettledObserver
+>() {}
 
 /** The hot key's state for health, from the same sender: nothing about any other account. */
 export class HotKeyState extends Context.Tag("HotKeyState")<
@@ -86,6 +95,8 @@ export interface TxSenderOptions {
   readonly confirmations?: number
   /** Which service runs the sender: the `service` label of its metrics. Default `relayer`. */
   readonly service?: SenderService
+  /** Told of the requests each monitor round finds mined, before it records them. */
+  readonly onSettled?: SettledObserver | undefined
 }
 
 export const DEFAULT_TX_CONFIRMATIONS = 12
@@ -299,10 +310,10 @@ export const txSenderOptions = (
 export const txSenderLayer: Layer.Layer<
   TxSender | HotKeyState,
   never,
-  ChainClient | SqlClient | RelayerSettings
+  ChainClient | SqlClient | RelayerSettings | SettledTxObserver
 > = Layer.scopedContext(
-  Effect.flatMap(RelayerSettings, (settings) =>
-    txSenderContext(txSenderOptions("relayer", settings.hotKey, settings))
+  Effect.flatMap(Effect.all([RelayerSettings, SettledTxObserver]), ([settings, onSettled]) =>
+    txSenderContext({ ...txSenderOptions("relayer", settings.hotKey, settings), onSettled })
   )
 )
 

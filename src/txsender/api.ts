@@ -77,6 +77,25 @@ export interface TxSenderShape {
   readonly status: (hash: Hex) => Effect.Effect<TxStatus, Unavailable>
 }
 
+/** A request of this sender found mined, as the monitor records it. */
+export interface SettledTx {
+  readonly to: Address
+  readonly data: Hex
+  /** `cancelled`: the no-op that replaced it was mined instead. */
+  readonly outcome: "success" | "reverted" | "cancelled"
+  /** The hash that was mined. */
+  readonly hash: Hex
+  readonly blockNumber: bigint
+}
+
+/**
+ * Told of the requests each monitor round finds mined, before it records them: what the observer
+ * writes is in place before anything reading the record (the relayer's nonce reservations, which
+ * free with it) learns of them. The relayer's revert cooldowns (docs/relayer.md §8). It must not
+ * fail; the monitor waits for it, so it should be quick. Told again should the record then fail.
+ */
+export type SettledObserver = (settled: ReadonlyArray<SettledTx>) => Effect.Effect<void>
+
 export interface SenderState {
   readonly address: Address
   /** Transactions sent and not yet mined or dropped. */

@@ -23,6 +23,7 @@ import { keptOnceRead } from "../background/once.js"
 import { ChainClient, type ChainClientShape, type ChainRequestError } from "../chain/ChainClient.js"
 import { wasmKeccak256 } from "../chain/keccak.js"
 import { checkedAgainstViem, signDigest } from "../chain/secp256k1.js"
+import type { SettledObserver } from "./api.js"
 import {
   type Broadcast,
   lastAttempt,
@@ -114,6 +115,10 @@ export interface SenderCore {
     to: bigint,
     estimate: Fees
   ) => Effect.Effect<ReadonlySet<string>, TxStoreError | LockLost, KeyHold>
+  /** Tells the sender's observer of requests about to be recorded as mined (fillers are not told). */
+  readonly noteSettled: (
+    settled: ReadonlyArray<{ readonly tx: StoredTx; readonly mined: Mined }>
+  ) => Effect.Effect<void>
 }
 
 export const makeSenderCore = (options: {
@@ -123,6 +128,7 @@ export const makeSenderCore = (options: {
   readonly service: SenderService
   /** How long a monitor round's reading stands in for the chain's answer; 0: never. */
   readonly freshForMs?: number
+  readonly onSettled?: SettledObserver | undefined
 }): Effect.Effect<SenderCore, never, ChainClient | SqlClient> =>
   Effect.gen(function* () {
     const chain = yield* ChainClient
@@ -249,6 +255,22 @@ export const makeSenderCore = (options: {
         return underpriced
       })
 
+    const onSettled = options.onSettled
+    const noteSettled: SenderCore["noteSettled"] = (settled) => {
+      const requests = settled.filter(({ tx }) => tx.purpose === "request")
+      return onSettled === undefined || requests.length === 0
+        ? Effect.void
+        : onSettled(
+            requests.map(({ tx, mined }) => ({
+              to: tx.payload.to,
+              data: tx.payload.data,
+              outcome: mined.outcome,
+              hash: mined.attempt.hash,
+              blockNumber: mined.blockNumber
+            }))
+          )
+    }
+
     return {
       chain,
       store,
@@ -267,6 +289,7 @@ export const makeSenderCore = (options: {
       broadcast,
       findMined,
       simulate,
-      healGap
+      healGap,
+      noteSettled
     } satisfies SenderCore
   })

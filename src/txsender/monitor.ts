@@ -60,11 +60,12 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
     blockHash: found.blockHash
   })
 
-  /** Records a round's mined transactions in one statement. */
+  /** Records a round's mined transactions in one statement, the sender's observer told first. */
   const settle = (settled: ReadonlyArray<{ readonly tx: StoredTx; readonly mined: Mined }>) =>
-    store
-      .markMined(settled.map(({ tx, mined }) => recordOf(tx, mined)))
+    core
+      .noteSettled(settled)
       .pipe(
+        Effect.zipRight(store.markMined(settled.map(({ tx, mined }) => recordOf(tx, mined)))),
         Effect.zipRight(
           Effect.forEach(settled, ({ mined }) => metrics.recordSettled(mined.outcome), { discard: true })
         )

@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { type ConfigError, ConfigProvider, Effect, Either, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import { loadAttestorSettings } from "../../src/config/attestor.js"
-import { loadRelayerSettings } from "../../src/config/relayer.js"
+import { loadRelayerSettings, relayerSettingsWarnings } from "../../src/config/relayer.js"
 import { formatConfigError } from "../../src/config/settings.js"
 
 const VAULT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
@@ -145,7 +145,10 @@ describe("relayer settings", () => {
     ["FEE_VAULT", "0x5FbDB2315678afecb367f032d93F642f64180aA3", "FEE_VAULT"],
     ["RELAYER_PRIVATE_KEY", "0x1234", "RELAYER_PRIVATE_KEY"],
     ["RELAYER_PRIVATE_KEY", "", "RELAYER_PRIVATE_KEY"],
-    ["REQUIRE_ACTION_FEE", "maybe", "REQUIRE_ACTION_FEE"]
+    ["REQUIRE_ACTION_FEE", "maybe", "REQUIRE_ACTION_FEE"],
+    ["OPEN_CLAIMS", "sometimes", "OPEN_CLAIMS"],
+    ["REVERT_COOLDOWN_SECONDS", "-1", "REVERT_COOLDOWN_SECONDS"],
+    ["REVERT_COOLDOWN_MAX_SECONDS", "0", "REVERT_COOLDOWN_MAX_SECONDS"]
   ])("names an invalid %s", (name, value, expected) => {
     const line = failure(load(loadRelayerSettings, { ...minimal, [name]: value }))
     expect(line).toContain(`${expected}: `)
@@ -164,6 +167,51 @@ describe("relayer settings", () => {
     const line = failure(invalid)
     expect(line).toMatch(/^DEPLOYMENT_FILE: .* is not a valid deployment file/)
     expect(line).not.toContain("\n")
+  })
+
+  it("refuses OPEN_CLAIMS=private-only without SEND_RPC_URL, and a maximum cooldown below the first", () => {
+    expect(failure(load(loadRelayerSettings, { ...minimal, OPEN_CLAIMS: "private-only" }))).toMatch(
+      /^OPEN_CLAIMS: private-only needs SEND_RPC_URL/
+    )
+    const privateOnly = load(loadRelayerSettings, {
+      ...minimal,
+      OPEN_CLAIMS: "private-only",
+      SEND_RPC_URL: "http://127.0.0.1:8546"
+    })
+    expect(Either.isRight(privateOnly) && privateOnly.right.openClaims).toBe("private-only")
+    expect(
+      failure(
+        load(loadRelayerSettings, {
+          ...minimal,
+          REVERT_COOLDOWN_SECONDS: "600",
+          REVERT_COOLDOWN_MAX_SECONDS: "60"
+        })
+      )
+    ).toMatch(/^REVERT_COOLDOWN_MAX_SECONDS: must not be below REVERT_COOLDOWN_SECONDS$/)
+  })
+
+  it("warns of a gas cap above the fee margin and of open claims without a private send RPC", () => {
+    const defaults = load(loadRelayerSettings, minimal)
+    if (Either.isLeft(defaults)) throw new Error("refused")
+    expect(defaults.right).toMatchObject({
+      openClaims: "accept",
+      revertCooldownSeconds: 3600,
+      revertCooldownMaxSeconds: 86400
+    })
+    const warnings = relayerSettingsWarnings(defaults.right)
+    expect(warnings).toHaveLength(2)
+    expect(warnings[0]).toMatch(/^GAS_CAP_BPS \(20000\) is above FEE_MARGIN_BPS \(13000\)/)
+    expect(warnings[1]).toMatch(/public mempool without SEND_RPC_URL/)
+    const quiet = load(loadRelayerSettings, {
+      ...minimal,
+      GAS_CAP_BPS: "13000",
+      SEND_RPC_URL: "http://127.0.0.1:8546"
+    })
+    if (Either.isLeft(quiet)) throw new Error("refused")
+    expect(relayerSettingsWarnings(quiet.right)).toEqual([])
+    const refusing = load(loadRelayerSettings, { ...minimal, GAS_CAP_BPS: "13000", OPEN_CLAIMS: "refuse" })
+    if (Either.isLeft(refusing)) throw new Error("refused")
+    expect(relayerSettingsWarnings(refusing.right)).toEqual([])
   })
 
   it("treats an empty METRICS_TOKEN as unset and keeps a set one secret", () => {

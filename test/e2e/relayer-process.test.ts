@@ -106,7 +106,35 @@ describe("relayer process", () => {
         "/v1/accounts"
       ].sort()
     )
+    // The defaults leave a gas cap above the fee margin and open claims on the public mempool: said once at start-up.
+    const warnings = service
+      .stdout()
+      .split("\n")
+      .filter((line) => line.includes("level=WARN"))
+    expect(
+      warnings.filter((line) => line.includes("GAS_CAP_BPS (20000) is above FEE_MARGIN_BPS (13000)"))
+    ).toHaveLength(1)
+    expect(
+      warnings.filter((line) => line.includes("open claims (claim.relayer = 0x0) go out through RPC_URL"))
+    ).toHaveLength(1)
     expect(await service.stop()).toBe(0)
+  })
+
+  it("stops with one line when OPEN_CLAIMS=private-only has no SEND_RPC_URL", {
+    timeout: PROCESS_TIMEOUT
+  }, async () => {
+    const service = startService("relayer", {
+      RPC_URL: anvil.rpcUrl,
+      RELAYER_PRIVATE_KEY: HOT_KEY,
+      DEPLOYMENT_FILE: deploymentFile,
+      DATA_DIR: join(dir, "private-only"),
+      OPEN_CLAIMS: "private-only"
+    })
+    running.push(service)
+    expect(await service.exited).toBe(1)
+    const lines = service.stderr().trim().split("\n")
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/^relayer: invalid settings: OPEN_CLAIMS: private-only needs SEND_RPC_URL/)
   })
 
   it("answers 503 unavailable while the RPC is down", { timeout: PROCESS_TIMEOUT }, async () => {

@@ -234,6 +234,20 @@ describe("rule 1: the request on its face", () => {
     })
   )
 
+  it.effect("relayer = 0x0 under OPEN_CLAIMS=refuse: bad_request saying to name this relayer", () =>
+    Effect.gen(function* () {
+      const open = yield* request({ relayer: addr("0x0000000000000000000000000000000000000000") })
+      const error = yield* refused(registered(), open, "bad_request", { OPEN_CLAIMS: "refuse" })
+      expect(error.message).toContain(`name this relayer, ${RELAYER}`)
+      // private-only (with a send RPC) and accept relay it.
+      for (const mode of ["private-only", "accept"]) {
+        const world = registered()
+        yield* run(world, open, { OPEN_CLAIMS: mode, SEND_RPC_URL: "http://127.0.0.1:1" })
+        expect(world.submitted).toHaveLength(1)
+      }
+    })
+  )
+
   it.effect("another relayer named: relayer_mismatch", () =>
     Effect.gen(function* () {
       yield* refused(registered(), yield* request({ relayer: addr(stranger.address) }), "relayer_mismatch")

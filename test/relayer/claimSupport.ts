@@ -18,6 +18,7 @@ import { RelayerSettings } from "../../src/config/relayer.js"
 import { AccountReader, type VaultAccount } from "../../src/relayer/AccountReader.js"
 import { Claims } from "../../src/relayer/Claims.js"
 import { FeeOracle, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
+import { RevertCooldowns } from "../../src/relayer/RevertCooldowns.js"
 import { IdRateLimit } from "../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../src/relayer/reservations.js"
 import { TxPreflight } from "../../src/relayer/simulate.js"
@@ -234,7 +235,13 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
     quote: (request) =>
       Effect.sync(() => {
         world.quoted.push(request)
-        return { relayerFee: world.fee, gasEstimate: GAS_BUDGET, gasPrice: 1n, validUntil: 60 }
+        return {
+          relayerFee: world.fee,
+          gasEstimate: GAS_BUDGET,
+          gasPrice: 1n,
+          price: { num: 1n, den: 1n },
+          validUntil: 60
+        }
       }),
     gasBudget: () => GAS_BUDGET,
     isCurrent: () => false
@@ -258,6 +265,7 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         IdRateLimit.layer,
         // No database here: the reservations have tests of their own (reservations.test.ts).
         NonceReservations.unguarded,
+        RevertCooldowns.none,
         TxPreflight.layer.pipe(Layer.provide(Layer.mergeAll(chain, sender)))
       )
     ),

@@ -377,6 +377,7 @@ describe("fee oracle", () => {
         relayerFee: relayerFeeOf(gasTable.claimDirect, 2n * GWEI, 13_000, perEth(3000n)),
         gasEstimate: gasTable.claimDirect,
         gasPrice: 2n * GWEI,
+        price: perEth(3000n),
         validUntil: 1_700_000_060
       })
       expect(o.gasBudget(request({ action: "shield-templates", templates: 2 }))).toBe(

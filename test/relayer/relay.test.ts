@@ -11,6 +11,7 @@ import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import type { Hex } from "viem"
 import { NonceMismatch, RateLimited, SimulationFailed } from "../../schema/errors.js"
 import { Relay, type RelayRequest } from "../../src/relayer/Relay.js"
+import { RevertCooldowns } from "../../src/relayer/RevertCooldowns.js"
 import { IdRateLimit } from "../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../src/relayer/reservations.js"
 import { TxPreflight } from "../../src/relayer/simulate.js"
@@ -57,6 +58,7 @@ const harness = (options: {
   })
   const relay = Relay.layer.pipe(
     Layer.provide(reservations),
+    Layer.provide(RevertCooldowns.none),
     Layer.provide(
       Layer.succeed(TxPreflight, {
         check: () =>

@@ -47,6 +47,7 @@ import { type RelayerClient, relayerFetchClient } from "../../../src/client.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { AccountReader } from "../../../src/relayer/AccountReader.js"
 import { FeeOracle } from "../../../src/relayer/FeeOracle.js"
+import { RevertCooldowns } from "../../../src/relayer/RevertCooldowns.js"
 import { IdRateLimit } from "../../../src/relayer/rateLimits.js"
 import { NonceReservations } from "../../../src/relayer/reservations.js"
 import { TxPreflight } from "../../../src/relayer/simulate.js"
@@ -421,8 +422,9 @@ export const recordingSender = (): RecordingSender => {
  * Everything a write pipeline (`ClaimsLive`, `OwnerActionsLive`) is built from, against the
  * devnet's chain: the relayer's settings `env` with `overrides` on top, the real chain client,
  * account reader, deny list, signature checks, preflight and per-id rate limit; `sender` in place
- * of the real one, no nonce reservations, and a fee oracle that quotes `relayerFee` on a 60k-gas
- * budget at 1 wei a gas.
+ * of the real one, no nonce reservations or revert cooldowns, and a fee oracle that quotes
+ * `relayerFee` on a 60k-gas budget at a gas price of 0, so that any fee pays for any gas limit
+ * (the fee check has tests of its own: test/e2e/hot-key-costs.test.ts).
  */
 export const liveChainLayers = (
   env: Record<string, string>,
@@ -444,7 +446,14 @@ export const liveChainLayers = (
     )
   )
   const oracle = Layer.succeed(FeeOracle, {
-    quote: () => Effect.succeed({ relayerFee, gasEstimate: 60_000n, gasPrice: 1n, validUntil: 0 }),
+    quote: () =>
+      Effect.succeed({
+        relayerFee,
+        gasEstimate: 60_000n,
+        gasPrice: 0n,
+        price: { num: 1n, den: 1n },
+        validUntil: 0
+      }),
     gasBudget: () => 60_000n,
     isCurrent: () => false
   })
@@ -456,6 +465,8 @@ export const liveChainLayers = (
     IdRateLimit.layer,
     // Nothing is sent, so nothing needs holding.
     NonceReservations.unguarded,
+    // Nothing is sent, so nothing reverts.
+    RevertCooldowns.none,
     oracle
   ).pipe(
     Layer.provideMerge(sender.layer),
