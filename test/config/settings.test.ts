@@ -211,6 +211,17 @@ describe("attestor settings", () => {
     expect(Array.from(Redacted.value(result.right.pepper))).toEqual(Array(32).fill(0x33))
   })
 
+  it("defaults the community app to Discord's documented endpoints, its API routes pinned to v10", () => {
+    const result = load(loadAttestorSettings, { ...minimal, COMMUNITY_CLIENT_ID: "1234567890" })
+    if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
+    expect(result.right.oauthApps.community?.endpoints).toEqual({
+      authorize: "https://discord.com/oauth2/authorize",
+      token: "https://discord.com/api/v10/oauth2/token",
+      revoke: "https://discord.com/api/v10/oauth2/token/revoke",
+      user: "https://discord.com/api/v10/users/@me"
+    })
+  })
+
   it.each([
     ["PEPPER", "0x1234"],
     ["ATTESTOR_PRIVATE_KEY", "nothex"],
