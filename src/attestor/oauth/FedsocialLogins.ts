@@ -16,7 +16,8 @@
  *    resource, domain, nonce, expiry and signature, and that the signer is the fid's custody
  *    address on the IdRegistry or one of its auth addresses on the KeyRegistry.
  * The registries are read over `FEDSOCIAL_RPC_URL` (Optimism by default): not answering is 503
- * `unavailable`.
+ * `unavailable`. Optimism's public endpoint, the default, is rate-limited: start-up warns once
+ * while it is configured (docs/operations.md "Provider endpoints").
  *
  * Nothing of a message, signature, nonce or fid reaches a log line, a metric or an error message.
  */
@@ -31,6 +32,7 @@ import type {
   SessionResponse
 } from "../../../schema/attestor.js"
 import { BadRequest, InvalidSession, Unavailable } from "../../../schema/errors.js"
+import { isPublicOptimismRpc } from "../../config/attestor.js"
 import { sessionResponse } from "../logins.js"
 import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
 import { OAuthStates } from "./OAuthStates.js"
@@ -60,7 +62,7 @@ export class FedsocialLogins extends Context.Tag("FedsocialLogins")<FedsocialLog
   static readonly layer = (
     config: FedsocialConfig
   ): Layer.Layer<FedsocialLogins, never, OAuthStates | SessionStore> =>
-    Layer.effect(FedsocialLogins, makeFedsocialLogins(config))
+    Layer.effect(FedsocialLogins, Effect.zipRight(publicRpcWarning(config), makeFedsocialLogins(config)))
 
   /** No fedsocial on this instance: `LoginOffered` refuses its routes before they get here. */
   static readonly unconfigured: Layer.Layer<FedsocialLogins> = Layer.succeed(FedsocialLogins, {
@@ -68,6 +70,13 @@ export class FedsocialLogins extends Context.Tag("FedsocialLogins")<FedsocialLog
     verify: () => Effect.dieMessage("fedsocial is not configured on this attestor")
   })
 }
+
+/** The one start-up line for a public registry RPC; it names the setting, never the URL. */
+export const PUBLIC_RPC_WARNING =
+  "FEDSOCIAL_RPC_URL is Optimism's public endpoint, which is rate-limited: fedsocial sign-ins answer 503 unavailable under load; set a private Optimism RPC in production"
+
+const publicRpcWarning = (config: FedsocialConfig): Effect.Effect<void> =>
+  isPublicOptimismRpc(config.rpcUrl) ? Effect.logWarning(PUBLIC_RPC_WARNING) : Effect.void
 
 const REFUSED = "the sign-in message could not be verified: sign in again"
 const REGISTRY_UNAVAILABLE = "the fedsocial registry is not answering: try again later"
