@@ -2,8 +2,9 @@
  * The OAuth routes' rows of docs/attestor.md §4 and §8 through the attestor's own server wiring over
  * a mocked chain, no indexer and an embedded database: the legacy GET start and the callback each
  * cost a token of the client's per-IP bucket (429 `rate_limited` with `Retry-After` once it is
- * empty, while the free reads still answer); and fedsocial with Optimism's public RPC logs exactly
- * one warning line at start-up, with a private RPC none.
+ * empty, while the free reads still answer); with `OAUTH_GET_START=false` the legacy GET start is
+ * 404 `not_found` for any query and any platform, the POST start unchanged; and fedsocial with
+ * Optimism's public RPC logs exactly one warning line at start-up, with a private RPC none.
  */
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -89,13 +90,17 @@ const serve = (env: Record<string, string>, lines: Array<string>) =>
 /** fedsocial on Optimism's public RPC (the default), the legacy GET start served. */
 const publicRpcLines: Array<string> = []
 const served = serve(baseEnv, publicRpcLines)
-/** fedsocial on a private RPC. */
+/** fedsocial on a private RPC, the legacy GET start off, and no community app. */
 const privateRpcLines: Array<string> = []
-const disabled = serve({ ...baseEnv, FEDSOCIAL_RPC_URL: "http://127.0.0.1:9/optimism" }, privateRpcLines)
+const disabled = serve(
+  { ...baseEnv, OAUTH_GET_START: "false", FEDSOCIAL_RPC_URL: "http://127.0.0.1:9/optimism" },
+  privateRpcLines
+)
 let base = ""
+let off = ""
 beforeAll(async () => {
   base = await served.runPromise(serverUrl)
-  await disabled.runPromise(serverUrl)
+  off = await disabled.runPromise(serverUrl)
 }, 120_000)
 afterAll(async () => {
   await Promise.all([served.dispose(), disabled.dispose()])
@@ -145,6 +150,43 @@ describe("the OAuth routes count against the per-IP limit", () => {
     }
     await expectRateLimited(await get(`${base}/v1/oauth/codehost/callback?code=c0de&state=another`, client))
     expect((await get(`${base}/v1/info`, client)).status).toBe(200)
+  })
+})
+
+describe("OAUTH_GET_START=false", () => {
+  const id = `0x${"11".repeat(32)}`
+  const queries = [
+    ["a good query", () => legacyQuery()],
+    ["an empty query", () => ""],
+    ["a bad stealth owner", () => "stealthOwner=0x1234&format=json"],
+    ["an id", () => `${legacyQuery()}&id=${id}`],
+    ["ids", () => `${legacyQuery()}&ids=${id}&ids=${id}`],
+    ["an unknown format and a stray field", () => `${legacyQuery()}&format=xml&extra=1`]
+  ] as const
+
+  it.each(queries)(
+    "the legacy GET start answers 404 not_found for %s, on every platform",
+    async (_, query) => {
+      // codehost has an app, community none, and "bogus" is no platform: the same answer for each.
+      for (const platform of ["codehost", "community", "bogus"]) {
+        const res = await get(`${off}/v1/oauth/${platform}/start?${query()}`, newClient())
+        expect({ platform, status: res.status }).toEqual({ platform, status: 404 })
+        expect(await res.json()).toEqual({
+          error: "GET /v1/oauth/:platform/start is disabled: use POST",
+          code: "not_found"
+        })
+      }
+    }
+  )
+
+  it("the POST start still answers", async () => {
+    const res = await fetch(`${off}/v1/oauth/codehost/start`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": newClient() },
+      body: JSON.stringify({ stealthOwner: STEALTH_OWNER, loginChallenge: newLoginSecret().loginChallenge })
+    })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ url: expect.stringContaining("client_id=codehost-client") })
   })
 })
 
