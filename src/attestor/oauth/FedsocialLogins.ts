@@ -72,7 +72,7 @@ export class FedsocialLogins extends Context.Tag("FedsocialLogins")<FedsocialLog
 }
 
 /** The one start-up line for a public registry RPC; it names the setting, never the URL. */
-export const PUBLIC_RPC_WARNING =
+const PUBLIC_RPC_WARNING =
   "FEDSOCIAL_RPC_URL is Optimism's public endpoint, which is rate-limited: fedsocial sign-ins answer 503 unavailable under load; set a private Optimism RPC in production"
 
 const publicRpcWarning = (config: FedsocialConfig): Effect.Effect<void> =>
