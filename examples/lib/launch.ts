@@ -9,7 +9,7 @@ import { feeVaultAbi, testTokenAbi } from "../../contracts/abi.js"
 import { loadArtifacts } from "../../contracts/build.js"
 import { CommitmentRequest, type CommitmentResponse, type Platform } from "../../schema/attestor.js"
 import { computeId, handleCommitment, userIdHash, ZERO_ADDRESS } from "../../schema/ids.js"
-import { encodeBeneficiaryHint, type HintPlaintext, sealHint } from "../../src/attestor/hints.js"
+import { type HintPlaintext, sealBeneficiaryHint } from "../../src/attestor/hints.js"
 import type { AttestorClient } from "../../src/client.js"
 import { call, type DevnetFile, devnetAccount, devnetClients, mined, show } from "./devnet.js"
 
@@ -55,13 +55,14 @@ export const launchTo = async (
   // docs/protocol.md §2: a kind-2 id commits to the handle commitment and the fallback.
   const id = computeId(2, commitment.handleCommitment, ZERO_ADDRESS, 0n)
   // docs/protocol.md §6: the hint tells the attestor whom the id is for; sealed, only it can read it.
+  // One envelope per attestor of the committee (here the devnet's one); hints are threshold 1.
   const hint: HintPlaintext = {
     platformId: commitment.platformId,
     userId: commitment.userId,
     nonce: commitment.nonce,
     attestorSalt: commitment.attestorSalt
   }
-  const beneficiaryHint = encodeBeneficiaryHint([sealHint(hintPublicKey, hint)])
+  const beneficiaryHint = sealBeneficiaryHint([hintPublicKey], hint)
   show("escrow id", id)
   show("beneficiaryHint bytes", (beneficiaryHint.length - 2) / 2)
 

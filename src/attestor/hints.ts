@@ -50,6 +50,33 @@ export const sealHint = (hintPublicKey: Hex, hint: HintPlaintext): Hex =>
 export const encodeBeneficiaryHint = (envelopes: ReadonlyArray<Hex>): Hex =>
   encodeAbiParameters([{ type: "bytes[]" }], [envelopes])
 
+/**
+ * A creator's `beneficiaryHint` for a committee (docs/attestor.md §2 "Hint"): one envelope per
+ * recipient hint key, each opened alone by its key's holder. Hints are threshold 1, so a threshold
+ * above 1 (a hint only several recipients together could open) is refused, never sealed as if it
+ * were 1. Refused too: no recipient, one key twice (in either encoding), and more recipients than
+ * an attestor tries (`MAX_ENVELOPES`: such a hint is opened by no one). Throws a `RangeError`
+ * naming the refusal.
+ */
+export const sealBeneficiaryHint = (
+  hintPublicKeys: ReadonlyArray<Hex>,
+  hint: HintPlaintext,
+  options: { readonly threshold?: number } = {}
+): Hex => {
+  const threshold = options.threshold ?? 1
+  if (threshold !== 1)
+    throw new RangeError(
+      `hints are threshold 1: each recipient opens its envelope alone; threshold ${threshold} is refused`
+    )
+  if (hintPublicKeys.length === 0) throw new RangeError("a hint needs at least one recipient hint key")
+  if (hintPublicKeys.length > MAX_ENVELOPES)
+    throw new RangeError(`a hint has at most ${MAX_ENVELOPES} recipients: attestors open no larger one`)
+  const compressed = hintPublicKeys.map((key) => PublicKey.fromHex(key).toHex(true))
+  if (new Set(compressed).size !== compressed.length)
+    throw new RangeError("a recipient hint key is listed twice")
+  return encodeBeneficiaryHint(hintPublicKeys.map((key) => sealHint(key, hint)))
+}
+
 /** The kind-2 beneficiary id a hint commits to. */
 export const hintBeneficiaryId = (hint: HintPlaintext): Hex =>
   computeId(

@@ -232,6 +232,16 @@ export interface FedsocialSettings {
   readonly keyRegistry: Address
 }
 
+/**
+ * Optimism's public RPC, `FEDSOCIAL_RPC_URL`'s default: rate-limited, so fedsocial sign-ins answer
+ * 503 under load; production sets a private one (docs/operations.md "Provider endpoints").
+ */
+export const PUBLIC_OPTIMISM_RPC_URL = "https://mainnet.optimism.io"
+
+/** Whether `rpcUrl` is Optimism's public endpoint, however spelled (any path, a trailing slash). */
+export const isPublicOptimismRpc = (rpcUrl: string): boolean =>
+  URL.canParse(rpcUrl) && new URL(rpcUrl).hostname === new URL(PUBLIC_OPTIMISM_RPC_URL).hostname
+
 /** Farcaster's registries on Optimism (and the devnet's stand-ins at the same addresses, docs/protocol.md §9). */
 export const FARCASTER_ID_REGISTRY: Address = "0x00000000Fc6c5F01Fc30151999387Bb99A9f489b"
 export const FARCASTER_KEY_REGISTRY: Address = "0x00000000fc1237824fb747abde0ff18990e59b7e"
@@ -239,7 +249,7 @@ export const FARCASTER_KEY_REGISTRY: Address = "0x00000000fc1237824fb747abde0ff1
 const fedsocialSettings: Config.Config<Option.Option<FedsocialSettings>> = Config.all({
   domain: Config.option(Config.nonEmptyString("FEDSOCIAL_DOMAIN")),
   uri: Config.option(Config.nonEmptyString("FEDSOCIAL_URI")),
-  rpcUrl: endpointUrl("FEDSOCIAL_RPC_URL", "https://mainnet.optimism.io"),
+  rpcUrl: endpointUrl("FEDSOCIAL_RPC_URL", PUBLIC_OPTIMISM_RPC_URL),
   idRegistry: address("FEDSOCIAL_ID_REGISTRY").pipe(Config.withDefault(getAddress(FARCASTER_ID_REGISTRY))),
   keyRegistry: address("FEDSOCIAL_KEY_REGISTRY").pipe(Config.withDefault(getAddress(FARCASTER_KEY_REGISTRY)))
 }).pipe(

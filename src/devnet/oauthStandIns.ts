@@ -332,14 +332,19 @@ const ROUTES: ReadonlyArray<Route> = [
     method: "GET",
     pattern: /^\/community\/oauth2\/authorize$/
   },
-  { platform: "community", endpoint: "token", method: "POST", pattern: /^\/community\/api\/oauth2\/token$/ },
+  {
+    platform: "community",
+    endpoint: "token",
+    method: "POST",
+    pattern: /^\/community\/api\/v10\/oauth2\/token$/
+  },
   {
     platform: "community",
     endpoint: "revoke",
     method: "POST",
-    pattern: /^\/community\/api\/oauth2\/token\/revoke$/
+    pattern: /^\/community\/api\/v10\/oauth2\/token\/revoke$/
   },
-  { platform: "community", endpoint: "user", method: "GET", pattern: /^\/community\/api\/users\/@me$/ }
+  { platform: "community", endpoint: "user", method: "GET", pattern: /^\/community\/api\/v10\/users\/@me$/ }
 ]
 
 const platformOf = (pathname: string): StandInPlatform | undefined =>
@@ -840,11 +845,11 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
       case "community":
         return {
           authorize: `${url}/community/oauth2/authorize`,
-          token: `${url}/community/api/oauth2/token`,
-          revoke: `${url}/community/api/oauth2/token/revoke`,
-          user: `${url}/community/api/users/@me`,
+          token: `${url}/community/api/v10/oauth2/token`,
+          revoke: `${url}/community/api/v10/oauth2/token/revoke`,
+          user: `${url}/community/api/v10/users/@me`,
           // Discord has no handle lookup: everything under it answers 404.
-          handles: `${url}/community/api/users`
+          handles: `${url}/community/api/v10/users`
         }
     }
   }

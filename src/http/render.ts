@@ -62,17 +62,18 @@ export const renderCause = (
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
     const error = failure.value
+    // Operator-only endpoints answer these with an empty body (docs/protocol.md §7). First: the
+    // platform's `NotFound` has the wire error's tag, so `isApiError` would take it for that one.
+    if (error instanceof HttpApiError.NotFound)
+      return Effect.succeed(HttpServerResponse.empty({ status: 404 }))
+    if (error instanceof HttpApiError.Unauthorized)
+      return Effect.succeed(HttpServerResponse.empty({ status: 401 }))
     if (isApiError(error)) return Effect.succeed(renderApiError(error))
     if (error instanceof RouteNotFound) {
       return Effect.succeed(
         HttpServerResponse.unsafeJson({ error: "no such route", code: "not_found" }, { status: 404 })
       )
     }
-    // Operator-only endpoints answer these with an empty body (docs/protocol.md §7).
-    if (error instanceof HttpApiError.NotFound)
-      return Effect.succeed(HttpServerResponse.empty({ status: 404 }))
-    if (error instanceof HttpApiError.Unauthorized)
-      return Effect.succeed(HttpServerResponse.empty({ status: 401 }))
     if (error instanceof HttpApiError.HttpApiDecodeError) {
       return Effect.succeed(
         HttpServerResponse.unsafeJson(

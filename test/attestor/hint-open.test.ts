@@ -21,6 +21,7 @@ import {
   makeHint,
   openHint,
   parseHintPlaintext,
+  sealBeneficiaryHint,
   sealHint
 } from "../../src/attestor/hints.js"
 import {
@@ -160,6 +161,53 @@ describe("openHint", () => {
         openHint(key, hintBeneficiaryId(hint), encodeBeneficiaryHint([bytesToHex(envelope)])).hint?.userId
       ).toBe(String(1000 + i))
     }
+  })
+})
+
+describe("sealBeneficiaryHint: hints are threshold 1", () => {
+  const THIRD_KEY = keccak256(numberToHex(0xdef))
+  const committee = [KEY, OTHER_KEY, THIRD_KEY]
+
+  it("seals one envelope per recipient, and each recipient opens the hint alone with its own key", () => {
+    const hint = hintFor("1000002", 7)
+    const id = hintBeneficiaryId(hint)
+    const beneficiaryHint = sealBeneficiaryHint(committee.map(hintPublicKeyOf), hint)
+    for (const key of committee) {
+      const opening = openHint(key, id, beneficiaryHint)
+      expect(opening.rejected).toEqual([])
+      expect(opening.hint).toMatchObject({
+        userId: "1000002",
+        nonce: hint.nonce,
+        attestorSalt: hint.attestorSalt
+      })
+    }
+    // A key outside the committee reads nothing.
+    expect(openHint(keccak256(numberToHex(0x123)), id, beneficiaryHint).hint).toBeUndefined()
+    // The explicit threshold 1 is the same.
+    expect(
+      openHint(OTHER_KEY, id, sealBeneficiaryHint([OTHER_PUBLIC], hint, { threshold: 1 })).hint
+    ).toBeDefined()
+  })
+
+  it("refuses a threshold above 1 (and any other than 1) instead of sealing a threshold-1 hint", () => {
+    const hint = hintFor("1000003")
+    const keys = committee.map(hintPublicKeyOf)
+    for (const threshold of [2, 3, 0, -1, 1.5, Number.NaN])
+      expect(() => sealBeneficiaryHint(keys, hint, { threshold }), String(threshold)).toThrow(
+        /^hints are threshold 1: each recipient opens its envelope alone; threshold .* is refused$/
+      )
+  })
+
+  it("refuses no recipient, one key twice (compressed or not), and more recipients than an attestor tries", () => {
+    const hint = hintFor("1000004")
+    expect(() => sealBeneficiaryHint([], hint)).toThrow(RangeError)
+    const uncompressed = bytesToHex(new PrivateKey(Buffer.from(KEY.slice(2), "hex")).publicKey.toBytes(false))
+    expect(() => sealBeneficiaryHint([PUBLIC, OTHER_PUBLIC, uncompressed], hint)).toThrow(/listed twice/)
+    const many = Array.from({ length: MAX_ENVELOPES + 1 }, (_, i) =>
+      hintPublicKeyOf(keccak256(numberToHex(i + 1)))
+    )
+    expect(() => sealBeneficiaryHint(many, hint)).toThrow(new RegExp(`at most ${MAX_ENVELOPES} recipients`))
+    expect(() => sealBeneficiaryHint(many.slice(0, MAX_ENVELOPES), hint)).not.toThrow()
   })
 })
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type ConfigError, ConfigProvider, Effect, Either, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
-import { loadAttestorSettings } from "../../src/config/attestor.js"
+import { isPublicOptimismRpc, loadAttestorSettings } from "../../src/config/attestor.js"
 import { loadRelayerSettings, relayerSettingsWarnings } from "../../src/config/relayer.js"
 import { formatConfigError } from "../../src/config/settings.js"
 
@@ -257,6 +257,31 @@ describe("attestor settings", () => {
       indexerMaxBlockRange: 2000
     })
     expect(Array.from(Redacted.value(result.right.pepper))).toEqual(Array(32).fill(0x33))
+  })
+
+  it("defaults the community app to Discord's documented endpoints, its API routes pinned to v10", () => {
+    const result = load(loadAttestorSettings, { ...minimal, COMMUNITY_CLIENT_ID: "1234567890" })
+    if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
+    expect(result.right.oauthApps.community?.endpoints).toEqual({
+      authorize: "https://discord.com/oauth2/authorize",
+      token: "https://discord.com/api/v10/oauth2/token",
+      revoke: "https://discord.com/api/v10/oauth2/token/revoke",
+      user: "https://discord.com/api/v10/users/@me"
+    })
+  })
+
+  it("tells Optimism's public RPC (FEDSOCIAL_RPC_URL's default, which start-up warns about) from a private one", () => {
+    const result = load(loadAttestorSettings, {
+      ...minimal,
+      FEDSOCIAL_DOMAIN: "w.example",
+      FEDSOCIAL_URI: "https://w.example"
+    })
+    if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
+    const rpcUrl = Option.getOrThrow(result.right.fedsocial).rpcUrl
+    expect(isPublicOptimismRpc(rpcUrl)).toBe(true)
+    expect(isPublicOptimismRpc("https://mainnet.optimism.io/")).toBe(true)
+    expect(isPublicOptimismRpc("https://opt-mainnet.example-rpc.com/v2/key")).toBe(false)
+    expect(isPublicOptimismRpc("http://127.0.0.1:8545")).toBe(false)
   })
 
   it.each([

@@ -28,6 +28,15 @@ export class LoginOffered extends HttpApiMiddleware.Tag<LoginOffered>()("LoginOf
   failure: Wire.Unsupported
 }) {}
 
+/**
+ * Whether the legacy GET start is served (`OAUTH_GET_START`): 404 `not_found` when it is not,
+ * decided before the query is decoded and before `LoginOffered` (an endpoint's own middleware runs
+ * first), so every query and every platform gets that one answer.
+ */
+export class LegacyStartEnabled extends HttpApiMiddleware.Tag<LegacyStartEnabled>()("LegacyStartEnabled", {
+  failure: Wire.NotFound
+}) {}
+
 const PlatformPath = Schema.Struct({ platform: Platform })
 
 export const messengerVerifyEndpoint = postEndpoint("messengerVerify", "/v1/oauth/messenger/verify", {
@@ -58,13 +67,13 @@ export const legacyOAuthStartEndpoint = HttpApiEndpoint.get("legacyOAuthStart", 
   .addSuccess(OAuthStartResponse)
   .addError(Wire.BadRequest)
   .addError(Wire.Unsupported)
-  .addError(Wire.NotFound)
   .addError(Wire.RateLimited)
   .addError(Wire.Unavailable)
+  .middleware(LegacyStartEnabled)
   .annotate(OpenApi.Deprecated, true)
   .annotate(
     OpenApi.Description,
-    "Deprecated: use POST /v1/oauth/:platform/start. Answers 302 to the provider, or { url, state } with format=json; 404 when OAUTH_GET_START=false."
+    "Deprecated: use POST /v1/oauth/:platform/start. Answers 302 to the provider, or { url, state } with format=json; 404 for any query when OAUTH_GET_START=false."
   )
 
 /**

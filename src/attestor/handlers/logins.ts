@@ -1,7 +1,9 @@
 /**
- * The login handlers (src/attestor/api/logins.ts) and `LoginOffered`: a route under
+ * The login handlers (src/attestor/api/logins.ts), `LoginOffered`: a route under
  * `/v1/oauth/<platform>/` whose platform this instance cannot log in with is 400 `unsupported`
- * before its body is read (the platforms are exactly those `/v1/info` lists).
+ * before its body is read (the platforms are exactly those `/v1/info` lists); and
+ * `LegacyStartEnabled`: with `OAUTH_GET_START=false` the legacy GET start is 404 `not_found` before
+ * its query is decoded.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -11,7 +13,7 @@ import { errorCatalog, NotFound, Unsupported } from "../../../schema/errors.js"
 import { AttestorSettings } from "../../config/attestor.js"
 import { reportOutcome } from "../../http/outcomes.js"
 import { AttestorApi } from "../api/index.js"
-import { LoginOffered } from "../api/logins.js"
+import { LegacyStartEnabled, LoginOffered } from "../api/logins.js"
 import { loginPlatforms } from "../info.js"
 import { loginNotConfigured, messengerLoginConfig, verifyMessengerLogin } from "../logins.js"
 import { FedsocialLogins } from "../oauth/FedsocialLogins.js"
@@ -32,6 +34,15 @@ export const loginOfferedLayer = Layer.effect(
         : Effect.fail(new Unsupported({ message: loginNotConfigured(platform) }))
     })
   })
+)
+
+export const legacyStartEnabledLayer = Layer.effect(
+  LegacyStartEnabled,
+  Effect.map(AttestorSettings, (settings) =>
+    settings.oauthGetStart
+      ? Effect.void
+      : Effect.fail(new NotFound({ message: "GET /v1/oauth/:platform/start is disabled: use POST" }))
+  )
 )
 
 export const AttestorLoginsLive = HttpApiBuilder.group(AttestorApi, "logins", (handlers) =>
@@ -56,21 +67,16 @@ export const AttestorLoginsLive = HttpApiBuilder.group(AttestorApi, "logins", (h
       )
       .handle("fedsocialVerify", ({ payload }) => fedsocial.verify(payload))
       .handle("legacyOAuthStart", ({ path, urlParams }) =>
-        settings.oauthGetStart
-          ? Effect.map(
-              oauth.start(path.platform, {
-                stealthOwner: urlParams.stealthOwner,
-                ...(urlParams.redirect === undefined ? {} : { redirect: urlParams.redirect }),
-                ...(urlParams.loginChallenge === undefined
-                  ? {}
-                  : { loginChallenge: urlParams.loginChallenge })
-              }),
-              (started) =>
-                urlParams.format === "json"
-                  ? started
-                  : HttpServerResponse.redirect(started.url, { status: 302 })
-            )
-          : Effect.fail(new NotFound({ message: "GET /v1/oauth/:platform/start is disabled: use POST" }))
+        // Reached with OAUTH_GET_START=true only: `LegacyStartEnabled` answers 404 first otherwise.
+        Effect.map(
+          oauth.start(path.platform, {
+            stealthOwner: urlParams.stealthOwner,
+            ...(urlParams.redirect === undefined ? {} : { redirect: urlParams.redirect }),
+            ...(urlParams.loginChallenge === undefined ? {} : { loginChallenge: urlParams.loginChallenge })
+          }),
+          (started) =>
+            urlParams.format === "json" ? started : HttpServerResponse.redirect(started.url, { status: 302 })
+        )
       )
       .handle("oauthCallback", ({ path, urlParams }) =>
         oauth.callback(path.platform, urlParams).pipe(
@@ -93,4 +99,4 @@ export const AttestorLoginsLive = HttpApiBuilder.group(AttestorApi, "logins", (h
         )
       )
   })
-).pipe(Layer.provide(loginOfferedLayer))
+).pipe(Layer.provide(loginOfferedLayer), Layer.provide(legacyStartEnabledLayer))

@@ -22,6 +22,8 @@
  * nothing (whoever saw the nonce, a relay does, could otherwise burn it); a validly signed one whose
  * expiry is not start's spends its nonce. The nonce is spent in the transaction that creates the session, so a
  * session store that fails leaves it usable too, and two verifies of one message make one session.
+ * Optimism's public endpoint, the default, is rate-limited: start-up warns once while it is
+ * configured (docs/operations.md "Provider endpoints").
  *
  * Nothing of a message, signature, nonce or fid reaches a log line, a metric or an error message.
  */
@@ -38,6 +40,7 @@ import type {
   SessionResponse
 } from "../../../schema/attestor.js"
 import { BadRequest, InvalidSession, Unavailable } from "../../../schema/errors.js"
+import { isPublicOptimismRpc } from "../../config/attestor.js"
 import { sessionResponse } from "../logins.js"
 import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
 import { OAuthStates } from "./OAuthStates.js"
@@ -67,7 +70,7 @@ export class FedsocialLogins extends Context.Tag("FedsocialLogins")<FedsocialLog
   static readonly layer = (
     config: FedsocialConfig
   ): Layer.Layer<FedsocialLogins, never, OAuthStates | SessionStore | SqlClient> =>
-    Layer.effect(FedsocialLogins, makeFedsocialLogins(config))
+    Layer.effect(FedsocialLogins, Effect.zipRight(publicRpcWarning(config), makeFedsocialLogins(config)))
 
   /** No fedsocial on this instance: `LoginOffered` refuses its routes before they get here. */
   static readonly unconfigured: Layer.Layer<FedsocialLogins> = Layer.succeed(FedsocialLogins, {
@@ -75,6 +78,13 @@ export class FedsocialLogins extends Context.Tag("FedsocialLogins")<FedsocialLog
     verify: () => Effect.dieMessage("fedsocial is not configured on this attestor")
   })
 }
+
+/** The one start-up line for a public registry RPC; it names the setting, never the URL. */
+const PUBLIC_RPC_WARNING =
+  "FEDSOCIAL_RPC_URL is Optimism's public endpoint, which is rate-limited: fedsocial sign-ins answer 503 unavailable under load; set a private Optimism RPC in production"
+
+const publicRpcWarning = (config: FedsocialConfig): Effect.Effect<void> =>
+  isPublicOptimismRpc(config.rpcUrl) ? Effect.logWarning(PUBLIC_RPC_WARNING) : Effect.void
 
 const REFUSED = "the sign-in message could not be verified: sign in again"
 const REGISTRY_UNAVAILABLE = "the fedsocial registry is not answering: try again later"

@@ -111,11 +111,13 @@ export const oauthProviders: Readonly<Record<OAuthCallbackPlatform, OAuthProvide
   community: {
     scopes: ["identify"],
     pkce: true,
+    // The API routes pinned to v10: a route without a version goes to Discord's default version,
+    // which is the deprecated v6. The authorize page is no API route and has no version.
     defaults: {
       authorize: "https://discord.com/oauth2/authorize",
-      token: "https://discord.com/api/oauth2/token",
-      revoke: "https://discord.com/api/oauth2/token/revoke",
-      user: "https://discord.com/api/users/@me"
+      token: "https://discord.com/api/v10/oauth2/token",
+      revoke: "https://discord.com/api/v10/oauth2/token/revoke",
+      user: "https://discord.com/api/v10/users/@me"
     },
     // `{ id, username }` with `id` a snowflake string above 2^53.
     userId: (body) => field(body, "id"),

@@ -1,0 +1,209 @@
+/**
+ * The OAuth routes' rows of docs/attestor.md §4 and §8 through the attestor's own server wiring over
+ * a mocked chain, no indexer and an embedded database: the legacy GET start and the callback each
+ * cost a token of the client's per-IP bucket (429 `rate_limited` with `Retry-After` once it is
+ * empty, while the free reads still answer); with `OAUTH_GET_START=false` the legacy GET start is
+ * 404 `not_found` for any query and any platform, the POST start unchanged; and fedsocial with
+ * Optimism's public RPC logs exactly one warning line at start-up, with a private RPC none.
+ */
+import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { attestorServer } from "../../layers/attestor.js"
+import { AttestationStore } from "../../src/attestor/AttestationStore.js"
+import { HintIndex } from "../../src/attestor/hintIndex.js"
+import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
+import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
+import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
+import { SessionStore } from "../../src/attestor/SessionStore.js"
+import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
+import { mockChainClient } from "../../src/chain/MockChainClient.js"
+import { newLoginSecret } from "../../src/client.js"
+import { AttestorSettings } from "../../src/config/attestor.js"
+import { serverUrl } from "../../src/http/server.js"
+import { Indexer } from "../../src/indexer/Indexer.js"
+import { storageLayer } from "../../src/store/sql.js"
+
+const STEALTH_OWNER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+const BURST = 2
+
+const baseEnv = {
+  RPC_URL: "http://127.0.0.1:1",
+  FEE_VAULT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  SETTLEMENT_ASSET: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+  CHAIN_ID: "31337",
+  ATTESTOR_PRIVATE_KEY: `0x${"11".repeat(32)}`,
+  HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
+  PEPPER: `0x${"33".repeat(32)}`,
+  HOST: "127.0.0.1",
+  PORT: "0",
+  TRUST_PROXY: "1",
+  RATE_LIMIT_BURST: String(BURST),
+  RATE_LIMIT_PER_MINUTE: "1",
+  // A codehost app whose provider is never called here: starts only build its URL.
+  CODEHOST_CLIENT_ID: "codehost-client",
+  CODEHOST_CLIENT_SECRET: "codehost-secret",
+  CODEHOST_AUTHORIZE_URL: "http://127.0.0.1:9/login/oauth/authorize",
+  CODEHOST_TOKEN_URL: "http://127.0.0.1:9/login/oauth/access_token",
+  CODEHOST_REVOKE_URL: "http://127.0.0.1:9/applications/{client_id}/token",
+  CODEHOST_USER_URL: "http://127.0.0.1:9/user",
+  FEDSOCIAL_DOMAIN: "wallet.example",
+  FEDSOCIAL_URI: "https://wallet.example/login"
+}
+
+/** The attestor's server on an embedded database, no indexer; its log lines into `lines`. */
+const serve = (env: Record<string, string>, lines: Array<string>) =>
+  ManagedRuntime.make(
+    attestorServer.pipe(
+      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, VetoWatcher.disabled)),
+      Layer.provide(
+        Layer.unwrapEffect(
+          Effect.map(AttestorSettings, (settings) =>
+            Layer.mergeAll(
+              SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
+              OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
+              PublicCommitments.layer,
+              PaymentStore.layer,
+              AttestationStore.layer
+            ).pipe(
+              Layer.provideMerge(
+                storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
+              )
+            )
+          )
+        )
+      ),
+      Layer.provide(mockChainClient({})),
+      Layer.provide(AttestorSettings.layer),
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
+      Layer.provide(
+        Logger.replace(
+          Logger.defaultLogger,
+          Logger.map(Logger.logfmtLogger, (line) => {
+            lines.push(line)
+          })
+        )
+      ),
+      Layer.provide(Logger.minimumLogLevel(LogLevel.Info))
+    )
+  )
+
+/** fedsocial on Optimism's public RPC (the default), the legacy GET start served. */
+const publicRpcLines: Array<string> = []
+const served = serve(baseEnv, publicRpcLines)
+/** fedsocial on a private RPC, the legacy GET start off, and no community app. */
+const privateRpcLines: Array<string> = []
+const disabled = serve(
+  { ...baseEnv, OAUTH_GET_START: "false", FEDSOCIAL_RPC_URL: "http://127.0.0.1:9/optimism" },
+  privateRpcLines
+)
+let base = ""
+let off = ""
+beforeAll(async () => {
+  base = await served.runPromise(serverUrl)
+  off = await disabled.runPromise(serverUrl)
+}, 120_000)
+afterAll(async () => {
+  await Promise.all([served.dispose(), disabled.dispose()])
+})
+
+let clients = 0
+/** A client address of its own: every test starts with a full bucket. */
+const newClient = () => `198.51.100.${++clients}`
+
+const get = (url: string, client: string) =>
+  fetch(url, { headers: { "x-forwarded-for": client }, redirect: "manual" })
+
+const legacyQuery = () =>
+  new URLSearchParams({
+    stealthOwner: STEALTH_OWNER,
+    loginChallenge: newLoginSecret().loginChallenge,
+    format: "json"
+  }).toString()
+
+const expectRateLimited = async (res: Response) => {
+  expect(res.status).toBe(429)
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0)
+  expect(await res.json()).toEqual({ error: "too many requests, retry later", code: "rate_limited" })
+}
+
+describe("the OAuth routes count against the per-IP limit", () => {
+  it("the legacy GET start: each costs a token, then 429 rate_limited with Retry-After", async () => {
+    const client = newClient()
+    for (let i = 0; i < BURST; i++) {
+      const res = await get(`${base}/v1/oauth/codehost/start?${legacyQuery()}`, client)
+      expect(res.status).toBe(200)
+      expect(await res.json()).toMatchObject({ url: expect.stringContaining("client_id=codehost-client") })
+    }
+    await expectRateLimited(await get(`${base}/v1/oauth/codehost/start?${legacyQuery()}`, client))
+    // Other reads are free: the empty bucket does not hold them up.
+    expect((await get(`${base}/v1/info`, client)).status).toBe(200)
+    // Another client's bucket is its own.
+    expect((await get(`${base}/v1/oauth/codehost/start?${legacyQuery()}`, newClient())).status).toBe(200)
+  })
+
+  it("the callback: each costs a token, then 429 rate_limited with Retry-After", async () => {
+    const client = newClient()
+    for (let i = 0; i < BURST; i++) {
+      const res = await get(`${base}/v1/oauth/codehost/callback?code=c0de&state=unknown-state-${i}`, client)
+      expect(res.status).toBe(400)
+      expect(await res.json()).toMatchObject({ code: "bad_request" })
+    }
+    await expectRateLimited(await get(`${base}/v1/oauth/codehost/callback?code=c0de&state=another`, client))
+    expect((await get(`${base}/v1/info`, client)).status).toBe(200)
+  })
+})
+
+describe("OAUTH_GET_START=false", () => {
+  const id = `0x${"11".repeat(32)}`
+  const queries = [
+    ["a good query", () => legacyQuery()],
+    ["an empty query", () => ""],
+    ["a bad stealth owner", () => "stealthOwner=0x1234&format=json"],
+    ["an id", () => `${legacyQuery()}&id=${id}`],
+    ["ids", () => `${legacyQuery()}&ids=${id}&ids=${id}`],
+    ["an unknown format and a stray field", () => `${legacyQuery()}&format=xml&extra=1`]
+  ] as const
+
+  it.each(queries)(
+    "the legacy GET start answers 404 not_found for %s, on every platform",
+    async (_, query) => {
+      // codehost has an app, community none, and "bogus" is no platform: the same answer for each.
+      for (const platform of ["codehost", "community", "bogus"]) {
+        const res = await get(`${off}/v1/oauth/${platform}/start?${query()}`, newClient())
+        expect({ platform, status: res.status }).toEqual({ platform, status: 404 })
+        expect(await res.json()).toEqual({
+          error: "GET /v1/oauth/:platform/start is disabled: use POST",
+          code: "not_found"
+        })
+      }
+    }
+  )
+
+  it("the POST start still answers", async () => {
+    const res = await fetch(`${off}/v1/oauth/codehost/start`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": newClient() },
+      body: JSON.stringify({ stealthOwner: STEALTH_OWNER, loginChallenge: newLoginSecret().loginChallenge })
+    })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ url: expect.stringContaining("client_id=codehost-client") })
+  })
+})
+
+describe("fedsocial's registry RPC at start-up", () => {
+  const rpcLines = (lines: ReadonlyArray<string>) =>
+    lines.filter((line) => line.includes("FEDSOCIAL_RPC_URL"))
+
+  it("Optimism's public endpoint (the default): exactly one warning line, naming the setting and not the URL", () => {
+    const warned = rpcLines(publicRpcLines)
+    expect(warned).toHaveLength(1)
+    expect(warned[0]).toContain("level=WARN")
+    expect(warned[0]).toContain("rate-limited")
+    expect(publicRpcLines.join("\n")).not.toContain("optimism.io")
+  })
+
+  it("a private RPC: no warning", () => {
+    expect(privateRpcLines.length).toBeGreaterThan(0)
+    expect(rpcLines(privateRpcLines)).toEqual([])
+  })
+})
