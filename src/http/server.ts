@@ -12,6 +12,7 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Cause, Context, Effect, type Fiber, FiberId, FiberRef, Layer, Metric, Option } from "effect"
 import { unsafeLogInfo } from "../logging.js"
@@ -61,6 +62,23 @@ const requestDone = (
   )
 }
 
+/**
+ * Bytes of a response's body as it will be sent, for answers weighed by the per-IP limit
+ * (`IpRateLimitOptions.bytesPerToken`); 0 when the body declares no length.
+ */
+const bodyBytes = (response: HttpServerResponse.HttpServerResponse): number => {
+  const body = response.body
+  switch (body._tag) {
+    case "Uint8Array":
+      return body.body.length
+    case "Raw":
+    case "Stream":
+      return body.contentLength ?? 0
+    default:
+      return 0
+  }
+}
+
 /** Counts one outcome of a route that counts them (src/http/outcomes.ts), by the request's path. */
 const recordOutcome = (
   record: OutcomeRecorder | undefined,
@@ -107,17 +125,22 @@ const serveRequests = (routes: ReadonlyArray<RouteTemplate>, options: ServeReque
       const countOutcome = (outcome: string) => {
         if (entered) recordOutcome(record, request.url, outcome, fiber)
       }
-      const refused = limit?.(
-        request.method,
-        route,
-        Option.getOrUndefined(request.remoteAddress),
-        request.headers["x-forwarded-for"]
-      )
+      const remoteAddress = Option.getOrUndefined(request.remoteAddress)
+      const refused = limit?.arrive(request.method, route, remoteAddress, request.headers["x-forwarded-for"])
       const answer: HttpApp.Default<unknown> =
         refused === undefined ? guardBody(request, decision, enter) : Effect.fail(refused)
       return Effect.matchCauseEffect(answer, {
         onSuccess: (response) => {
           const outcome = fiber.getFiberRef(reportedOutcome) ?? "ok"
+          // A heavy answer costs what it weighs, charged before a byte of it is sent (docs/relayer.md §8).
+          if (limit?.weighs(request.method, route) === true)
+            limit.answered(
+              request.method,
+              route,
+              remoteAddress,
+              request.headers["x-forwarded-for"],
+              bodyBytes(response)
+            )
           countOutcome(outcome)
           finish(response.status)
           const cacheable = fiber.getFiberRef(cacheableAnswer)
@@ -157,12 +180,9 @@ const replayCachedAnswers =
     const started = process.hrtime.bigint()
     const labels = { route: answer.route, method: "GET" }
     const forwardedFor = request.headers["x-forwarded-for"]
-    const refused = options.limit?.(
-      "GET",
-      answer.route,
-      request.socket.remoteAddress,
-      Array.isArray(forwardedFor) ? forwardedFor.join(", ") : forwardedFor
-    )
+    const forwarded = Array.isArray(forwardedFor) ? forwardedFor.join(", ") : forwardedFor
+    const limit = options.limit
+    const refused = limit?.arrive("GET", answer.route, request.socket.remoteAddress, forwarded)
     // A fiber id of its own, as each request of the full path has.
     const fiberId = FiberId.unsafeMake()
     if (refused !== undefined) {
@@ -171,6 +191,8 @@ const replayCachedAnswers =
       requestDone(answer.fiber, { ...labels, status: refusal.status }, started, fiberId)
       return true
     }
+    if (limit?.weighs("GET", answer.route) === true)
+      limit.answered("GET", answer.route, request.socket.remoteAddress, forwarded, bodyBytes(answer.response))
     writeAnswer(response, answer.response)
     answer.onReplay()
     recordOutcome(options.outcomes[answer.route], request.url ?? "", answer.outcome, answer.fiber)
