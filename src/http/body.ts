@@ -58,7 +58,7 @@ export const jsonNestsDeeperThan = (text: string, max: number): boolean => {
  * a literal too large for a double is `Infinity`). Its path, or none. A walk over the parsed
  * values, not the text: digits inside strings (decimal amounts) are no numbers.
  */
-export const unsafeNumberIn = (
+const unsafeNumberIn = (
   value: unknown
 ): { readonly path: ReadonlyArray<string>; readonly value: number } | undefined => {
   if (typeof value === "number")
@@ -84,7 +84,7 @@ export const unsafeNumberIn = (
 const JSON_TOKENS = /"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*/g
 
 /** The number literal of `text` that parses to `value`, as it was written. */
-export const literalOf = (text: string, value: number): string => {
+const literalOf = (text: string, value: number): string => {
   for (const [token] of text.matchAll(JSON_TOKENS))
     if (!token.startsWith('"') && Object.is(Number(token), value)) return token
   return String(value)
