@@ -11,6 +11,10 @@ const fields = { message: Schema.String }
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", fields) {}
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {}
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
+  "UnsupportedMediaType",
+  fields
+) {}
 export class DeadlineTooSoon extends Schema.TaggedError<DeadlineTooSoon>()("DeadlineTooSoon", fields) {}
 export class RelayerMismatch extends Schema.TaggedError<RelayerMismatch>()("RelayerMismatch", fields) {}
 export class InvalidAmount extends Schema.TaggedError<InvalidAmount>()("InvalidAmount", fields) {}
@@ -53,6 +57,7 @@ export class Internal extends Schema.TaggedError<Internal>()("Internal", fields)
 export type ApiError =
   | BadRequest
   | PayloadTooLarge
+  | UnsupportedMediaType
   | DeadlineTooSoon
   | RelayerMismatch
   | InvalidAmount
@@ -81,6 +86,7 @@ export type ApiError =
 export const errorCatalog = {
   BadRequest: { status: 400, code: "bad_request" },
   PayloadTooLarge: { status: 413, code: "bad_request" },
+  UnsupportedMediaType: { status: 415, code: "bad_request" },
   DeadlineTooSoon: { status: 400, code: "deadline_too_soon" },
   RelayerMismatch: { status: 400, code: "relayer_mismatch" },
   InvalidAmount: { status: 400, code: "invalid_amount" },
@@ -145,6 +151,7 @@ export const wireError = <E extends Exclude<ApiError, RateLimited | MethodNotAll
 export const Wire = {
   BadRequest: wireError(BadRequest),
   PayloadTooLarge: wireError(PayloadTooLarge),
+  UnsupportedMediaType: wireError(UnsupportedMediaType),
   DeadlineTooSoon: wireError(DeadlineTooSoon),
   RelayerMismatch: wireError(RelayerMismatch),
   InvalidAmount: wireError(InvalidAmount),

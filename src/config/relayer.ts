@@ -36,6 +36,8 @@ export interface RelayerSettingsShape extends ServiceSettings, IndexerTuningSett
   readonly hotKey: Redacted.Redacted<`0x${string}`>
   readonly rateLimitIpBurst: number
   readonly rateLimitIpPerMinute: number
+  /** `GET /v1/accounts` costs a token per this many bytes of the body it sends (docs/relayer.md §8). */
+  readonly rateLimitIpBytesPerToken: number
   readonly rateLimitIdBurst: number
   readonly rateLimitIdPerMinute: number
   readonly gasCapBps: number
@@ -106,6 +108,7 @@ export const loadRelayerSettings = Effect.gen(function* () {
     hotKey: privateKey("RELAYER_PRIVATE_KEY"),
     rateLimitIpBurst: positiveInt("RATE_LIMIT_IP_BURST", 30),
     rateLimitIpPerMinute: positiveInt("RATE_LIMIT_IP_PER_MINUTE", 30),
+    rateLimitIpBytesPerToken: positiveInt("RATE_LIMIT_IP_BYTES_PER_TOKEN", 512 * 1024),
     rateLimitIdBurst: positiveInt("RATE_LIMIT_ID_BURST", 6),
     rateLimitIdPerMinute: positiveInt("RATE_LIMIT_ID_PER_MINUTE", 6),
     gasCapBps: bps("GAS_CAP_BPS", 20_000),

@@ -1,5 +1,7 @@
 /**
- * Request bodies: JSON only, at most `maxBodyBytes`, nested at most `MAX_JSON_DEPTH` deep. The
+ * Request bodies: JSON only, at most `maxBodyBytes`, nested at most `MAX_JSON_DEPTH` deep, sent as
+ * they are (no `Content-Encoding`, no transfer coding but `chunked`: 415), with no integer beyond
+ * what a JSON number holds exactly (docs/protocol.md §7). The
  * limit is enforced while the body streams in, so an oversized request is refused without ever
  * being held in memory: a declared `Content-Length` above the limit is refused before reading a
  * byte (whatever the path), a chunked body as soon as the running count passes it. Requests for no
@@ -10,7 +12,13 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect, Stream } from "effect"
-import { BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "../../schema/errors.js"
+import {
+  BadRequest,
+  MethodNotAllowed,
+  NotFound,
+  PayloadTooLarge,
+  UnsupportedMediaType
+} from "../../schema/errors.js"
 import type { RouteDecision } from "./routes.js"
 
 /**
@@ -42,6 +50,76 @@ export const jsonNestsDeeperThan = (text: string, max: number): boolean => {
     } else if (c === 0x5d || c === 0x7d) depth--
   }
   return false
+}
+
+/**
+ * The first number in `value` (a parsed body) that is not exactly the integer its literal wrote:
+ * beyond ±(2^53 − 1) every double is an integer and most are a rounding of the digits sent (and
+ * a literal too large for a double is `Infinity`). Its path, or none. A walk over the parsed
+ * values, not the text: digits inside strings (decimal amounts) are no numbers.
+ */
+const unsafeNumberIn = (
+  value: unknown
+): { readonly path: ReadonlyArray<string>; readonly value: number } | undefined => {
+  if (typeof value === "number")
+    return value > Number.MAX_SAFE_INTEGER || value < -Number.MAX_SAFE_INTEGER
+      ? { path: [], value }
+      : undefined
+  if (value === null || typeof value !== "object") return undefined
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = unsafeNumberIn(value[i])
+      if (found !== undefined) return { path: [String(i), ...found.path], value: found.value }
+    }
+    return undefined
+  }
+  for (const key in value) {
+    const found = unsafeNumberIn((value as Record<string, unknown>)[key])
+    if (found !== undefined) return { path: [key, ...found.path], value: found.value }
+  }
+  return undefined
+}
+
+/** A JSON string (skipped) or a number literal, outside strings. */
+const JSON_TOKENS = /"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*/g
+
+/** The number literal of `text` that parses to `value`, as it was written. */
+const literalOf = (text: string, value: number): string => {
+  for (const [token] of text.matchAll(JSON_TOKENS))
+    if (!token.startsWith('"') && Object.is(Number(token), value)) return token
+  return String(value)
+}
+
+/** How much of a number literal or a field name the refusal quotes (as render.ts does). */
+const QUOTED_LITERAL_CHARS = 80
+const QUOTED_KEY_CHARS = 40
+
+const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}…`)
+
+const unsafeNumberRefusal = (text: string, found: NonNullable<ReturnType<typeof unsafeNumberIn>>) => {
+  const path = found.path.length > 0 ? found.path.map((key) => cut(key, QUOTED_KEY_CHARS)).join(".") : "body"
+  return new BadRequest({
+    message: `${path}: ${cut(literalOf(text, found.value), QUOTED_LITERAL_CHARS)} is outside the safe integer range (at most ${Number.MAX_SAFE_INTEGER} either side of 0)`
+  })
+}
+
+/**
+ * A body sent encoded: any `Content-Encoding` but `identity`, a `Transfer-Encoding` but plain
+ * `chunked` (Node's parser removes the chunking and hands on the rest as it came), the refusal;
+ * none for a body sent as it is.
+ */
+const encodingRefusal = (headers: {
+  readonly [name: string]: string | ReadonlyArray<string> | undefined
+}): UnsupportedMediaType | undefined => {
+  const content = headers["content-encoding"]
+  if (content !== undefined && String(content).trim().toLowerCase() !== "identity")
+    return new UnsupportedMediaType({ message: "request bodies are taken without Content-Encoding" })
+  const transfer = headers["transfer-encoding"]
+  if (transfer !== undefined && String(transfer).trim().toLowerCase() !== "chunked")
+    return new UnsupportedMediaType({
+      message: "request bodies are taken with no transfer coding but chunked"
+    })
+  return undefined
 }
 
 const methodsWithBody = new Set(["POST", "PUT", "PATCH"])
@@ -161,6 +239,13 @@ export const jsonBodyGuard =
         ? Effect.flatMap(readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes), enter)
         : enter()
     }
+    const encoded = encodingRefusal(request.headers)
+    if (encoded !== undefined)
+      // Read within the limit and dropped, as for no route, so the refusal reaches the client.
+      return Effect.zipRight(
+        readLimited(NodeHttpServerRequest.toIncomingMessage(request), maxBodyBytes),
+        Effect.fail(encoded)
+      )
     if (!isJsonContentType(request.headers["content-type"]))
       return Effect.fail(new BadRequest({ message: "Content-Type must be application/json" }))
     return Effect.flatMap(
@@ -184,6 +269,8 @@ export const jsonBodyGuard =
         }
         if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
           return Effect.fail(new BadRequest({ message: "request body must be a JSON object" }))
+        const unsafe = unsafeNumberIn(parsed)
+        if (unsafe !== undefined) return Effect.fail(unsafeNumberRefusal(text, unsafe))
         return Effect.provideService(
           enter(),
           HttpServerRequest.HttpServerRequest,
@@ -194,4 +281,4 @@ export const jsonBodyGuard =
   }
 
 /** What the guard may refuse a request with. */
-export type BodyRefusal = PayloadTooLarge | BadRequest | NotFound | MethodNotAllowed
+export type BodyRefusal = PayloadTooLarge | BadRequest | UnsupportedMediaType | NotFound | MethodNotAllowed

@@ -3,7 +3,7 @@
  * (`postEndpoint`), and the service behind it names them as its error channel through
  * `ErrorOf<typeof endpoint>`, so the OpenAPI document, the typed client and the handler's type
  * cannot drift. Every service answers its own `{ error, code }` for a malformed body, an oversized
- * one, a rate limit and a defect (`serviceApi`).
+ * or encoded one, a rate limit and a defect (`serviceApi`).
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
@@ -58,6 +58,7 @@ export const serviceApi = <const Id extends string>(
   HttpApi.make(id)
     .addError(Wire.BadRequest)
     .addError(Wire.PayloadTooLarge)
+    .addError(Wire.UnsupportedMediaType)
     .addError(Wire.RateLimited)
     .addError(Wire.Internal)
     .annotateContext(serviceDocument(document))

@@ -187,6 +187,12 @@ export interface IpRateLimitOptions {
   readonly trustProxyHops: number
   /** Tokens a request costs, by method and route template ("unmatched" for unknown routes); 0 is free. */
   readonly cost: (method: string, route: string) => number
+  /**
+   * Routes whose answers cost what they weigh: bytes of body per token, by method and route
+   * template; none for the others. Such an answer costs a token per `bytesPerToken` bytes of its
+   * body, at least `cost` (charged on arrival as for every request).
+   */
+  readonly bytesPerToken?: ((method: string, route: string) => number | undefined) | undefined
 }
 
 /**
@@ -242,22 +248,39 @@ const expandIpv6 = (address: string): ReadonlyArray<string> => {
   )
 }
 
-/**
- * Charges one request (its method, route template, the socket's peer and `X-Forwarded-For`) to its
- * client's bucket: the refusal to answer with, or none.
- */
-export type IpLimit = (
-  method: string,
-  route: string,
-  socketAddress: string | undefined,
-  forwardedFor: string | undefined
-) => RateLimited | undefined
+export interface IpLimit {
+  /**
+   * Charges one request on arrival (its method, route template, the socket's peer and
+   * `X-Forwarded-For`) to its client's bucket: the refusal to answer with, or none.
+   */
+  readonly arrive: (
+    method: string,
+    route: string,
+    socketAddress: string | undefined,
+    forwardedFor: string | undefined
+  ) => RateLimited | undefined
+  /** Whether this route's answers are weighed (`IpRateLimitOptions.bytesPerToken`). */
+  readonly weighs: (method: string, route: string) => boolean
+  /**
+   * Charges what an answer of a weighed route weighs beyond what its arrival cost, once its body's
+   * size is known and before it is sent. Taken even past empty: the answer goes out, and the
+   * client's next requests are refused until the bucket has refilled.
+   */
+  readonly answered: (
+    method: string,
+    route: string,
+    socketAddress: string | undefined,
+    forwardedFor: string | undefined,
+    bodyBytes: number
+  ) => void
+}
 
 /**
  * The per-IP check of the server (src/http/server.ts, for the full path and for cached answers
  * alike): charges the request
  * `cost(method, route)` tokens of its client's bucket and answers nothing, or the `RateLimited`
- * refusal (429 with `Retry-After`) to fail the request with before its body is read.
+ * refusal (429 with `Retry-After`) to fail the request with before its body is read. An answer of
+ * a weighed route is charged the rest of its weight when it is known (`IpLimit.answered`).
  *
  * Synchronous, on buckets of its own: the same token bucket as `makeLimit` over
  * `memoryRateLimiter` (limit and window in thousandths of a token, `Retry-After` as the library
@@ -277,12 +300,33 @@ export const ipRateLimit = (options: IpRateLimitOptions, maxKeys = 100_000): IpL
       retryAfterSeconds: Duration.toSeconds(retryAfter)
     })
   }
-  return (method, route, socketAddress, forwardedFor) => {
-    const tokens = Math.round(options.cost(method, route) * SCALE)
-    if (tokens <= 0) return undefined
-    if (tokens > limit) return refusal(window)
-    const key = clientKey(socketAddress, forwardedFor, options.trustProxyHops)
-    const remaining = take(`ip:${key}`, tokens, limit, refillMillis, false, Date.now())
-    return remaining < 0 ? refusal(Duration.times(refillRate, -remaining)) : undefined
+  const bytesPerToken = options.bytesPerToken
+  return {
+    arrive: (method, route, socketAddress, forwardedFor) => {
+      const tokens = Math.round(options.cost(method, route) * SCALE)
+      if (tokens <= 0) return undefined
+      if (tokens > limit) return refusal(window)
+      const key = clientKey(socketAddress, forwardedFor, options.trustProxyHops)
+      const remaining = take(`ip:${key}`, tokens, limit, refillMillis, false, Date.now())
+      // In debt after a heavy answer too: refused until a whole arrival cost is back.
+      return remaining < 0 ? refusal(Duration.times(refillRate, -remaining)) : undefined
+    },
+    weighs: (method, route) => bytesPerToken?.(method, route) !== undefined,
+    answered: (method, route, socketAddress, forwardedFor, bodyBytes) => {
+      const perToken = bytesPerToken?.(method, route)
+      if (perToken === undefined) return
+      const tokens = Math.round(answerTokens(bodyBytes, perToken, options.cost(method, route)) * SCALE)
+      if (tokens <= 0) return
+      const key = clientKey(socketAddress, forwardedFor, options.trustProxyHops)
+      take(`ip:${key}`, tokens, limit, refillMillis, true, Date.now())
+    }
   }
 }
+
+/**
+ * What an answer of `bodyBytes` bytes costs beyond the `arrivalCost` already taken: a token per
+ * `bytesPerToken` bytes (to the thousandth of a token the buckets count), when that is more than
+ * the arrival cost (docs/relayer.md §8).
+ */
+export const answerTokens = (bodyBytes: number, bytesPerToken: number, arrivalCost: number): number =>
+  Math.max(0, bodyBytes / bytesPerToken - arrivalCost)

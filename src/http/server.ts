@@ -12,6 +12,7 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Cause, Context, Effect, type Fiber, FiberId, FiberRef, Layer, Metric, Option } from "effect"
 import { unsafeLogInfo } from "../logging.js"
@@ -61,6 +62,23 @@ const requestDone = (
   )
 }
 
+/**
+ * Bytes of a response's body as it will be sent, for answers weighed by the per-IP limit
+ * (`IpRateLimitOptions.bytesPerToken`); 0 when the body declares no length.
+ */
+const bodyBytes = (response: HttpServerResponse.HttpServerResponse): number => {
+  const body = response.body
+  switch (body._tag) {
+    case "Uint8Array":
+      return body.body.length
+    case "Raw":
+    case "Stream":
+      return body.contentLength ?? 0
+    default:
+      return 0
+  }
+}
+
 /** Counts one outcome of a route that counts them (src/http/outcomes.ts), by the request's path. */
 const recordOutcome = (
   record: OutcomeRecorder | undefined,
@@ -107,17 +125,22 @@ const serveRequests = (routes: ReadonlyArray<RouteTemplate>, options: ServeReque
       const countOutcome = (outcome: string) => {
         if (entered) recordOutcome(record, request.url, outcome, fiber)
       }
-      const refused = limit?.(
-        request.method,
-        route,
-        Option.getOrUndefined(request.remoteAddress),
-        request.headers["x-forwarded-for"]
-      )
+      const remoteAddress = Option.getOrUndefined(request.remoteAddress)
+      const refused = limit?.arrive(request.method, route, remoteAddress, request.headers["x-forwarded-for"])
       const answer: HttpApp.Default<unknown> =
         refused === undefined ? guardBody(request, decision, enter) : Effect.fail(refused)
       return Effect.matchCauseEffect(answer, {
         onSuccess: (response) => {
           const outcome = fiber.getFiberRef(reportedOutcome) ?? "ok"
+          // A heavy answer costs what it weighs, charged before a byte of it is sent (docs/relayer.md §8).
+          if (limit?.weighs(request.method, route) === true)
+            limit.answered(
+              request.method,
+              route,
+              remoteAddress,
+              request.headers["x-forwarded-for"],
+              bodyBytes(response)
+            )
           countOutcome(outcome)
           finish(response.status)
           const cacheable = fiber.getFiberRef(cacheableAnswer)
@@ -157,12 +180,9 @@ const replayCachedAnswers =
     const started = process.hrtime.bigint()
     const labels = { route: answer.route, method: "GET" }
     const forwardedFor = request.headers["x-forwarded-for"]
-    const refused = options.limit?.(
-      "GET",
-      answer.route,
-      request.socket.remoteAddress,
-      Array.isArray(forwardedFor) ? forwardedFor.join(", ") : forwardedFor
-    )
+    const forwarded = Array.isArray(forwardedFor) ? forwardedFor.join(", ") : forwardedFor
+    const limit = options.limit
+    const refused = limit?.arrive("GET", answer.route, request.socket.remoteAddress, forwarded)
     // A fiber id of its own, as each request of the full path has.
     const fiberId = FiberId.unsafeMake()
     if (refused !== undefined) {
@@ -171,6 +191,8 @@ const replayCachedAnswers =
       requestDone(answer.fiber, { ...labels, status: refusal.status }, started, fiberId)
       return true
     }
+    if (limit?.weighs("GET", answer.route) === true)
+      limit.answered("GET", answer.route, request.socket.remoteAddress, forwarded, bodyBytes(answer.response))
     writeAnswer(response, answer.response)
     answer.onReplay()
     recordOutcome(options.outcomes[answer.route], request.url ?? "", answer.outcome, answer.fiber)
@@ -196,13 +218,13 @@ export const defaultServerTimeouts: ServerTimeouts = {
 
 export const httpClientErrors = counter(
   "http_client_errors_total",
-  "Connections answered by the server itself before a request reached a route, by reason (timeout, malformed, header_overflow, reset)"
+  "Connections answered by the server itself before a request reached a route, by reason (timeout, malformed, header_overflow, expectation, reset)"
 )
 const clientErrorCounter = taggedOnce(httpClientErrors)
 
-type ClientErrorReason = "timeout" | "malformed" | "header_overflow" | "reset"
+type ClientErrorReason = "timeout" | "malformed" | "header_overflow" | "expectation" | "reset"
 
-const clientErrorReason = (code: string | undefined): ClientErrorReason => {
+const clientErrorReason = (code: string | undefined): Exclude<ClientErrorReason, "expectation"> => {
   switch (code) {
     case "ERR_HTTP_REQUEST_TIMEOUT":
       return "timeout"
@@ -215,7 +237,10 @@ const clientErrorReason = (code: string | undefined): ClientErrorReason => {
   }
 }
 
-const clientErrorAnswers: Record<Exclude<ClientErrorReason, "reset">, readonly [number, string, string]> = {
+const clientErrorAnswers: Record<
+  Exclude<ClientErrorReason, "reset" | "expectation">,
+  readonly [number, string, string]
+> = {
   timeout: [408, "Request Timeout", "the request did not arrive in time"],
   header_overflow: [431, "Request Header Fields Too Large", "request headers are too large"],
   malformed: [400, "Bad Request", "malformed HTTP request"]
@@ -244,6 +269,45 @@ const answerClientError = (error: Error & { code?: string; rawPacket?: unknown }
   )
 }
 
+/**
+ * A request Node parsed but the server answers itself, with the service's JSON body and the
+ * connection closed (its body, if any, is not read): the status and reason.
+ */
+const answerRequestItself = (
+  response: ServerResponse,
+  reason: Exclude<ClientErrorReason, "reset">,
+  status: number,
+  message: string
+): void => {
+  Effect.runSync(Metric.increment(clientErrorCounter({ reason })))
+  const body = JSON.stringify({ error: message, code: "bad_request" })
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    connection: "close"
+  })
+  // An answer to HEAD has no body (Node writes none).
+  response.end(body)
+}
+
+/**
+ * What Node's parser lets through that HTTP/1.1 refuses (docs/operations.md "HTTP behaviour"): a
+ * request line without a version (Node takes it for HTTP/0.9, which has no headers and no
+ * status line) or with a version other than 1.0 and 1.1, and an HTTP/1.1 request without `Host`
+ * (Node's own check answers it with an empty body). Answered 400 here; true then.
+ */
+const refusedRequestLine = (request: IncomingMessage, response: ServerResponse): boolean => {
+  if (request.httpVersionMajor !== 1) {
+    answerRequestItself(response, "malformed", 400, "the request line must end with HTTP/1.1 or HTTP/1.0")
+    return true
+  }
+  if (request.httpVersionMinor === 1 && request.headers.host === undefined) {
+    answerRequestItself(response, "malformed", 400, "an HTTP/1.1 request must have a Host header")
+    return true
+  }
+  return false
+}
+
 const nodeServer =
   (timeouts: ServerTimeouts, replay: (request: IncomingMessage, response: ServerResponse) => boolean) =>
   (): Server => {
@@ -254,14 +318,25 @@ const nodeServer =
       requestTimeout: requestMs,
       keepAliveTimeout: timeouts.keepAliveMs,
       // Node looks for expired requests only this often (every 30 s by default).
-      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4)))
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4))),
+      // Checked in `refusedRequestLine`, which answers with the service's JSON body.
+      requireHostHeader: false
     })
     server.on("clientError", answerClientError)
+    // Any `Expect` but `100-continue` (which Node answers itself); Node's own 417 has an empty body.
+    server.on("checkExpectation", (_request: IncomingMessage, response: ServerResponse) =>
+      answerRequestItself(response, "expectation", 417, "only Expect: 100-continue is supported")
+    )
     holdUntilServed(server)
-    // Before any `request` listener: a replayed answer never reaches the platform's handler.
+    // Before any `request` listener: a refused or replayed request never reaches the platform's handler.
     const emit = server.emit
     server.emit = function (this: Server, event: string | symbol, ...args: Array<unknown>) {
-      if (event === "request" && replay(args[0] as IncomingMessage, args[1] as ServerResponse)) return true
+      if (
+        event === "request" &&
+        (refusedRequestLine(args[0] as IncomingMessage, args[1] as ServerResponse) ||
+          replay(args[0] as IncomingMessage, args[1] as ServerResponse))
+      )
+        return true
       return (emit as (this: Server, ...all: Array<unknown>) => boolean).call(this, event, ...args)
     } as Server["emit"]
     return server

@@ -1,7 +1,9 @@
 /**
- * The relayer's rate limits (docs/relayer.md §8): a per-IP bucket where each POST costs 1 and a
- * quote or transaction-status poll 0.2, and a per-account bucket charged only once a request for
- * that account has passed simulation, so refused requests naming someone's id cannot drain it.
+ * The relayer's rate limits (docs/relayer.md §8): a per-IP bucket where each POST costs 1, a
+ * quote or transaction-status poll 0.2 and `GET /v1/accounts` what its answer weighs (a poll's
+ * 0.2 at least), and a
+ * per-account bucket charged only once a request for that account has passed simulation, so
+ * refused requests naming someone's id cannot drain it.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Hex } from "viem"
@@ -10,18 +12,36 @@ import { RelayerSettings, type RelayerSettingsShape } from "../config/relayer.js
 import { type IpRateLimitOptions, makeLimit, memoryRateLimiter } from "../http/rateLimit.js"
 
 const POLL_COST = 0.2
+const ACCOUNTS = "/v1/accounts"
 
-/** Per-IP cost of a request by method and route template; other reads are free. */
+/**
+ * Per-IP cost of a request on arrival by method and route template; other reads are free. A HEAD
+ * is answered as its GET and costs as much on arrival. `GET /v1/accounts` costs a poll's on
+ * arrival and the rest of its weight once its answer is known (`relayerBytesPerToken`).
+ */
 export const relayerRequestCost = (method: string, route: string): number => {
-  if (method === "GET") return route === "/v1/quote" ? POLL_COST : 0
+  if (method === "GET" || method === "HEAD")
+    return route === "/v1/quote" || route === ACCOUNTS ? POLL_COST : 0
   if (method === "POST") return route === "/v1/tx-status" ? POLL_COST : 1
   return 0
 }
 
+/**
+ * The answers weighed by the per-IP limit: `GET /v1/accounts`, a token per `bytesPerToken` bytes
+ * sent (`RATE_LIMIT_IP_BYTES_PER_TOKEN`) when that is more than a poll's 0.2, so the identity body
+ * costs several times the gzip one, as it costs the relayer several times the work, and a 304
+ * costs what a poll does.
+ */
+export const relayerBytesPerToken =
+  (bytesPerToken: number) =>
+  (method: string, route: string): number | undefined =>
+    method === "GET" && route === ACCOUNTS ? bytesPerToken : undefined
+
 export const relayerIpRateLimit = (settings: RelayerSettingsShape): IpRateLimitOptions => ({
   bucket: { burst: settings.rateLimitIpBurst, perMinute: settings.rateLimitIpPerMinute },
   trustProxyHops: settings.trustProxyHops,
-  cost: relayerRequestCost
+  cost: relayerRequestCost,
+  bytesPerToken: relayerBytesPerToken(settings.rateLimitIpBytesPerToken)
 })
 
 export interface IdRateLimitShape {

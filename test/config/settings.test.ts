@@ -65,6 +65,7 @@ describe("relayer settings", () => {
       maxBodyBytes: 65536,
       rateLimitIpBurst: 30,
       rateLimitIpPerMinute: 30,
+      rateLimitIpBytesPerToken: 524288,
       rateLimitIdBurst: 6,
       rateLimitIdPerMinute: 6,
       gasCapBps: 20000,

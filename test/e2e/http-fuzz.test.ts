@@ -379,3 +379,44 @@ describe.each(["relayer", "attestor"] as const)("%s request bodies", (service) =
     }
   })
 })
+
+describe.each(["relayer", "attestor"] as const)("%s HTTP details", (service) => {
+  const anyPost = service === "relayer" ? "/v1/tx-status" : "/v1/commitment"
+
+  it("refuses an encoded body 415 and an unknown Expect 417, each with the JSON error body", async () => {
+    for (const headers of [
+      { "content-encoding": "gzip" },
+      { "transfer-encoding": "gzip, chunked" },
+      { expect: "200-ok" }
+    ]) {
+      const encoded = "transfer-encoding" in headers
+      const answer = await send(bases[service], {
+        method: "POST",
+        path: anyPost,
+        headers: { "content-type": "application/json", ...headers },
+        // A chunked body is framed by its chunks, not a length.
+        body: encoded ? undefined : "{}"
+      })
+      const where = JSON.stringify(headers)
+      expect(answer.status, where).toBe("expect" in headers ? 417 : 415)
+      expect(JSON.parse(answer.body), where).toEqual({ error: expect.any(String), code: "bad_request" })
+    }
+  })
+})
+
+describe("attestor messenger login", () => {
+  it("refuses an auth.id above 2^53 quoting its digits as sent, not a rounded number", async () => {
+    const id = "9007199254740993"
+    const answer = await send(bases.attestor, {
+      method: "POST",
+      path: "/v1/oauth/messenger/verify",
+      headers: { "content-type": "application/json" },
+      body: `{"auth":{"id":${id},"auth_date":1700000000,"hash":"${"a".repeat(64)}"},"stealthOwner":"0x${"11".repeat(20)}"}`
+    })
+    expect(answer.status).toBe(400)
+    const body = JSON.parse(answer.body) as { error: string; code: string }
+    expect(body.code).toBe("bad_request")
+    expect(body.error).toContain(`auth.id: ${id} `)
+    expect(body.error).not.toContain("9007199254740992")
+  })
+})

@@ -349,3 +349,111 @@ describe("slow clients", () => {
     expect(JSON.parse(answer.body)).toEqual({ value: "7" })
   })
 })
+
+describe("HTTP details", () => {
+  const expectJsonRefusal = (answer: RawAnswer, status: number) => {
+    expect({ status: answer.status, type: answer.headers["content-type"] }).toEqual({
+      status,
+      type: "application/json"
+    })
+    expect(JSON.parse(answer.body)).toEqual({ error: expect.any(String), code: "bad_request" })
+  }
+  const echo = '{"value":"1"}'
+  const post = (headers: string, body: string) =>
+    `POST /v1/echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n${headers}\r\n${body}`
+
+  it("a body sent with Content-Encoding is 415, not read as if it were plain", async () => {
+    for (const coding of ["gzip", "deflate", "br", "GZIP"]) {
+      const answer = await raw(base, [
+        post(`Content-Encoding: ${coding}\r\nContent-Length: ${echo.length}\r\n`, echo)
+      ])
+      expectJsonRefusal(answer, 415)
+    }
+    // `identity` is no coding at all.
+    const plain = await raw(base, [
+      post(`Content-Encoding: identity\r\nContent-Length: ${echo.length}\r\n`, echo)
+    ])
+    expect(plain.status).toBe(200)
+  })
+
+  it("a body with a transfer coding other than chunked is 415; plain chunked is read", async () => {
+    const chunked = `${echo.length.toString(16)}\r\n${echo}\r\n0\r\n\r\n`
+    expectJsonRefusal(await raw(base, [post("Transfer-Encoding: gzip, chunked\r\n", chunked)]), 415)
+    expectJsonRefusal(await raw(base, [post("Transfer-Encoding: deflate,chunked\r\n", chunked)]), 415)
+    const plain = await raw(base, [post("Transfer-Encoding: chunked\r\n", chunked)])
+    expect(plain.status).toBe(200)
+    expect(JSON.parse(plain.body)).toEqual({ value: "1" })
+  })
+
+  it("an Expect other than 100-continue is 417 with the JSON error body", async () => {
+    const answer = await raw(base, [post(`Expect: 200-ok\r\nContent-Length: ${echo.length}\r\n`, echo)])
+    expectJsonRefusal(answer, 417)
+    expect(answer.closed).toBe(true)
+    const continued = await raw(base, [
+      post(`Expect: 100-continue\r\nContent-Length: ${echo.length}\r\n`, ""),
+      100,
+      echo
+    ])
+    expect(continued.body).toContain('{"value":"1"}')
+  })
+
+  it("a request line without a version is 400, not answered as HTTP/0.9", async () => {
+    for (const line of ["GET /v1/quote\r\n\r\n", "GET /v1/quote\r\nHost: x\r\n\r\n"]) {
+      const answer = await raw(base, [line])
+      expectJsonRefusal(answer, 400)
+      expect(answer.closed).toBe(true)
+    }
+  })
+
+  it("a version other than HTTP/1.0 and HTTP/1.1 is 400", async () => {
+    expectJsonRefusal(await raw(base, ["GET /v1/quote HTTP/2.0\r\nHost: x\r\n\r\n"]), 400)
+    expect((await raw(base, ["GET /v1/quote HTTP/1.0\r\n\r\n"])).status).toBe(200)
+  })
+
+  it("an HTTP/1.1 request without Host is 400 with the JSON error body", async () => {
+    expectJsonRefusal(await raw(base, ["GET /v1/quote HTTP/1.1\r\nConnection: close\r\n\r\n"]), 400)
+  })
+
+  it("counts what the server answered itself by reason", async () => {
+    await raw(base, [post(`Expect: 200-ok\r\nContent-Length: ${echo.length}\r\n`, echo)])
+    expect(await metricsText()).toMatch(/http_client_errors_total\{reason="expectation"\} [1-9]/)
+  })
+
+  it("an integer beyond 2^53 anywhere in a body is 400 quoting its digits as sent", async () => {
+    for (const [literal, path] of [
+      ["9007199254740993", "nested"],
+      ["-90071992547409934444", "nested"],
+      ["123456789012345678901234567890", "nested.deep.1"],
+      ["1e300", "nested"],
+      ["1E400", "nested"]
+    ] as const) {
+      const nested = path === "nested" ? literal : `{"deep":[1,${literal}]}`
+      const res = await fetch(`${base}/v1/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: `{"value":"1","note":"12345678901234567890","nested":${nested}}`
+      })
+      expect(res.status, literal).toBe(400)
+      const { error, code } = (await res.json()) as { error: string; code: string }
+      expect(code).toBe("bad_request")
+      expect(error, literal).toContain(`${path}: ${literal} `)
+    }
+  })
+
+  it("safe integers, fractions and long digit strings are taken", async () => {
+    for (const nested of [
+      "9007199254740991",
+      "-9007199254740991",
+      "0.5",
+      '"90071992547409934444"',
+      "1.5e3"
+    ]) {
+      const res = await fetch(`${base}/v1/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: `{"value":"1","nested":${nested}}`
+      })
+      expect(res.status, nested).toBe(200)
+    }
+  })
+})

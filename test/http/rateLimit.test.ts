@@ -5,13 +5,14 @@
  */
 
 import { RateLimiter } from "@effect/experimental"
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, HashMap, Layer, Logger, ManagedRuntime, Metric, Schema, TestClock } from "effect"
 import { afterAll, beforeAll } from "vitest"
 import { Wire } from "../../schema/errors.js"
 import { serviceDocument } from "../../src/http/openapi.js"
 import {
+  answerTokens,
   boundedMemoryStore,
   clientKey,
   makeLimit,
@@ -19,7 +20,7 @@ import {
   rateLimitedTotal
 } from "../../src/http/rateLimit.js"
 import { serveApi, serverUrl } from "../../src/http/server.js"
-import { relayerRequestCost } from "../../src/relayer/rateLimits.js"
+import { relayerBytesPerToken, relayerRequestCost } from "../../src/relayer/rateLimits.js"
 
 describe("client key", () => {
   it("is the socket's peer when no proxy is trusted, whatever X-Forwarded-For says", () => {
@@ -112,15 +113,33 @@ describe("buckets", () => {
 })
 
 describe("relayer costs", () => {
-  it("POST 1, quote and tx-status 0.2, other reads free", () => {
+  it("POST 1, quote, tx-status and accounts 0.2 on arrival, other reads free; HEAD as GET", () => {
     expect(relayerRequestCost("POST", "/v1/claim")).toBe(1)
     expect(relayerRequestCost("POST", "/v1/ping")).toBe(1)
     expect(relayerRequestCost("POST", "unmatched")).toBe(1)
     expect(relayerRequestCost("POST", "/v1/tx-status")).toBe(0.2)
     expect(relayerRequestCost("GET", "/v1/quote")).toBe(0.2)
+    expect(relayerRequestCost("HEAD", "/v1/quote")).toBe(0.2)
     expect(relayerRequestCost("GET", "/v1/config")).toBe(0)
-    expect(relayerRequestCost("GET", "/v1/accounts")).toBe(0)
+    expect(relayerRequestCost("GET", "/v1/accounts")).toBe(0.2)
+    expect(relayerRequestCost("HEAD", "/v1/accounts")).toBe(0.2)
     expect(relayerRequestCost("GET", "/v1/health")).toBe(0)
+  })
+
+  it("only GET /v1/accounts is weighed: a token per bytesPerToken bytes, at least its arrival cost", () => {
+    const weighed = relayerBytesPerToken(512 * 1024)
+    expect(weighed("GET", "/v1/accounts")).toBe(512 * 1024)
+    // A HEAD sends no body.
+    expect(weighed("HEAD", "/v1/accounts")).toBeUndefined()
+    expect(weighed("GET", "/v1/quote")).toBeUndefined()
+    expect(weighed("POST", "/v1/claim")).toBeUndefined()
+    const KiB = 1024
+    // Beyond the 0.2 taken on arrival: a 304, a small list, 150 KiB of gzip, 1 MB of identity, 33.5 MB.
+    expect(answerTokens(0, 512 * KiB, 0.2)).toBe(0)
+    expect(answerTokens(100 * KiB, 512 * KiB, 0.2)).toBe(0)
+    expect(answerTokens(150 * KiB, 512 * KiB, 0.2)).toBeCloseTo(0.093, 3)
+    expect(answerTokens(1_000_000, 512 * KiB, 0.2)).toBeCloseTo(1.707, 3)
+    expect(answerTokens(33_500_000, 512 * KiB, 0.2)).toBeCloseTo(63.696, 3)
   })
 })
 
@@ -134,7 +153,12 @@ class LimitedGroup extends HttpApiGroup.make("limited")
       .addSuccess(Schema.Struct({ ok: Schema.Boolean }))
   )
   .add(HttpApiEndpoint.get("quote", "/v1/quote").addSuccess(Schema.Struct({ ok: Schema.Boolean })))
-  .add(HttpApiEndpoint.get("health", "/v1/health").addSuccess(Schema.Struct({ ok: Schema.Boolean }))) {}
+  .add(HttpApiEndpoint.get("health", "/v1/health").addSuccess(Schema.Struct({ ok: Schema.Boolean })))
+  .add(
+    HttpApiEndpoint.get("accounts", "/v1/accounts")
+      .setUrlParams(Schema.Struct({ bytes: Schema.NumberFromString }))
+      .addSuccess(Schema.Unknown)
+  ) {}
 
 class LimitedApi extends HttpApi.make("limited")
   .add(LimitedGroup)
@@ -148,6 +172,10 @@ const LimitedLive = HttpApiBuilder.group(LimitedApi, "limited", (handlers) =>
     .handle("write", () => Effect.succeed({ ok: true }))
     .handle("quote", () => Effect.succeed({ ok: true }))
     .handle("health", () => Effect.succeed({ ok: true }))
+    // A body of the size asked for, as the accounts feed sends its identity or gzip body.
+    .handle("accounts", ({ urlParams }) =>
+      Effect.succeed(HttpServerResponse.uint8Array(new Uint8Array(urlParams.bytes)))
+    )
 )
 
 const logLines: Array<string> = []
@@ -165,7 +193,12 @@ const server = (trustProxyHops: number) =>
       port: 0,
       maxBodyBytes: 1024,
       // A slow refill, so a loaded machine cannot refill a token in the middle of a test.
-      rateLimit: { bucket: { burst: 3, perMinute: 0.3 }, trustProxyHops, cost: relayerRequestCost }
+      rateLimit: {
+        bucket: { burst: 3, perMinute: 0.3 },
+        trustProxyHops,
+        cost: relayerRequestCost,
+        bytesPerToken: relayerBytesPerToken(1000)
+      }
     }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, capturingLogger)))
   )
 
@@ -227,5 +260,40 @@ describe("per-IP middleware", () => {
     expect(refused.status).toBe(429)
     // 0.2 of a token at 0.3 a minute is back in 40 s.
     expect(refused.headers.get("retry-after")).toBe("40")
+  })
+})
+
+describe("answers that cost what they weigh", () => {
+  const accounts = (client: string, bytes: number) =>
+    fetch(`${proxiedUrl}/v1/accounts?bytes=${bytes}`, { headers: { "x-forwarded-for": client } })
+
+  it("a body of 2.9 KB at 1000 bytes a token takes 2.9 tokens: the next request is refused", async () => {
+    const heavy = await accounts("198.51.100.20", 2_900)
+    expect(heavy.status).toBe(200)
+    expect((await heavy.arrayBuffer()).byteLength).toBe(2_900)
+    const refused = await accounts("198.51.100.20", 0)
+    expect(refused.status).toBe(429)
+    // 0.1 left; 0.1 more at 0.3 a minute is back in 20 s.
+    expect(refused.headers.get("retry-after")).toBe("20")
+    expect(await refused.json()).toEqual({ error: "too many requests, retry later", code: "rate_limited" })
+  })
+
+  it("an empty answer (a 304) or a light one costs a poll's 0.2: fifteen fit in three tokens", async () => {
+    const statuses: Array<number> = []
+    for (let i = 0; i < 16; i++)
+      statuses.push((await accounts("198.51.100.21", i % 2 === 0 ? 0 : 150)).status)
+    expect(statuses).toEqual([...Array.from({ length: 15 }, () => 200), 429])
+  })
+
+  it("a body heavier than the bucket is sent once, then the client waits until the debt is repaid", async () => {
+    const heavy = await accounts("198.51.100.22", 10_000)
+    expect(heavy.status).toBe(200)
+    await heavy.arrayBuffer()
+    const refused = await accounts("198.51.100.22", 0)
+    expect(refused.status).toBe(429)
+    // 3 − 10 = −7 tokens, and 0.2 more to come in: 7.2 tokens at 0.3 a minute.
+    expect(refused.headers.get("retry-after")).toBe("1440")
+    // Another address is not affected.
+    expect((await accounts("198.51.100.23", 0)).status).toBe(200)
   })
 })
