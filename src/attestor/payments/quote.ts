@@ -128,7 +128,7 @@ export const facilitatorListsMethod = (options: {
   }).pipe(
     Effect.catchTag("Unavailable", () =>
       Effect.logWarning(
-        "the payment facilitator's /supported could not be read at start-up: paid handle lookups answer 503 until it answers"
+        "the payment facilitator's /supported (or the chain id) could not be read at start-up: paid handle lookups answer 503 until they can be quoted"
       )
     )
   )
