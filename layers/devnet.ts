@@ -140,11 +140,22 @@ export const devnetFacilitator = (chain: DevnetChain, port = 0) =>
   })
 
 /**
+ * The transfer method the devnet's attestor quotes (docs/protocol.md §9): `permit2`, the one stock
+ * `@x402/evm` clients pay, so examples/paid-lookup.ts is such a client. The facilitator stand-in
+ * lists both methods, so an attestor of either can use it.
+ */
+export const DEVNET_TRANSFER_METHOD = "permit2"
+
+/**
  * The attestor's paid handle lookups on the devnet (docs/protocol.md §9): 0.01 of the settlement asset per
  * lookup, paid to account #0, through the facilitator stand-in at `facilitatorUrl`. The asset's
- * decimals and symbol come from the deployment file.
+ * decimals and symbol come from the deployment file. `transferMethod` unset: the attestor's default.
  */
-export const paidLookupEnv = (chain: DevnetChain, facilitatorUrl: string): Record<string, string> => {
+export const paidLookupEnv = (
+  chain: DevnetChain,
+  facilitatorUrl: string,
+  transferMethod?: "permit2-exact" | "permit2"
+): Record<string, string> => {
   const settlement = Object.entries(chain.deployment.assets).find(
     ([asset]) => asset.toLowerCase() === chain.deployment.settlementAsset.toLowerCase()
   )?.[1]
@@ -153,7 +164,8 @@ export const paidLookupEnv = (chain: DevnetChain, facilitatorUrl: string): Recor
     HANDLE_LOOKUP_MODE: "paid",
     FACILITATOR_URL: facilitatorUrl,
     HANDLE_LOOKUP_PRICE: parseUnits(DEVNET_LOOKUP_PRICE, settlement.decimals).toString(),
-    HANDLE_LOOKUP_PAY_TO: devnetAccount(DEVNET_FACILITATOR_ACCOUNT).address
+    HANDLE_LOOKUP_PAY_TO: devnetAccount(DEVNET_FACILITATOR_ACCOUNT).address,
+    ...(transferMethod === undefined ? {} : { HANDLE_LOOKUP_TRANSFER_METHOD: transferMethod })
   }
 }
 
@@ -405,7 +417,7 @@ export const devnetLayer = (options: DevnetChainOptions) =>
         withSettings(AttestorLive, {
           ...attestorEnv(chain, attestorPort),
           ...standInEnv(standIns, attestorUrl),
-          ...paidLookupEnv(chain, facilitator.url),
+          ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
           ...autoVetoEnv
         }),
         scope

@@ -197,8 +197,11 @@ export const IsoDateTime = Schema.String.pipe(
 // Info
 // ---------------------------------------------------------------------------------------------
 
-/** x402 asset transfer method of the permit-based payment. */
-export const AssetTransferMethod = Schema.Literal("permit2-exact").annotations({
+/**
+ * x402 asset transfer method of the permit-based payment (`HANDLE_LOOKUP_TRANSFER_METHOD`):
+ * `permit2-exact`, the specs' vocabulary, or `permit2`, `@x402/evm`'s exact scheme.
+ */
+export const AssetTransferMethod = Schema.Literal("permit2-exact", "permit2").annotations({
   identifier: "AssetTransferMethod"
 })
 
@@ -639,13 +642,21 @@ export const PaymentRequirements = Schema.Struct({
   amount: Uint256,
   payTo: Address,
   maxTimeoutSeconds: Schema.Int.pipe(Schema.positive()),
-  extra: Schema.Struct({
-    assetTransferMethod: AssetTransferMethod,
-    name: Schema.String,
-    version: Schema.String,
-    signerAddress: Address,
-    spenderAddress: Address
-  }).annotations({ identifier: "PaymentRequirementsExtra" })
+  extra: Schema.Union(
+    Schema.Struct({
+      assetTransferMethod: Schema.Literal("permit2-exact"),
+      name: Schema.String,
+      version: Schema.String,
+      signerAddress: Address,
+      spenderAddress: Address
+    }).annotations({ identifier: "PaymentRequirementsExtra" }),
+    // `@x402/evm`'s exact scheme: the spender is its canonical x402ExactPermit2Proxy.
+    Schema.Struct({
+      assetTransferMethod: Schema.Literal("permit2"),
+      name: Schema.String,
+      version: Schema.String
+    }).annotations({ identifier: "PaymentRequirementsPermit2Extra" })
+  )
 }).annotations({ identifier: "PaymentRequirements" })
 export type PaymentRequirements = typeof PaymentRequirements.Type
 

@@ -58,7 +58,7 @@ export const handleLookupInfo = (
       decimals: paid.decimals,
       symbol: paid.symbol,
       payTo: paid.payTo,
-      assetTransferMethod: "permit2-exact"
+      assetTransferMethod: paid.transferMethod
     }
   }
 }

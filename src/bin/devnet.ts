@@ -11,6 +11,7 @@ import { Cause, Config, Data, Deferred, Effect } from "effect"
 import {
   attestorEnv,
   autoVetoEnv,
+  DEVNET_TRANSFER_METHOD,
   type DevnetChain,
   devnetChain,
   devnetFacilitator,
@@ -142,7 +143,8 @@ const program = Effect.gen(function* () {
         ...attestorEnv(chain, attestorPort),
         ...standInEnv(standIns, attestorUrl),
         ...fedsocialEnv(chain),
-        ...paidLookupEnv(chain, facilitator.url),
+        // Quoted as stock @x402/evm clients pay (docs/protocol.md §9).
+        ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
         // Vetoes paid by the attestor's key, account #2 (docs/protocol.md §9).
         ...autoVetoEnv
       })
@@ -158,7 +160,7 @@ const program = Effect.gen(function* () {
       `  relayer   ${relayer.url}`,
       `  attestor  ${attestor.url}`,
       `  doubles   ${standIns.url}  (OAuth providers; add devnet_user=<id> to a login URL)`,
-      `  x402      ${facilitator.url}  (facilitator of paid handle lookups, 0.01 a lookup)`,
+      `  x402      ${facilitator.url}  (facilitator of paid handle lookups, 0.01 a lookup, quoted as ${DEVNET_TRANSFER_METHOD})`,
       "  vetoes    AUTO_VETO on: the attestor vetoes unattested and contested binds, paid by account #2",
       `  file      ${chain.deploymentFile}`,
       "  metrics   Authorization: Bearer devnet",

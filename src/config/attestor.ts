@@ -143,6 +143,8 @@ export interface PaidLookupSettings {
   readonly payTo: Address
   /** `HANDLE_LOOKUP_MAX_TIMEOUT_SECONDS`: the x402 `maxTimeoutSeconds` a payment stays good for. */
   readonly maxTimeoutSeconds: number
+  /** `HANDLE_LOOKUP_TRANSFER_METHOD`: the dialect the quote speaks; the facilitator must list it. */
+  readonly transferMethod: TransferMethod
   /** The settlement asset's decimals and symbol, as `/v1/info` shows the price. */
   readonly decimals: number
   readonly symbol: string
@@ -150,6 +152,16 @@ export interface PaidLookupSettings {
   readonly assetName: Option.Option<string>
   readonly assetVersion: Option.Option<string>
 }
+
+/**
+ * How the payer's Permit2 authorization reaches the facilitator (docs/protocol.md §10 "Paid lookups"):
+ * `permit2-exact`, the specs' vocabulary, with the facilitator's own signer and spender; or
+ * `permit2`, the x402 `exact` scheme of `@x402/evm` and the public facilitators, whose spender is
+ * the canonical `x402ExactPermit2Proxy`.
+ */
+export type TransferMethod = "permit2-exact" | "permit2"
+
+export const TRANSFER_METHODS: ReadonlyArray<TransferMethod> = ["permit2-exact", "permit2"]
 
 /** A positive amount in atomic units, as a decimal string. */
 const atomicAmount = (name: string) =>
@@ -198,6 +210,9 @@ const paidLookupSettings = (
       amount: atomicAmount("HANDLE_LOOKUP_PRICE"),
       payTo: address("HANDLE_LOOKUP_PAY_TO"),
       maxTimeoutSeconds: positiveInt("HANDLE_LOOKUP_MAX_TIMEOUT_SECONDS", 300, 3_600),
+      transferMethod: oneOf("HANDLE_LOOKUP_TRANSFER_METHOD", TRANSFER_METHODS).pipe(
+        Config.withDefault<TransferMethod>("permit2-exact")
+      ),
       assetName: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_NAME")),
       assetVersion: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_VERSION"))
     })

@@ -6,10 +6,14 @@
  *
  * The facilitator is `@x402/core`'s `x402Facilitator` with `@x402/evm`'s exact scheme, behind the
  * wire `HTTPFacilitatorClient` speaks: `GET /supported`, `POST /verify` and `POST /settle` with
- * `{ x402Version, paymentPayload, paymentRequirements }`. `/supported` adds the `extra` the attestor
- * reads (`assetTransferMethod: "permit2-exact"`, `signerAddress`, `spenderAddress`), as the
- * facilitators of docs/protocol.md §10 announce it. Tests read every request body it received and can make
- * it unreachable, fail settlements, or hold verifications until they let them go.
+ * `{ x402Version, paymentPayload, paymentRequirements }`. `/supported` lists this chain's `exact`
+ * kind twice, once per transfer method of docs/protocol.md §10: as the library announces it (no
+ * `extra`: the `permit2` method, spender the canonical proxy), and with the `extra` the
+ * `permit2-exact` facilitators announce (`assetTransferMethod: "permit2-exact"`, `signerAddress`,
+ * `spenderAddress` = the same proxy). Both sign the same Permit2 witness transfer to the proxy, so
+ * the library's scheme verifies and settles both. Tests read every request body it received and can
+ * make it unreachable, list only one method, fail settlements, or hold verifications until they let
+ * them go.
  *
  * Nothing here is logged: request bodies carry payment signatures.
  */
@@ -155,6 +159,9 @@ export async function installX402Contracts(rpcUrl: string): Promise<{ permit2: A
   return { permit2: PERMIT2_ADDRESS, proxy: X402_EXACT_PERMIT2_PROXY_ADDRESS }
 }
 
+/** The transfer methods of docs/protocol.md §10 that `/supported` can list. */
+export type StandInTransferMethod = "permit2-exact" | "permit2"
+
 /** `down`: connections are dropped unanswered; `settle_error`: `/settle` answers a failed settlement. */
 export type FacilitatorFault = "down" | "settle_error"
 
@@ -166,6 +173,8 @@ export interface FacilitatorStandInOptions {
   readonly host?: string
   /** Default 0 (a free port). */
   readonly port?: number
+  /** What `/supported` lists (default both); a test of a facilitator without one leaves it out. */
+  readonly methods?: ReadonlyArray<StandInTransferMethod>
 }
 
 export interface FacilitatorStandIn {
@@ -252,20 +261,25 @@ export async function startFacilitatorStandIn(
   const facilitator = new x402Facilitator()
   registerExactEvmScheme(facilitator, { signer, networks: network })
 
+  const methods = options.methods ?? ["permit2-exact", "permit2"]
   const supported = () => {
     const all = facilitator.getSupported()
+    // The exact scheme also registers x402 version 1 on public networks; only this chain's v2 counts.
+    const kinds = all.kinds.filter((kind) => kind.x402Version === 2 && kind.network === network)
     return {
-      // The exact scheme also registers x402 version 1 on public networks; only this chain's v2 counts.
-      kinds: all.kinds
-        .filter((kind) => kind.x402Version === 2 && kind.network === network)
-        .map((kind) => ({
-          ...kind,
-          extra: {
-            assetTransferMethod: "permit2-exact",
-            signerAddress: account.address,
-            spenderAddress: X402_EXACT_PERMIT2_PROXY_ADDRESS
-          }
-        })),
+      kinds: [
+        ...(methods.includes("permit2-exact")
+          ? kinds.map((kind) => ({
+              ...kind,
+              extra: {
+                assetTransferMethod: "permit2-exact",
+                signerAddress: account.address,
+                spenderAddress: X402_EXACT_PERMIT2_PROXY_ADDRESS
+              }
+            }))
+          : []),
+        ...(methods.includes("permit2") ? kinds : [])
+      ],
       extensions: all.extensions,
       signers: all.signers
     }

@@ -1,14 +1,23 @@
 /**
  * The paid lookup's quote (src/attestor/payments/quote.ts): the facilitator's signer and spender
- * taken only from an x402 v2 `exact` kind on this chain's network with `permit2-exact`; the token's
+ * taken only from an x402 v2 `exact` kind on this chain's network with `permit2-exact`; `permit2`
+ * offered by a v2 `exact` kind there naming no other method; the start-up check that stops on a
+ * facilitator not listing the configured method, naming what it lists; the token's
  * EIP-712 name and version from the settings, its EIP-5267 domain or its `name()`; and the quote
  * read once it succeeds, retried after a failure, never while nobody asks.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { FacilitatorClient } from "@x402/core/http"
 import type { SupportedResponse } from "@x402/core/types"
-import { Effect, Option } from "effect"
-import { facilitatorTerms, lookupQuote } from "../../src/attestor/payments/quote.js"
+import { ConfigError, Effect, Either, Option } from "effect"
+import {
+  facilitatorListsMethod,
+  facilitatorTerms,
+  listedKinds,
+  lookupQuote,
+  offersMethod,
+  offersPermit2
+} from "../../src/attestor/payments/quote.js"
 import { ChainReverted } from "../../src/chain/errors.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import type { PaidLookupSettings } from "../../src/config/attestor.js"
@@ -54,6 +63,82 @@ describe("facilitatorTerms", () => {
   })
 })
 
+/** The kind `@x402/evm`'s facilitator announces: no `extra`. */
+const libraryKind = (overrides: Record<string, unknown> = {}) =>
+  ({ x402Version: 2, scheme: "exact", network: "eip155:31337", ...overrides }) as unknown as ReturnType<
+    typeof kind
+  >
+
+describe("offersPermit2 and offersMethod", () => {
+  it("permit2: a v2 exact kind on this network without a transfer method, or naming permit2", () => {
+    expect(offersPermit2(supported(libraryKind()), "eip155:31337")).toBe(true)
+    expect(offersPermit2(supported(kind({}, { assetTransferMethod: "permit2" })), "eip155:31337")).toBe(true)
+    expect(offersMethod(supported(kind(), libraryKind()), "eip155:31337", "permit2")).toBe(true)
+    expect(offersMethod(supported(kind(), libraryKind()), "eip155:31337", "permit2-exact")).toBe(true)
+  })
+
+  it.each([
+    ["only permit2-exact", supported(kind())],
+    ["another network", supported(libraryKind({ network: "eip155:8453" }))],
+    ["x402 version 1", supported(libraryKind({ x402Version: 1 }))],
+    ["another scheme", supported(libraryKind({ scheme: "upto" }))],
+    ["nothing", {} as SupportedResponse]
+  ])("permit2 is not offered by %s", (_, answer) => {
+    expect(offersMethod(answer, "eip155:31337", "permit2")).toBe(false)
+  })
+
+  it("permit2-exact is not offered by the library's kind alone", () => {
+    expect(offersMethod(supported(libraryKind()), "eip155:31337", "permit2-exact")).toBe(false)
+  })
+
+  it("lists kinds for a start-up line: short, printable, at most eight", () => {
+    expect(listedKinds(supported(kind(), libraryKind({ network: "eip155:8453" })))).toBe(
+      "v2 exact eip155:31337 permit2-exact, v2 exact eip155:8453"
+    )
+    expect(listedKinds({} as SupportedResponse)).toBe("nothing")
+    expect(listedKinds(supported(libraryKind({ network: "eip155:1\n\u001b[31mred" })))).toBe(
+      "v2 exact eip155:1??[31mred"
+    )
+    const many = supported(...Array.from({ length: 10 }, (_, i) => libraryKind({ network: `eip155:${i}` })))
+    expect(listedKinds(many)).toMatch(/eip155:7 and 2 more$/)
+  })
+})
+
+describe("facilitatorListsMethod", () => {
+  const check = (method: "permit2-exact" | "permit2", answer: SupportedResponse | Error) =>
+    Effect.either(
+      facilitatorListsMethod({
+        method,
+        chainId: Effect.succeed(31337),
+        facilitator: facilitatorAnswering([answer]).client
+      })
+    )
+
+  it.effect("stops on a facilitator that answers without the method, naming what it lists", () =>
+    Effect.gen(function* () {
+      const refused = yield* check("permit2", supported(kind()))
+      expect(Either.isLeft(refused) && ConfigError.isConfigError(refused.left)).toBe(true)
+      expect(Either.isLeft(refused) && refused.left._op === "InvalidData" && refused.left).toMatchObject({
+        path: ["HANDLE_LOOKUP_TRANSFER_METHOD"],
+        message:
+          "the facilitator (FACILITATOR_URL) does not list x402 v2 exact permit2 payments on eip155:31337; it lists v2 exact eip155:31337 permit2-exact"
+      })
+      const other = yield* check("permit2-exact", supported(libraryKind()))
+      expect(Either.isLeft(other) && other.left._op === "InvalidData" && other.left.message).toMatch(
+        /does not list x402 v2 exact permit2-exact payments on eip155:31337; it lists v2 exact eip155:31337$/
+      )
+    })
+  )
+
+  it.effect("passes a facilitator that lists it, and one that does not answer", () =>
+    Effect.gen(function* () {
+      expect(Either.isRight(yield* check("permit2", supported(libraryKind())))).toBe(true)
+      expect(Either.isRight(yield* check("permit2-exact", supported(kind())))).toBe(true)
+      expect(Either.isRight(yield* check("permit2", new Error("down")))).toBe(true)
+    })
+  )
+})
+
 const settings = (overrides: Partial<PaidLookupSettings> = {}): PaidLookupSettings => ({
   facilitatorUrl: "http://127.0.0.1:9",
   facilitatorToken: Option.none(),
@@ -61,6 +146,7 @@ const settings = (overrides: Partial<PaidLookupSettings> = {}): PaidLookupSettin
   amount: 10n ** 16n,
   payTo: SIGNER,
   maxTimeoutSeconds: 300,
+  transferMethod: "permit2-exact",
   decimals: 18,
   symbol: "USDT",
   assetName: Option.none(),
@@ -140,6 +226,28 @@ describe("lookupQuote", () => {
       expect((yield* Effect.flip(quote))._tag).toBe("Unavailable")
       expect((yield* Effect.flip(quote))._tag).toBe("Unavailable")
       expect(facilitator.calls()).toBe(2)
+    })
+  )
+
+  it.effect("permit2: quotes @x402/evm's extra once the facilitator lists the library's kind", () =>
+    Effect.gen(function* () {
+      const quote = yield* lookupQuote({
+        settings: settings({
+          transferMethod: "permit2",
+          assetName: Option.some("Tether USD"),
+          assetVersion: Option.some("1")
+        }),
+        asset: ASSET,
+        chain: makeMockChainClient({}),
+        chainId: Effect.succeed(31337),
+        facilitator: facilitatorAnswering([supported(kind()), supported(kind(), libraryKind())]).client
+      })
+      expect((yield* Effect.flip(quote))._tag).toBe("Unavailable")
+      expect((yield* quote).extra).toEqual({
+        assetTransferMethod: "permit2",
+        name: "Tether USD",
+        version: "1"
+      })
     })
   )
 

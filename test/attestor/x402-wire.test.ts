@@ -3,7 +3,8 @@
  * quoted requirements with the permit2-exact `extra`, a challenge that names neither handle nor
  * platform, and the reading of a `PAYMENT-SIGNATURE`: version 2, exactly the quoted requirements,
  * a Permit2 authorization for the quoted token, amount, spender and payee whose deadline is within
- * `maxTimeoutSeconds`, and the payer and nonce that identify it.
+ * `maxTimeoutSeconds`, and the payer and nonce that identify it; in both transfer methods, the
+ * `permit2` one quoting `@x402/evm`'s extra and taking only the canonical proxy as spender.
  */
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http"
 import { Either } from "effect"
@@ -12,7 +13,8 @@ import {
   type LookupPrice,
   lookupRequirements,
   paymentRequiredHeader,
-  readPaymentSignature
+  readPaymentSignature,
+  X402_EXACT_PERMIT2_PROXY
 } from "../../src/attestor/payments/x402.js"
 
 const price: LookupPrice = {
@@ -172,5 +174,57 @@ describe("reading a PAYMENT-SIGNATURE", () => {
       { deadline: 1900000000 }
     ])
       expect(readPaymentSignature(signature(overrides), quoted, NOW)).toEqual(Either.left("malformed"))
+  })
+})
+
+describe("the permit2 transfer method", () => {
+  const permit2Price: LookupPrice = {
+    chainId: price.chainId,
+    asset: price.asset,
+    assetName: price.assetName,
+    assetVersion: price.assetVersion,
+    amount: price.amount,
+    payTo: price.payTo,
+    maxTimeoutSeconds: price.maxTimeoutSeconds,
+    transferMethod: "permit2"
+  }
+  const permit2Quoted = lookupRequirements(permit2Price)
+
+  it("quotes exact with @x402/evm's permit2 extra: no signer, no spender", () => {
+    expect(permit2Quoted).toEqual({
+      ...quoted,
+      extra: { assetTransferMethod: "permit2", name: "Tether USD", version: "1" }
+    })
+  })
+
+  it("reads a payment to the canonical proxy, whatever the facilitator's signer", () => {
+    expect(X402_EXACT_PERMIT2_PROXY).toBe("0x402085c248EeA27D92E8b30b2C58ed07f9E20001")
+    const read = readPaymentSignature(
+      signature({ accepted: permit2Quoted, spender: X402_EXACT_PERMIT2_PROXY.toLowerCase() }),
+      permit2Quoted,
+      NOW
+    )
+    expect(Either.isRight(read) && read.right.authorization.nonce).toBe(123456789n)
+  })
+
+  it("refuses another spender, token, amount or payee, a late deadline, and the other method's requirements", () => {
+    for (const overrides of [
+      { spender: price.signerAddress },
+      { token: price.payTo },
+      { amount: "1" },
+      { to: "0x0000000000000000000000000000000000000003" }
+    ])
+      expect(
+        readPaymentSignature(signature({ ...overrides, accepted: permit2Quoted }), permit2Quoted, NOW)
+      ).toEqual(Either.left("authorization"))
+    expect(
+      readPaymentSignature(signature({ accepted: permit2Quoted, deadline: "1900000001" }), permit2Quoted, NOW)
+    ).toEqual(Either.left("deadline"))
+    expect(readPaymentSignature(signature({ accepted: quoted }), permit2Quoted, NOW)).toEqual(
+      Either.left("requirements")
+    )
+    expect(readPaymentSignature(signature({ accepted: permit2Quoted }), quoted, NOW)).toEqual(
+      Either.left("requirements")
+    )
   })
 })

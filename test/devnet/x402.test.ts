@@ -2,12 +2,16 @@
  * The devnet's x402 stand-ins (src/devnet/x402.ts, docs/protocol.md §9 "x402", §10 "Paid lookups"): Permit2
  * and the exact-Permit2 proxy at their canonical addresses on anvil, and the facilitator driven
  * through `@x402/core`'s `HTTPFacilitatorClient` with a real Permit2 witness signature: what
- * `/supported` announces, verification, a settlement that moves exactly the amount on chain, a
- * replay and a wrong amount refused, the faults, and the scoped Effect flavour.
+ * `/supported` announces (both transfer methods, or the ones it is told), verification, a
+ * settlement that moves exactly the amount on chain, a replay and a wrong amount refused, a stock
+ * `@x402/evm` client's `permit2` payment settled by the library's own scheme, the faults, and the
+ * scoped Effect flavour.
  */
 
+import { x402Client } from "@x402/core/client"
 import { HTTPFacilitatorClient } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import { ExactEvmScheme } from "@x402/evm/exact/client"
 import { Effect, Exit, Scope } from "effect"
 import {
   type Address,
@@ -181,7 +185,7 @@ describe("the x402 contracts", () => {
 })
 
 describe("the facilitator stand-in", () => {
-  it("announces exact on this chain with the permit2-exact extra, its signer and the proxy", async () => {
+  it("announces exact on this chain with the permit2-exact extra, its signer and the proxy, and as the library does", async () => {
     const supported = await client.getSupported()
     expect(supported.kinds).toEqual([
       {
@@ -193,9 +197,63 @@ describe("the facilitator stand-in", () => {
           signerAddress: admin.address,
           spenderAddress: X402_EXACT_PERMIT2_PROXY_ADDRESS
         }
-      }
+      },
+      { x402Version: 2, scheme: "exact", network: `eip155:${chainId}` }
     ])
     expect(supported.signers["eip155:*"]).toEqual([admin.address])
+  })
+
+  it("lists only the transfer methods it is told to", async () => {
+    const only = async (methods: ReadonlyArray<"permit2-exact" | "permit2">) => {
+      const standIn = await startFacilitatorStandIn({ rpcUrl: anvil.rpcUrl, privateKey: adminKey(), methods })
+      try {
+        return (await new HTTPFacilitatorClient({ url: standIn.url, timeoutMs: 5_000 }).getSupported()).kinds
+      } finally {
+        await standIn.close()
+      }
+    }
+    expect(await only(["permit2"])).toEqual([
+      { x402Version: 2, scheme: "exact", network: `eip155:${chainId}` }
+    ])
+    expect((await only(["permit2-exact"])).map((kind) => kind.extra?.assetTransferMethod)).toEqual([
+      "permit2-exact"
+    ])
+  })
+
+  it("settles a stock @x402/evm client's permit2 payment through the canonical proxy", async () => {
+    const quoted = lookupRequirements({
+      chainId,
+      asset: token,
+      assetName: "Tether USD (test)",
+      assetVersion: "1",
+      amount: PRICE,
+      payTo: admin.address,
+      maxTimeoutSeconds: 60,
+      transferMethod: "permit2"
+    })
+    const stock = new x402Client().register(`eip155:${chainId}`, new ExactEvmScheme(payer))
+    stock.setSpendControls({ allowedAssets: [{ network: `eip155:${chainId}`, asset: token }] })
+    const payment = await stock.createPaymentPayload({
+      x402Version: 2,
+      resource: {
+        url: "http://127.0.0.1:9/v1/commitment",
+        description: "a lookup",
+        mimeType: "application/json"
+      },
+      accepts: [quoted]
+    })
+    expect(payment.payload).toMatchObject({
+      permit2Authorization: { from: payer.address, spender: X402_EXACT_PERMIT2_PROXY_ADDRESS }
+    })
+    expect(await client.verify(payment, quoted)).toMatchObject({ isValid: true, payer: payer.address })
+    const before = await balanceOf(payer.address)
+    const settled = await client.settle(payment, quoted)
+    expect(settled.success).toBe(true)
+    const receipt = await publicClient.getTransactionReceipt({ hash: settled.transaction as Hex })
+    expect(receipt.status).toBe("success")
+    expect(receipt.to).toBe(X402_EXACT_PERMIT2_PROXY_ADDRESS.toLowerCase())
+    expect(await balanceOf(payer.address)).toBe(before - PRICE)
+    expect((await client.settle(payment, quoted)).success).toBe(false)
   })
 
   it("verifies a payment, settles it on chain for exactly the amount, and refuses it again", async () => {
@@ -313,7 +371,7 @@ describe("facilitatorStandIn", () => {
       Scope.extend(facilitatorStandIn({ rpcUrl: anvil.rpcUrl, privateKey: adminKey() }), inner)
     )
     const scoped = new HTTPFacilitatorClient({ url: standIn.url, timeoutMs: 5_000 })
-    expect((await scoped.getSupported()).kinds).toHaveLength(1)
+    expect((await scoped.getSupported()).kinds).toHaveLength(2)
     await Effect.runPromise(Scope.close(inner, Exit.void))
     await expect(scoped.getSupported()).rejects.toThrow()
   })

@@ -1,9 +1,11 @@
 /**
  * `npm run attestor` as an operator runs it: a handle-lookup mode it cannot serve (paid without a
- * facilitator, free on chain id 56) stops start-up with one line naming the setting; with the
- * default it serves /v1/info, a commitment and an OpenAPI document listing every endpoint it has.
+ * facilitator, free on chain id 56) stops start-up with one line naming the setting, and so does a
+ * facilitator whose `/supported` does not list `HANDLE_LOOKUP_TRANSFER_METHOD`; with the default it
+ * serves /v1/info, a commitment and an OpenAPI document listing every endpoint it has.
  */
 import { mkdtempSync, writeFileSync } from "node:fs"
+import { createServer as createHttpServer, type Server } from "node:http"
 import { type AddressInfo, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -46,8 +48,46 @@ const settings = (data: string): Record<string, string> => ({
 })
 
 const running: Array<ServiceProcess> = []
+const servers: Array<Server> = []
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop()))
+  for (const server of servers) server.close()
+})
+
+/** A facilitator on a loopback port whose `GET /supported` lists `kinds`; anything else is 404. */
+const facilitatorListing = async (kinds: ReadonlyArray<Record<string, unknown>>): Promise<string> => {
+  const server = createHttpServer((req, res) => {
+    req.resume()
+    const body = req.url === "/supported" ? JSON.stringify({ kinds, extensions: [], signers: {} }) : "{}"
+    res.writeHead(req.url === "/supported" ? 200 : 404, { "content-type": "application/json" })
+    res.end(body)
+  })
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+const permit2ExactKind = {
+  x402Version: 2,
+  scheme: "exact",
+  network: "eip155:31337",
+  extra: {
+    assetTransferMethod: "permit2-exact",
+    signerAddress: ATTESTOR_ADDRESS,
+    spenderAddress: "0x402085c248EeA27D92E8b30b2C58ed07f9E20001"
+  }
+}
+/** As `@x402/evm`'s facilitator lists its exact scheme: no extra. */
+const libraryKind = { x402Version: 2, scheme: "exact", network: "eip155:31337" }
+
+/** Paid lookups at `facilitatorUrl`; the asset's decimals and symbol set (the deployment lists none). */
+const paid = (facilitatorUrl: string): Record<string, string> => ({
+  HANDLE_LOOKUP_MODE: "paid",
+  FACILITATOR_URL: facilitatorUrl,
+  HANDLE_LOOKUP_PRICE: "10000",
+  HANDLE_LOOKUP_PAY_TO: ATTESTOR_ADDRESS,
+  HANDLE_LOOKUP_ASSET_DECIMALS: "6",
+  HANDLE_LOOKUP_ASSET_SYMBOL: "USDT"
 })
 
 describe("attestor process", () => {
@@ -113,6 +153,56 @@ describe("attestor process", () => {
       expect(lines[0]).toMatch(line)
     }
   )
+
+  it.each([
+    [
+      "permit2, the facilitator listing only permit2-exact",
+      "permit2",
+      [permit2ExactKind, { ...libraryKind, network: "eip155:56" }],
+      "attestor: invalid settings: HANDLE_LOOKUP_TRANSFER_METHOD: the facilitator (FACILITATOR_URL) does not list x402 v2 exact permit2 payments on eip155:31337; it lists v2 exact eip155:31337 permit2-exact, v2 exact eip155:56"
+    ],
+    [
+      "permit2-exact (the default), the facilitator listing only @x402/evm's kind",
+      undefined,
+      [libraryKind],
+      "attestor: invalid settings: HANDLE_LOOKUP_TRANSFER_METHOD: the facilitator (FACILITATOR_URL) does not list x402 v2 exact permit2-exact payments on eip155:31337; it lists v2 exact eip155:31337"
+    ],
+    [
+      "an unknown method",
+      "eip3009",
+      [libraryKind],
+      'attestor: invalid settings: HANDLE_LOOKUP_TRANSFER_METHOD: expected one of permit2-exact, permit2 (got "eip3009")'
+    ]
+  ] as const)(
+    "HANDLE_LOOKUP_TRANSFER_METHOD=%s: stops start-up with one line naming what the facilitator lists",
+    { timeout: PROCESS_TIMEOUT },
+    async (label, method, kinds, line) => {
+      const service = startService("attestor", {
+        ...settings(`method-${label.replace(/\W+/g, "-")}`),
+        ...paid(await facilitatorListing(kinds)),
+        ...(method === undefined ? {} : { HANDLE_LOOKUP_TRANSFER_METHOD: method })
+      })
+      running.push(service)
+      expect(await service.exited).toBe(1)
+      expect(service.stderr().trim().split("\n")).toEqual([line])
+    }
+  )
+
+  it("HANDLE_LOOKUP_TRANSFER_METHOD=permit2 starts with a facilitator listing @x402/evm's kind", {
+    timeout: PROCESS_TIMEOUT
+  }, async () => {
+    const service = startService("attestor", {
+      ...settings("method-listed"),
+      ...paid(await facilitatorListing([permit2ExactKind, libraryKind])),
+      HANDLE_LOOKUP_TRANSFER_METHOD: "permit2"
+    })
+    running.push(service)
+    const info = await fetch(`${await service.url()}/v1/info`)
+    expect(await info.json()).toMatchObject({
+      handleLookup: { mode: "paid", price: { amount: "10000", assetTransferMethod: "permit2" } }
+    })
+    expect(await service.stop()).toBe(0)
+  })
 
   it("names a busy port and stops with one line", { timeout: PROCESS_TIMEOUT }, async () => {
     const blocker = createServer()

@@ -394,7 +394,8 @@ describe("npm run devnet", () => {
     expect(escrows.escrows.length).toBeGreaterThanOrEqual(1)
 
     // A creator buys the lookup of the handle dev42 on microblog (docs/protocol.md §9, §10): 402 with the
-    // quote, a one-time Permit2 approval, a Permit2 witness transfer for exactly the price, 200.
+    // quote in the devnet's `permit2` method, a one-time Permit2 approval, a Permit2 witness transfer
+    // for exactly the price to the canonical x402ExactPermit2Proxy, 200.
     const lookup = (paymentSignature?: string) =>
       fetch(`${file.attestorUrl}/v1/commitment`, {
         method: "POST",
@@ -416,7 +417,7 @@ describe("npm run devnet", () => {
         amount: string
         payTo: Address
         maxTimeoutSeconds: number
-        extra: { spenderAddress: Address }
+        extra: { assetTransferMethod: string }
       }>
     }
     const [terms] = quoted.accepts
@@ -425,9 +426,11 @@ describe("npm run devnet", () => {
       network: "eip155:31337",
       asset: file.settlementAsset,
       amount: "10000000000000000",
-      payTo: mnemonicToAccount(MNEMONIC, { addressIndex: 0 }).address
+      payTo: mnemonicToAccount(MNEMONIC, { addressIndex: 0 }).address,
+      extra: { assetTransferMethod: "permit2" }
     })
     const permit2: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3"
+    const spender: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001"
     const creator = mnemonicToAccount(MNEMONIC, { addressIndex: 9 })
     const creatorWallet = createWalletClient({ account: creator, chain, transport: http(file.rpcUrl) })
     await mined(
@@ -450,7 +453,7 @@ describe("npm run devnet", () => {
     const authorization = {
       from: creator.address,
       permitted: { token: terms.asset, amount: terms.amount },
-      spender: terms.extra.spenderAddress,
+      spender,
       nonce: String(BigInt(keccak256(creator.address)) >> 8n),
       deadline: String(now + 300n),
       witness: { to: terms.payTo, validAfter: String(now - 60n) }
@@ -477,7 +480,7 @@ describe("npm run devnet", () => {
       },
       message: {
         permitted: { token: terms.asset, amount: BigInt(terms.amount) },
-        spender: terms.extra.spenderAddress,
+        spender,
         nonce: BigInt(authorization.nonce),
         deadline: BigInt(authorization.deadline),
         witness: { to: terms.payTo, validAfter: BigInt(authorization.witness.validAfter) }

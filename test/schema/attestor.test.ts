@@ -62,6 +62,7 @@ const bodies: ReadonlyArray<readonly [string, AnySchema, unknown]> = [
   ["BindRequest", BindRequest, examples.BindRequest],
   ["BindResponse", BindResponse, examples.BindResponse],
   ["PaymentRequiredHeader", PaymentRequiredHeader, examples.PaymentRequiredHeader],
+  ["PaymentRequiredHeader (permit2)", PaymentRequiredHeader, examples.PaymentRequiredHeaderPermit2],
   ["AttestorHealthResponse", AttestorHealthResponse, examples.AttestorHealthResponse]
 ]
 

@@ -349,5 +349,24 @@ export const attestor = {
       }
     ]
   },
+  PaymentRequiredHeaderPermit2: {
+    x402Version: 2,
+    resource: {
+      url: "https://attestor.example/v1/commitment",
+      description: "Handle lookup",
+      mimeType: "application/json"
+    },
+    accepts: [
+      {
+        scheme: "exact",
+        network: "eip155:8453",
+        asset: addr.c,
+        amount: "10000",
+        payTo: addr.d,
+        maxTimeoutSeconds: 300,
+        extra: { assetTransferMethod: "permit2", name: "USD Coin", version: "2" }
+      }
+    ]
+  },
   AttestorHealthResponse: { ok: true }
 } as const

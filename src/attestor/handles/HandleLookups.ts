@@ -6,13 +6,14 @@
  * - `off`: 400 `unsupported` (send the numeric userId);
  * - `free` (local development): resolved with the platform's directory, no payment;
  * - `paid`: bought over x402 (src/attestor/payments/paidLookup.ts) from the facilitator at
- *   `FACILITATOR_URL`, the payment recorded in `PaymentStore`.
+ *   `FACILITATOR_URL`, the payment recorded in `PaymentStore`. Start-up stops when that
+ *   facilitator answers without listing `HANDLE_LOOKUP_TRANSFER_METHOD` (docs/attestor.md §4).
  *
  * A platform without a directory here (microblog without its bearer token) is 400 `unsupported`
  * before any payment is asked for, so no one pays for a lookup that cannot happen.
  */
 import { HTTPFacilitatorClient } from "@x402/core/http"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { type ConfigError, Context, Effect, Layer, Option, Redacted } from "effect"
 import type { LookupPlatform } from "../../../schema/attestor.js"
 import { NotFound, Unavailable, Unsupported } from "../../../schema/errors.js"
 import { ChainClient } from "../../chain/ChainClient.js"
@@ -21,7 +22,7 @@ import { AttestorSettings, type PaidLookupSettings } from "../../config/attestor
 import { type HandleLookup, noLookups } from "../commitment.js"
 import { PaymentStore } from "../payments/PaymentStore.js"
 import { paidLookup } from "../payments/paidLookup.js"
-import { lookupQuote } from "../payments/quote.js"
+import { facilitatorListsMethod, lookupQuote } from "../payments/quote.js"
 import { handleResolvers, type Resolve } from "./resolvers.js"
 
 export const HANDLE_NOT_FOUND = "no user has this handle on this platform"
@@ -80,7 +81,7 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
   /** The lookups of the settings' mode. */
   static readonly layer: Layer.Layer<
     HandleLookups,
-    never,
+    ConfigError.ConfigError,
     AttestorSettings | ChainClient | ChainId | PaymentStore
   > = Layer.scoped(
     HandleLookups,
@@ -92,11 +93,14 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
         return { lookup: freeLookups(resolvers) }
       const paid = settings.paidLookup.value
       const facilitator = facilitatorClient(paid)
+      const chainId = (yield* ChainId).get
+      // A facilitator that answers without the configured method can never take these payments.
+      yield* facilitatorListsMethod({ method: paid.transferMethod, chainId, facilitator })
       const requirements = yield* lookupQuote({
         settings: paid,
         asset: settings.settlementAsset,
         chain: yield* ChainClient,
-        chainId: (yield* ChainId).get,
+        chainId,
         facilitator
       })
       // Read the quote once at start-up, so an operator learns at once of a facilitator that cannot

@@ -4,9 +4,13 @@
  * challenge, and the reading of a `PAYMENT-SIGNATURE`. Headers are encoded and decoded with
  * `@x402/core`'s codecs.
  *
- * The requirements are built here rather than by `@x402/evm`'s server scheme: docs/protocol.md §10 `extra`
- * (`assetTransferMethod: "permit2-exact"`, `signerAddress`, `spenderAddress`) is the vocabulary of
- * the BNB-chain facilitators, which that scheme refuses. The same `resource` and price serve every
+ * The requirement speaks one of two dialects (`HANDLE_LOOKUP_TRANSFER_METHOD`). `permit2-exact`,
+ * the specs' vocabulary: `extra` names the facilitator's `signerAddress` and `spenderAddress`, a
+ * vocabulary `@x402/evm`'s server scheme refuses, so the requirement is built here. `permit2`:
+ * the `exact` scheme of `@x402/evm` as its server scheme quotes a Permit2 asset
+ * (`extra: { assetTransferMethod: "permit2", name, version }`), the spender being the canonical
+ * `x402ExactPermit2Proxy`. Both sign the same Permit2 witness transfer and send it in the same
+ * `permit2Authorization`, so one reading serves both. The same `resource` and price serve every
  * platform and handle, so neither the challenge nor any facilitator request names either.
  */
 import {
@@ -15,14 +19,30 @@ import {
   encodePaymentResponseHeader
 } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types"
+import { x402ExactPermit2ProxyAddress } from "@x402/evm"
 import { Either } from "effect"
 import { type Address, getAddress, isAddress } from "viem"
+import type { TransferMethod } from "../../config/attestor.js"
 import type { AuthorizationId } from "./PaymentStore.js"
 
 export const X402_VERSION = 2
 
-/** What a lookup costs and who is paid; the facilitator's signer and spender from its `/supported`. */
-export interface LookupPrice {
+/** The Permit2 spender of the `permit2` dialect: `@x402/evm`'s canonical exact-Permit2 proxy. */
+export const X402_EXACT_PERMIT2_PROXY: Address = getAddress(x402ExactPermit2ProxyAddress)
+
+/** What a lookup costs and who is paid, and the dialect's terms (see the module header). */
+export type LookupPrice = LookupPriceBase &
+  (
+    | {
+        readonly transferMethod?: "permit2-exact"
+        /** The facilitator's signer and spender, from its `/supported`. */
+        readonly signerAddress: Address
+        readonly spenderAddress: Address
+      }
+    | { readonly transferMethod: "permit2" }
+  )
+
+interface LookupPriceBase {
   readonly chainId: number
   /** The token paid in and its EIP-712 name and version (for the client's permit). */
   readonly asset: Address
@@ -32,8 +52,6 @@ export interface LookupPrice {
   readonly amount: bigint
   readonly payTo: Address
   readonly maxTimeoutSeconds: number
-  readonly signerAddress: Address
-  readonly spenderAddress: Address
 }
 
 /** The one payment option this attestor quotes. */
@@ -44,14 +62,25 @@ export const lookupRequirements = (price: LookupPrice): PaymentRequirements => (
   amount: price.amount.toString(),
   payTo: price.payTo,
   maxTimeoutSeconds: price.maxTimeoutSeconds,
-  extra: {
-    assetTransferMethod: "permit2-exact",
-    name: price.assetName,
-    version: price.assetVersion,
-    signerAddress: price.signerAddress,
-    spenderAddress: price.spenderAddress
-  }
+  extra:
+    price.transferMethod === "permit2"
+      ? { assetTransferMethod: "permit2", name: price.assetName, version: price.assetVersion }
+      : {
+          assetTransferMethod: "permit2-exact",
+          name: price.assetName,
+          version: price.assetVersion,
+          signerAddress: price.signerAddress,
+          spenderAddress: price.spenderAddress
+        }
 })
+
+/** The dialect of a requirement this attestor quoted. */
+export const transferMethodOf = (quoted: PaymentRequirements): TransferMethod =>
+  quoted.extra?.assetTransferMethod === "permit2" ? "permit2" : "permit2-exact"
+
+/** The Permit2 spender a payment of `quoted` must name: the facilitator's, or the canonical proxy. */
+const quotedSpender = (quoted: PaymentRequirements): unknown =>
+  transferMethodOf(quoted) === "permit2" ? X402_EXACT_PERMIT2_PROXY : quoted.extra?.spenderAddress
 
 /** The constant resource every challenge names: never the handle or the platform. */
 export const lookupResource = (publicUrl: string) => ({
@@ -118,7 +147,7 @@ const sameAddress = (value: string, quoted: unknown): boolean =>
 
 /**
  * Whether the signed Permit2 authorization pays exactly what the quote asks (`permitted.token` the
- * asset, `permitted.amount` the amount, `spender` the facilitator's spender, `witness.to` the
+ * asset, `permitted.amount` the amount, `spender` the dialect's spender, `witness.to` the
  * payee), and expires no later than `maxTimeoutSeconds` from `now` (unix seconds), so that an
  * authorization refused or not settled here cannot be settled long after.
  */
@@ -144,7 +173,7 @@ const checkAuthorization = (
   if (
     !sameAddress(token, quoted.asset) ||
     amount !== BigInt(quoted.amount) ||
-    !sameAddress(spender, quoted.extra?.spenderAddress) ||
+    !sameAddress(spender, quotedSpender(quoted)) ||
     !sameAddress(to, quoted.payTo)
   )
     return Either.left("authorization")
