@@ -24,7 +24,7 @@ import { type NativePrice, RelayerSettings } from "../config/relayer.js"
 import { TxSender, txSubmitErrorToApi } from "../txsender/TxSender.js"
 import { feeCovering } from "./fees/cover.js"
 import { batchCalls } from "./multicall.js"
-import { RevertCooldowns } from "./RevertCooldowns.js"
+import { RevertCooldowns, registersAccount } from "./RevertCooldowns.js"
 import { IdRateLimit } from "./rateLimits.js"
 import { NonceReservations, type ReservationKey } from "./reservations.js"
 import { TxPreflight } from "./simulate.js"
@@ -44,8 +44,8 @@ export interface RelayRequest {
    */
   readonly reserve: NonEmptyReadonlyArray<ReservationKey>
   /**
-   * Owners whose ERC-1271 contract the vault asks to check a signature: their code hashes are
-   * refused while on a revert cooldown, like the account itself.
+   * Owners whose ERC-1271 contract the vault asks to check a signature: when `calls` register the
+   * account, their code hashes are refused while on a revert cooldown, like the account itself.
    */
   readonly erc1271Owners?: ReadonlyArray<Address>
 }
@@ -103,7 +103,7 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
           let maybeStored = false
           return Effect.acquireUseRelease(
             Effect.zipRight(
-              cooldowns.check(request.id, request.erc1271Owners ?? []),
+              cooldowns.check(request.id, request.erc1271Owners ?? [], registersAccount(request.calls)),
               reservations.take(vault, request.id, request.reserve)
             ),
             (reservation) =>

@@ -25,7 +25,7 @@ export const simulationFailures = counter(
 
 export const onchainReverts = counter(
   "relayer_onchain_reverts_total",
-  "Relayed transactions mined reverted, by action and cause: cooldown (counted against the account and owner code), nonce_taken (another transaction used the signed nonce first), deadline_passed (mined after a deadline it signed) or unexamined (the chain could not be read to tell)"
+  "Relayed transactions mined reverted, by action and cause: cooldown (counted against the account and owner code), nonce_taken (another transaction executed the same signed step first), registered_first (another transaction registered the account first), bind_changed (another transaction changed the account's bind first in the block), deadline_passed (mined after a deadline it signed, with a deadline headroom of at least one replacement interval) or unexamined (the chain could not be read to tell)"
 )
 
 export const revertCooldowns = counter(
@@ -54,7 +54,7 @@ export type CooldownKey = "id" | "code_hash"
 
 export const recordOnchainRevert = (
   action: string,
-  cause: "cooldown" | "nonce_taken" | "deadline_passed" | "unexamined"
+  cause: "cooldown" | "nonce_taken" | "registered_first" | "bind_changed" | "deadline_passed" | "unexamined"
 ) => Effect.asVoid(Metric.increment(onchainRevert({ action, cause })))
 
 export const recordRevertCooldown = (key: CooldownKey) =>

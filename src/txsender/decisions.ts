@@ -301,11 +301,33 @@ export interface ReplacementContext {
   /** `TX_MAX_FEE_GWEI`, in wei. */
   readonly cap: bigint
   readonly maxReplacements: number
+  /**
+   * Hashes of replacements the node refused as underpriced (`replacement transaction
+   * underpriced`): the pool holds this nonce at least that high, so their fees are the next
+   * bump's floor. Any other refusal reached no pool and sets no floor.
+   */
+  readonly underpricedRefusals?: ReadonlySet<Hex> | undefined
+}
+
+/**
+ * The fees a replacement must beat: those of the latest attempt the node accepted (or may have:
+ * its broadcast went unanswered), or of a later one it refused as underpriced. A refusal for any
+ * other reason would otherwise ratchet every next bump up to `TX_MAX_FEE_GWEI` without a single
+ * one reaching a pool (docs/relayer.md §3).
+ */
+export const replacementFloor = (tx: StoredTx, underpricedRefusals?: ReadonlySet<Hex>): Fees => {
+  for (let i = tx.attempts.length - 1; i >= 0; i--) {
+    const attempt = tx.attempts[i]
+    if (attempt !== undefined && (!attempt.refused || underpricedRefusals?.has(attempt.hash) === true))
+      return feesOf(attempt)
+  }
+  // Only a replacement is ever marked refused, so the first attempt always stands.
+  return feesOf(lastAttempt(tx))
 }
 
 /**
  * What forbids replacing `tx` whatever its simulation would say: the attempt limit, or a minimum
- * bump over its latest attempt that exceeds the cap. Otherwise the replacement's fees.
+ * bump over its `replacementFloor` that exceeds the cap. Otherwise the replacement's fees.
  */
 const replacementAllowance = (
   tx: StoredTx,
@@ -314,7 +336,11 @@ const replacementAllowance = (
   | { readonly _tag: "Skip"; readonly reason: "max_replacements" | "fee_cap" }
   | { readonly _tag: "Fees"; readonly fees: Fees } => {
   if (replacementsOf(tx) >= context.maxReplacements) return { _tag: "Skip", reason: "max_replacements" }
-  const fees = replacementFees(feesOf(lastAttempt(tx)), context.estimate, context.cap)
+  const fees = replacementFees(
+    replacementFloor(tx, context.underpricedRefusals),
+    context.estimate,
+    context.cap
+  )
   return fees._tag === "None" ? { _tag: "Skip", reason: "fee_cap" } : { _tag: "Fees", fees: fees.value }
 }
 

@@ -51,6 +51,8 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
   let verifiedHead: Hex | undefined
   /** Transactions whose skipped replacement was already counted, so each is counted once. */
   const skipReported = new Set<string>()
+  /** Replacements the node refused as underpriced: the next bump's floor (`replacementFloor`). */
+  const underpricedRefusals = new Set<Hex>()
 
   const recordOf = (tx: StoredTx, found: Mined): MinedRecord => ({
     txId: tx.id,
@@ -116,7 +118,13 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
   /** Replaces a stuck transaction at its nonce (`planReplacement`), counting a skip once. */
   const replace = (s: Sender, tx: StoredTx, isHead: boolean, estimate: Fees) =>
     Effect.gen(function* () {
-      const context = { isHead, estimate, cap, maxReplacements: settings.maxReplacements }
+      const context = {
+        isHead,
+        estimate,
+        cap,
+        maxReplacements: settings.maxReplacements,
+        underpricedRefusals
+      }
       // Not simulated when the limit or the cap forbids a replacement anyway.
       const simulation = replacementNeedsSimulation(tx, context)
         ? yield* core.simulate(tx.payload)
@@ -150,6 +158,9 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
           if (result._tag === "Refused") {
             // It reached no pool, so it does not count toward TX_MAX_REPLACEMENTS.
             yield* store.markRefused(tx.id, attempt.hash)
+            // Kept for this process only: forgotten, the next bump is refused once more and relearns it.
+            if (underpricedRefusals.size >= 4096) underpricedRefusals.clear()
+            if (result.kind === "underpriced") underpricedRefusals.add(attempt.hash)
             return yield* Effect.logWarning(
               "tx sender: the node refused a replacement; it does not count toward TX_MAX_REPLACEMENTS"
             ).pipe(Effect.annotateLogs({ class: sendOutcome(result) }))

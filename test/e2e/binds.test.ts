@@ -8,16 +8,21 @@
  * added first, so that the relayer's deduplication, attestor filtering and sorting by signer
  * decide whether a proposal reaches the threshold and passes the vault's strictly-ascending check.
  *
+ * An unpaid bind call that passes simulation and reverts on chain puts its account on a revert
+ * cooldown (docs/relayer.md §8 "Revert cooldowns"): the next bind call is refused with 429.
+ *
  * Every test works on handle accounts of its own. Setup that is not under test (registering,
  * proposing, finalizing) goes straight to the vault from mnemonic account #3, so each test only
  * depends on the endpoint it exercises.
  */
-import { type Address, decodeFunctionData, type Hex, keccak256, zeroAddress } from "viem"
+import { type Address, decodeFunctionData, type Hex, keccak256, parseGwei, zeroAddress } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
+import { devnetAccount, devnetClients } from "../../contracts/deploy.js"
 import { devnetKeys } from "../../layers/devnet.js"
 import { computeId } from "../../schema/ids.js"
+import { rpc } from "../relayer/txsender-support.js"
 import {
   expectRefusal,
   farDeadline,
@@ -42,6 +47,8 @@ const attestors = [attestorA, attestorB].sort((a, b) =>
 ) as [PrivateKeyAccount, PrivateKeyAccount]
 
 const freshKey = () => privateKeyToAccount(generatePrivateKey())
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 beforeAll(async () => {
   net = await RelayerDevnet.start("binds-e2e")
@@ -471,4 +478,50 @@ describe("bind refusals", () => {
       )
     })
   })
+})
+
+describe("an unpaid bind call that reverts on chain", () => {
+  it("puts the account on a revert cooldown: its next bind call is refused with 429", async () => {
+    const handle = freshHandle()
+    await registerOnChain(handle)
+    const { walletClient } = await devnetClients(net.rpcUrl, devnetAccount(0))
+    await rpc(net.rpcUrl, "evm_setAutomine", [false])
+    let hash: Hex
+    try {
+      const sent = await net.post("/v1/propose-bind", await proposeBody(handle.id))
+      const body = (await sent.json()) as { txHash?: Hex }
+      expect(sent.status, JSON.stringify(body)).toBe(200)
+      hash = body.txHash as Hex
+      // The admin raises the threshold in the same block, ahead of it: the proposal reverts.
+      await walletClient.writeContract({
+        address: net.vault,
+        abi: feeVaultAbi,
+        functionName: "setAttestorThreshold",
+        args: [3n],
+        maxPriorityFeePerGas: parseGwei("50"),
+        maxFeePerGas: parseGwei("500")
+      } as never)
+    } finally {
+      await rpc(net.rpcUrl, "evm_mine")
+      await rpc(net.rpcUrl, "evm_setAutomine", [true])
+    }
+    await net.vaultWrite(0, "setAttestorThreshold", [2n])
+    for (let i = 0; i < 200 && (await net.txStatus(hash)).status === "pending"; i++) await sleep(50)
+    expect((await net.txStatus(hash)).status).toBe("reverted")
+
+    // A valid proposal again, once the sender has recorded the revert: refused, nothing sent.
+    let status = 0
+    for (let i = 0; i < 200 && status !== 429; i++) {
+      const res = await net.post("/v1/propose-bind", await proposeBody(handle.id))
+      status = res.status
+      if (status === 200) throw new Error("the proposal was relayed during the cooldown")
+      if (status !== 429) await sleep(50)
+    }
+    await expectRefusal(
+      net,
+      async () => net.post("/v1/propose-bind", await proposeBody(handle.id)),
+      429,
+      "rate_limited"
+    )
+  }, 120_000)
 })

@@ -146,12 +146,54 @@ describe("replacement", () => {
       _tag: "Skip",
       reason: "max_replacements"
     })
-    // A refused bump's fees still set the floor of the next one.
+  })
+
+  it("bumps over the last accepted attempt: refused bumps do not ratchet the fees up to the cap", () => {
+    const refusedBump = attempt(7n, { kind: "bump", fee: gwei(30), refused: true })
     const higher = tx("3", 7n, {
-      attempts: [attempt(7n, { fee: gwei(10) }), attempt(7n, { kind: "bump", fee: gwei(30), refused: true })]
+      attempts: [
+        attempt(7n, { fee: gwei(10) }),
+        refusedBump,
+        attempt(7n, { kind: "bump", fee: gwei(40), refused: true })
+      ]
     })
     const plan = planReplacement(higher, context, "succeeds")
+    expect(plan._tag === "Replace" && plan.fees.maxFeePerGas).toBe(bumped(gwei(10)))
+    // However often the node refuses, the next bump stays where the accepted one left it.
+    const again = tx("4", 7n, {
+      attempts: [
+        ...higher.attempts,
+        ...[1, 2, 3, 4, 5].map(() => attempt(7n, { kind: "bump", fee: gwei(90), refused: true }))
+      ]
+    })
+    expect(replacementNeedsSimulation(again, { ...context, cap: gwei(100) })).toBe(true)
+    const capped = planReplacement(again, { ...context, cap: gwei(100) }, "succeeds")
+    expect(capped._tag === "Replace" && capped.fees.maxFeePerGas).toBe(bumped(gwei(10)))
+  })
+
+  it("bumps over a replacement the node refused as underpriced: the pool holds the nonce that high", () => {
+    const underpriced = attempt(7n, { kind: "bump", fee: gwei(30), refused: true })
+    const stuck = tx("5", 7n, {
+      attempts: [
+        attempt(7n, { fee: gwei(10) }),
+        attempt(7n, { kind: "bump", fee: gwei(20), refused: true }),
+        underpriced
+      ]
+    })
+    const plan = planReplacement(
+      stuck,
+      { ...context, underpricedRefusals: new Set([underpriced.hash]) },
+      "succeeds"
+    )
     expect(plan._tag === "Replace" && plan.fees.maxFeePerGas).toBe(bumped(gwei(30)))
+    // It still spends none of TX_MAX_REPLACEMENTS.
+    expect(
+      planReplacement(
+        stuck,
+        { ...context, maxReplacements: 1, underpricedRefusals: new Set([underpriced.hash]) },
+        "succeeds"
+      )._tag
+    ).toBe("Replace")
   })
 
   it("checks the fee cap before simulating: a transaction capped at TX_MAX_FEE_GWEI is not simulated", () => {
