@@ -21,7 +21,7 @@ import { resolveHandle } from "../../src/attestor/handles/HandleLookups.js"
 import type { Resolve } from "../../src/attestor/handles/resolvers.js"
 import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { paidLookup } from "../../src/attestor/payments/paidLookup.js"
-import { lookupRequirements } from "../../src/attestor/payments/x402.js"
+import { lookupRequirements, PAYMENT_CLOCK_SKEW_SECONDS } from "../../src/attestor/payments/x402.js"
 import { migrate } from "../../src/store/migrations.js"
 import { testDatabases } from "../support/database.js"
 
@@ -281,7 +281,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
             { amount: (BigInt(requirements.amount) / 2n).toString() },
             { spender: OTHER },
             { to: OTHER },
-            { deadline: String(NOW + requirements.maxTimeoutSeconds + 1) }
+            { deadline: String(NOW + requirements.maxTimeoutSeconds + PAYMENT_CLOCK_SKEW_SECONDS + 1) }
           ]) {
             const error = yield* Effect.flip(lookup("microblog", "dev42", payment(requirements, overrides)))
             expect(error._tag).toBe("PaymentFailed")

@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest"
 import {
   type LookupPrice,
   lookupRequirements,
+  PAYMENT_CLOCK_SKEW_SECONDS,
   paymentRequiredHeader,
   readPaymentSignature,
   X402_EXACT_PERMIT2_PROXY
@@ -153,11 +154,19 @@ describe("reading a PAYMENT-SIGNATURE", () => {
       expect(readPaymentSignature(signature(overrides), quoted, NOW)).toEqual(Either.left("authorization"))
   })
 
-  it("refuses a deadline later than maxTimeoutSeconds from now; an earlier one is read", () => {
-    expect(readPaymentSignature(signature({ deadline: "1900000001" }), quoted, NOW)).toEqual(
+  it("refuses a deadline later than maxTimeoutSeconds (and the clock skew allowed) from now; an earlier one is read", () => {
+    const latest = 1_900_000_000 + PAYMENT_CLOCK_SKEW_SECONDS
+    expect(readPaymentSignature(signature({ deadline: String(latest + 1) }), quoted, NOW)).toEqual(
       Either.left("deadline")
     )
-    expect(readPaymentSignature(signature(), quoted, NOW - 1)).toEqual(Either.left("deadline"))
+    expect(readPaymentSignature(signature(), quoted, NOW - PAYMENT_CLOCK_SKEW_SECONDS - 1)).toEqual(
+      Either.left("deadline")
+    )
+    // A payer whose clock runs a few seconds ahead of the attestor's is read.
+    expect(Either.isRight(readPaymentSignature(signature({ deadline: String(latest) }), quoted, NOW))).toBe(
+      true
+    )
+    expect(Either.isRight(readPaymentSignature(signature(), quoted, NOW - 5))).toBe(true)
     expect(Either.isRight(readPaymentSignature(signature({ deadline: "1899999999" }), quoted, NOW))).toBe(
       true
     )
@@ -218,7 +227,11 @@ describe("the permit2 transfer method", () => {
         readPaymentSignature(signature({ ...overrides, accepted: permit2Quoted }), permit2Quoted, NOW)
       ).toEqual(Either.left("authorization"))
     expect(
-      readPaymentSignature(signature({ accepted: permit2Quoted, deadline: "1900000001" }), permit2Quoted, NOW)
+      readPaymentSignature(
+        signature({ accepted: permit2Quoted, deadline: String(1_900_000_001 + PAYMENT_CLOCK_SKEW_SECONDS) }),
+        permit2Quoted,
+        NOW
+      )
     ).toEqual(Either.left("deadline"))
     expect(readPaymentSignature(signature({ accepted: quoted }), permit2Quoted, NOW)).toEqual(
       Either.left("requirements")

@@ -39,6 +39,7 @@ import type { AuthorizationId, PaymentStoreShape } from "./PaymentStore.js"
 import { FACILITATOR_UNAVAILABLE } from "./quote.js"
 import {
   lookupResource,
+  PAYMENT_CLOCK_SKEW_SECONDS,
   type PaymentRefusal,
   paymentRequiredHeader,
   paymentResponseHeader,
@@ -215,7 +216,7 @@ export const paidLookup =
       // The lease lasts as long as the authorization may (its deadline was checked against that),
       // so a holder that stopped blocks its payer no longer.
       return yield* Effect.acquireUseRelease(
-        store.lease(authorization, now + requirements.maxTimeoutSeconds),
+        store.lease(authorization, now + requirements.maxTimeoutSeconds + PAYMENT_CLOCK_SKEW_SECONDS),
         (leased): Effect.Effect<PaidLookupResult, PaidLookupError> =>
           leased
             ? pay(config, requirements, authorization, payload, platform, handle)

@@ -146,10 +146,17 @@ const sameAddress = (value: string, quoted: unknown): boolean =>
   typeof quoted === "string" && value === quoted.toLowerCase()
 
 /**
+ * How far a payer's clock may run ahead of the attestor's: stock clients sign a deadline of their
+ * own now + `maxTimeoutSeconds` exactly, so without it an honest payer a second ahead would be
+ * refused whenever a second boundary falls between signing and reading (docs/protocol.md §10).
+ */
+export const PAYMENT_CLOCK_SKEW_SECONDS = 30
+
+/**
  * Whether the signed Permit2 authorization pays exactly what the quote asks (`permitted.token` the
  * asset, `permitted.amount` the amount, `spender` the dialect's spender, `witness.to` the
- * payee), and expires no later than `maxTimeoutSeconds` from `now` (unix seconds), so that an
- * authorization refused or not settled here cannot be settled long after.
+ * payee), and expires no later than `maxTimeoutSeconds` (and the clock skew allowed) from `now`
+ * (unix seconds), so that an authorization refused or not settled here cannot be settled long after.
  */
 const checkAuthorization = (
   authorization: unknown,
@@ -177,7 +184,8 @@ const checkAuthorization = (
     !sameAddress(to, quoted.payTo)
   )
     return Either.left("authorization")
-  if (deadline > BigInt(now + quoted.maxTimeoutSeconds)) return Either.left("deadline")
+  if (deadline > BigInt(now + quoted.maxTimeoutSeconds + PAYMENT_CLOCK_SKEW_SECONDS))
+    return Either.left("deadline")
   return Either.void
 }
 
