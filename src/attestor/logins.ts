@@ -77,11 +77,14 @@ export const verifyMessengerLogin =
         .create(session, {
           // The hash stands for the whole payload: it is the HMAC of every other field.
           singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.acceptedUntil + 1 },
-          loginChallenge: body.loginChallenge
+          loginChallenge: body.loginChallenge,
+          // The payload was signed when the user logged in: one from before a contest is refused.
+          startedAt: body.auth.auth_date
         })
         .pipe(
           Effect.catchTags({
             LoginAlreadyUsed: () => Effect.fail(new InvalidSession({ message: MESSENGER_REPLAYED })),
+            LoginStartedBeforeContest: (e) => Effect.fail(new InvalidSession({ message: e.message })),
             SessionStoreError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE }))
           })
         )

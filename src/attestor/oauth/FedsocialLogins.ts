@@ -189,7 +189,7 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
                 stealthOwner: taken.value.stealthOwner,
                 ids: taken.value.ids
               },
-              { loginChallenge: taken.value.loginChallenge }
+              { loginChallenge: taken.value.loginChallenge, startedAt: taken.value.startedAt }
             )
           )
         }).pipe(
@@ -198,6 +198,7 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
             OAuthStateStoreError: () =>
               Effect.fail(new Unavailable({ message: "the login state store is not answering" })),
             SessionStoreError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE })),
+            LoginStartedBeforeContest: (e) => Effect.fail(new InvalidSession({ message: e.message })),
             // A nested session store failure surfaces as its own error; the transaction's own is this.
             SqlError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE })),
             // Not asked for here (no single-use key): the type allows it, the store never sends it.

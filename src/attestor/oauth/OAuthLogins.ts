@@ -348,11 +348,14 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         const created = yield* sessions
           .create(
             { platform: intent.platform, userId, stealthOwner: intent.stealthOwner, ids: intent.ids },
-            { loginChallenge: intent.loginChallenge }
+            { loginChallenge: intent.loginChallenge, startedAt: intent.startedAt }
           )
           .pipe(
-            Effect.mapError(() => ({
-              error: new Unavailable({ message: SESSION_STORE_UNAVAILABLE }),
+            Effect.mapError((e) => ({
+              error:
+                e._tag === "LoginStartedBeforeContest"
+                  ? new InvalidSession({ message: e.message })
+                  : new Unavailable({ message: SESSION_STORE_UNAVAILABLE }),
               redirect
             }))
           )
