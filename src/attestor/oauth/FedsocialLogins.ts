@@ -15,7 +15,8 @@
  * 3. then, in one transaction, the nonce is taken (unknown, used, expired or another platform's
  *    state: refused, and another platform's state left alone), the `expirationTime` must be the one
  *    start gave, and the session is made with the stealth owner, ids and login challenge of that
- *    nonce, never of the message.
+ *    nonce, never of the message; a nonce made before the fid's last contest makes none
+ *    (docs/protocol.md §10 "Contests": a message signed for it may have been phished).
  * The registries are read over `FEDSOCIAL_RPC_URL` (Optimism by default): not answering is 503
  * `unavailable`, and the nonce is not touched, so the same signed message verifies once they
  * answer again (until the nonce expires). A message whose signature the library refuses spends
