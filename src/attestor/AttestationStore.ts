@@ -5,13 +5,16 @@
  * (`VetoWatcher.ts`) vetoes a pending proposal whose id, new owner and bind nonce have no unrevoked
  * attestation here, or whose new owner is contested for the id.
  *
- * A contest (docs/attestor.md §4 "POST /v1/bind" contest) records every other owner attested for
- * the id, and the pending owner it names, as contested, and revokes their attestations. From then
- * on `record` refuses a contested (id, owner), whichever replica asks and whatever its index
- * shows: both run in transactions that first take a lock of the id (`pg_advisory_xact_lock`), so
- * a contest and a record of one id on replicas sharing the database never interleave. Either
- * the record commits first, and the contest then finds its owner attested and contests it, or
- * the contest does, and the record then finds the owner contested.
+ * A contest (docs/attestor.md §4 "POST /v1/bind" contest) covers every escrow of the user this
+ * attestor knows: every owner but the contester's key attested for any of them, and every pending
+ * owner that is not that key, is recorded as contested for each of them, and their attestations
+ * are revoked. The attacker's signatures cover all the user's escrows, so the user's word that a
+ * key is not theirs does too. From then on `record` refuses a contested (id, owner), whichever
+ * replica asks and whatever its index shows: both run in transactions that first take the lock of
+ * each id (`pg_advisory_xact_lock`, in sorted order), so a contest and a record of one id on
+ * replicas sharing the database never interleave. Either the record commits first, and the
+ * contest then finds its owner attested and contests it, or the contest does, and the record
+ * then finds the owner contested.
  *
  * Nothing stored here reaches a log line, a metric or an error message.
  */
@@ -54,6 +57,12 @@ export class VisibilityConflict extends Data.TaggedError("VisibilityConflict")<{
   readonly visibility: Visibility
 }> {}
 
+/** One of the contesting user's escrows, with the owner its bind proposal names, if any. */
+export interface ContestedEscrow {
+  readonly id: Hex
+  readonly pendingOwner: Address | undefined
+}
+
 export interface AttestationStoreShape {
   /**
    * Records issued attestations (one transaction) but those whose (id, owner) a contest ruled
@@ -71,14 +80,14 @@ export interface AttestationStoreShape {
     newOwner: Address
   ) => Effect.Effect<ReadonlySet<Visibility>, AttestationStoreError>
   /**
-   * A contest of `id` by the user whose key is `keep` (one transaction): every owner but `keep`
-   * attested for `id`, and `pendingOwner` unless it is `keep`, becomes contested for `id`, and
-   * their attestations of `id` are revoked. How many owners were newly contested.
+   * A contest by the user whose key is `keep`, over the user's escrows this attestor knows (one
+   * transaction, under each id's lock): every owner but `keep` attested for any of the ids, and
+   * each escrow's `pendingOwner` unless it is `keep`, becomes contested for every one of the ids,
+   * and their attestations of the ids are revoked. How many (id, owner) pairs were newly contested.
    */
   readonly contest: (
-    id: Hex,
+    escrows: ReadonlyArray<ContestedEscrow>,
     keep: Address,
-    pendingOwner: Address | undefined,
     now: number
   ) => Effect.Effect<number, AttestationStoreError>
   /** The owners contested for `id`, lowercase (for the veto watcher and tests). */
@@ -195,32 +204,38 @@ export const makeAttestationStore = Effect.gen(function* () {
       Effect.map((rows) => new Set(rows.map((row) => row.visibility as Visibility)))
     )
 
-  const contest: AttestationStoreShape["contest"] = (id, keep, pendingOwner, now) =>
-    Effect.gen(function* () {
-      yield* lockIds([id])
-      // Every other owner attested for the id, revoked or not, and the pending one.
+  const contest: AttestationStoreShape["contest"] = (escrows, keep, now) => {
+    const ids = [...new Set(escrows.map((e) => lower(e.id)))].sort()
+    if (ids.length === 0) return Effect.succeed(0)
+    return Effect.gen(function* () {
+      yield* lockIds(ids)
+      // Every other owner attested for any of the ids, revoked or not, and the pending ones.
       const attested = yield* sql<{ readonly new_owner: string }>`
         SELECT DISTINCT new_owner FROM attestor_attestations
-        WHERE beneficiary_id = ${lower(id)} AND new_owner <> ${lower(keep)}`
+        WHERE beneficiary_id IN ${sql.in(ids)} AND new_owner <> ${lower(keep)}`
       const owners = new Set(attested.map((row) => row.new_owner))
-      if (pendingOwner !== undefined && lower(pendingOwner) !== lower(keep)) owners.add(lower(pendingOwner))
+      for (const e of escrows)
+        if (e.pendingOwner !== undefined && lower(e.pendingOwner) !== lower(keep))
+          owners.add(lower(e.pendingOwner))
       let added = 0
-      for (const owner of owners) {
-        const inserted = yield* sql<{ readonly owner: string }>`
-          INSERT INTO attestor_contests (beneficiary_id, owner, contested_at)
-          VALUES (${lower(id)}, ${owner}, ${now})
-          ON CONFLICT (beneficiary_id, owner) DO NOTHING
-          RETURNING owner`
-        added += inserted.length
-      }
+      for (const id of ids)
+        for (const owner of [...owners].sort()) {
+          const inserted = yield* sql<{ readonly owner: string }>`
+            INSERT INTO attestor_contests (beneficiary_id, owner, contested_at)
+            VALUES (${id}, ${owner}, ${now})
+            ON CONFLICT (beneficiary_id, owner) DO NOTHING
+            RETURNING owner`
+          added += inserted.length
+        }
       yield* sql`
         UPDATE attestor_attestations SET revoked = true
-        WHERE beneficiary_id = ${lower(id)} AND new_owner <> ${lower(keep)} AND NOT revoked`
+        WHERE beneficiary_id IN ${sql.in(ids)} AND new_owner <> ${lower(keep)} AND NOT revoked`
       return added
     }).pipe(
       sql.withTransaction,
       Effect.catchTag("SqlError", (cause) => Effect.fail(failed("recording a contest")(cause)))
     )
+  }
 
   const contestedOf: AttestationStoreShape["contestedOf"] = (id) =>
     sql<{ readonly owner: string }>`

@@ -17,8 +17,15 @@
  *   its session: `authenticate` then wants the client's `loginSecret`, whose SHA-256 must equal the
  *   challenge (compared in constant time), and a session made without one refuses any secret. A
  *   token alone, taken from a redirect the client did not start (login CSRF), is of no use.
- * - A contest (`POST /v1/bind` with `contest: true`) ends every other session of the same platform
- *   and user id (`endOthers`): one of them may be someone else's login as that user.
+ * - A contest (`POST /v1/bind` with `contest: true`) ends the sessions of the same platform and
+ *   user id created at or before the contesting one (`endOthers`): one of them may be someone
+ *   else's login as that user. A newer session stays: it may be the user's own fresh login, and a
+ *   session someone else holds cannot, by contesting, end the user's logins made after it. The
+ *   contest's time is recorded per user, and a login started before it makes no session
+ *   (`create`'s `startedAt`, `LoginStartedBeforeContest`): a login prepared as the user before the
+ *   contest (an OAuth state, a signed fedsocial message, a messenger payload) cannot be redeemed
+ *   after it. Both take a transaction lock of the user, so on replicas sharing the database a
+ *   contest and a session's creation never interleave.
  * - A login that must be single-use (the messenger widget payload, docs/attestor.md §3) names a digest of
  *   its payload; the digest is recorded in the same transaction that creates the session, and a
  *   second creation with it fails with `LoginAlreadyUsed`. The record is kept until the payload
@@ -34,6 +41,7 @@ import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { type LoginChallenge, type LoginSecret, Session, SessionToken } from "../../schema/attestor.js"
 import { InvalidSession, Unavailable } from "../../schema/errors.js"
 import { atMostEvery } from "../background/throttle.js"
+import { advisoryKey } from "../store/advisoryLock.js"
 
 /** A session as read back: what it stands for and when it stops being valid (unix seconds). */
 export interface StoredSession extends Session {
@@ -61,6 +69,13 @@ export class LoginAlreadyUsed extends Data.TaggedError("LoginAlreadyUsed")<{}> {
   }
 }
 
+/** The login was started before the user's last contest (docs/protocol.md §10 "Contests"). */
+export class LoginStartedBeforeContest extends Data.TaggedError("LoginStartedBeforeContest")<{}> {
+  override get message() {
+    return LOGIN_BEFORE_CONTEST
+  }
+}
+
 /** The database did not answer; the cause stays here, never in a response or a log line. */
 export class SessionStoreError extends Data.TaggedError("SessionStoreError")<{
   readonly operation: string
@@ -74,21 +89,32 @@ export class SessionStoreError extends Data.TaggedError("SessionStoreError")<{
 export interface SessionStoreShape {
   /** Lifetime of a new session, in seconds. */
   readonly ttlSeconds: number
-  /** Stores a new session and returns its token, shown to the client once. */
+  /**
+   * Stores a new session and returns its token, shown to the client once. With `startedAt` (unix
+   * seconds: when the login began, e.g. its OAuth state was made), a login started before the
+   * user's last contest fails with `LoginStartedBeforeContest`, checked in the transaction that
+   * stores the session.
+   */
   readonly create: (
     session: Session,
-    options?: { readonly singleUse?: SingleUse; readonly loginChallenge?: LoginChallenge | undefined }
-  ) => Effect.Effect<CreatedSession, LoginAlreadyUsed | SessionStoreError>
+    options?: {
+      readonly singleUse?: SingleUse
+      readonly loginChallenge?: LoginChallenge | undefined
+      readonly startedAt?: number | undefined
+    }
+  ) => Effect.Effect<CreatedSession, LoginAlreadyUsed | LoginStartedBeforeContest | SessionStoreError>
   /** The session of a token while it is valid; none for an unknown or expired token. */
   readonly read: (token: SessionToken) => Effect.Effect<Option.Option<StoredSession>, SessionStoreError>
   /**
-   * Ends every session of the user of `session` (same platform and user id) but the one of
-   * `keep`: a contest (docs/attestor.md §4 "POST /v1/bind") says another of them may not be the
-   * user's. How many ended.
+   * A contest by the session of `keep` (docs/attestor.md §4 "POST /v1/bind"), in one transaction:
+   * records `now` as the user's last contest (same platform and user id), and ends the user's
+   * sessions created at or before `keep`'s, but `keep`'s own: one of them may not be the user's.
+   * How many ended.
    */
   readonly endOthers: (
     session: Pick<Session, "platform" | "userId">,
-    keep: SessionToken
+    keep: SessionToken,
+    now: number
   ) => Effect.Effect<number, SessionStoreError>
 }
 
@@ -137,6 +163,10 @@ interface SessionRow {
 
 const decodeSession = Schema.decodeUnknown(Session)
 
+/** The transaction lock of a user that orders its contests and its sessions' creation. */
+const userLockKey = (session: Pick<Session, "platform" | "userId">) =>
+  advisoryKey(`attestor-user:${session.platform}:${session.userId}`)
+
 export const makeSessionStore = (config: SessionStoreConfig) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient
@@ -169,7 +199,18 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
         const expiresAt = now + ttlSeconds
         const singleUse = options?.singleUse
         const loginChallenge = options?.loginChallenge
+        const startedAt = options?.startedAt
         yield* Effect.gen(function* () {
+          if (startedAt !== undefined) {
+            // After a contest of the user that committed first, or before one that waits.
+            yield* sql`SELECT pg_advisory_xact_lock(${userLockKey(session)}::bigint)`
+            const contested = yield* sql<{ readonly contested_at: string | number }>`
+              SELECT contested_at FROM attestor_user_contests
+              WHERE platform = ${session.platform} AND user_id = ${session.userId}`
+            const last = contested[0]
+            if (last !== undefined && startedAt < Number(last.contested_at))
+              return yield* Effect.fail(new LoginStartedBeforeContest())
+          }
           if (singleUse !== undefined) {
             const claimed = yield* sql<{ readonly digest: string }>`
               INSERT INTO attestor_used_logins (digest, expires_at)
@@ -218,15 +259,23 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
         })
       })
 
-    const endOthers: SessionStoreShape["endOthers"] = (session, keep) =>
-      sql<{ readonly token_hash: string }>`
-        DELETE FROM attestor_sessions
-        WHERE platform = ${session.platform} AND user_id = ${session.userId}
-          AND token_hash <> ${storageDigest(keep)}
-        RETURNING token_hash`.pipe(
-        Effect.mapError(failed("ending sessions")),
-        Effect.map((rows) => rows.length)
-      )
+    const endOthers: SessionStoreShape["endOthers"] = (session, keep, now) =>
+      Effect.gen(function* () {
+        yield* sql`SELECT pg_advisory_xact_lock(${userLockKey(session)}::bigint)`
+        yield* sql`
+          INSERT INTO attestor_user_contests (platform, user_id, contested_at)
+          VALUES (${session.platform}, ${session.userId}, ${now})
+          ON CONFLICT (platform, user_id)
+          DO UPDATE SET contested_at = GREATEST(attestor_user_contests.contested_at, excluded.contested_at)`
+        // Sessions made after the contesting one stay (see above).
+        const ended = yield* sql<{ readonly token_hash: string }>`
+          DELETE FROM attestor_sessions
+          WHERE platform = ${session.platform} AND user_id = ${session.userId}
+            AND token_hash <> ${storageDigest(keep)}
+            AND created_at <= (SELECT created_at FROM attestor_sessions WHERE token_hash = ${storageDigest(keep)})
+          RETURNING token_hash`
+        return ended.length
+      }).pipe(sql.withTransaction, Effect.mapError(failed("ending sessions")))
 
     return { ttlSeconds, create, read, endOthers } satisfies SessionStoreShape
   })
@@ -236,6 +285,7 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
 // ---------------------------------------------------------------------------------------------
 
 export const INVALID_SESSION_MESSAGE = "the session is unknown or has expired: log in again"
+export const LOGIN_BEFORE_CONTEST = "this login was started before the account's last contest: log in again"
 export const LOGIN_SECRET_MISSING =
   "loginSecret: this session's login was started with a loginChallenge; send the loginSecret the client drew for it"
 export const LOGIN_SECRET_REFUSED =

@@ -15,8 +15,15 @@
  *   `VETO_UNKNOWN_IDS` is off: counted, never vetoed;
  * - `attested`: the new owner is not contested for the id, and an unrevoked attestation of this
  *   attestor (`AttestationStore`) has the same id, new owner and bind nonce, i.e. the proposal's
- *   `BindOwner` message (deadline aside) is one `POST /v1/bind` signed. A signature for the same
- *   owner at another bind nonce does not count: it belongs to another proposal;
+ *   `BindOwner` message (deadline aside) is one `POST /v1/bind` signed, and was issued no later
+ *   than the timestamp of the block the proposal was mined in. A signature for the same owner at
+ *   another bind nonce does not count: it belongs to another proposal. Nor does one issued after
+ *   the proposal was mined: every signature leaves the attestor only once recorded, so that one
+ *   cannot be the one the proposal carries; it was signed by a replica whose index did not show
+ *   the pending bind (which no replica that sees it does), perhaps for a session made after a
+ *   contest that replica could not tie to the pending owner. The attestor's clock (`issued_at`)
+ *   is compared with the chain's: it must not run ahead of the chain's block timestamps
+ *   (docs/operations.md);
  * - `unattested`: anything else, including a proposal to an owner a contest ruled out: a contest
  *   (`POST /v1/bind` with `contest: true`) records every other owner attested for the id, and the
  *   pending one, as contested (and revokes their attestations), so on the watcher's next pass the
@@ -78,6 +85,8 @@ export interface Proposal {
   readonly newOwner: Address
   /** The bind nonce `proposeBind` consumed (the `BindProposed` event's `bindNonce`). */
   readonly bindNonce: bigint
+  /** The block of its `BindProposed` (the indexer's fold always knows it). */
+  readonly block?: number | undefined
 }
 
 export type Verdict = "attested" | "unattested" | "unknown_id"
@@ -98,21 +107,24 @@ export const pendingProposals = (accounts: Iterable<AccountState>): ReadonlyArra
   const out: Array<Proposal> = []
   for (const a of accounts)
     if (a.pendingOwner !== undefined && a.bindNonce > 0n)
-      out.push({ id: a.id, newOwner: a.pendingOwner, bindNonce: a.bindNonce - 1n })
+      out.push({ id: a.id, newOwner: a.pendingOwner, bindNonce: a.bindNonce - 1n, block: a.pendingBlock })
   return out
 }
 
 /**
- * The verdict on a proposal: `unknown_id` for an id without a hint for this attestor unless
- * `vetoUnknownIds`; `unattested` when its new owner is among the owners contested for its id;
- * `attested` when an unrevoked attestation has its id, new owner and bind nonce; else `unattested`.
+ * The verdict on a proposal mined at `proposedAt` (its block's timestamp, unix seconds; none: not
+ * known, and no attestation counts): `unknown_id` for an id without a hint for this attestor
+ * unless `vetoUnknownIds`; `unattested` when its new owner is among the owners contested for its
+ * id; `attested` when an unrevoked attestation issued no later than `proposedAt` has its id, new
+ * owner and bind nonce; else `unattested`.
  */
 export const verdictOf = (
   proposal: Proposal,
   known: boolean,
   vetoUnknownIds: boolean,
   attestations: ReadonlyArray<StoredAttestation>,
-  contested: ReadonlyArray<Address>
+  contested: ReadonlyArray<Address>,
+  proposedAt: number | undefined
 ): Verdict => {
   if (!known && !vetoUnknownIds) return "unknown_id"
   if (contested.some((owner) => same(owner, proposal.newOwner))) return "unattested"
@@ -121,7 +133,9 @@ export const verdictOf = (
       !a.revoked &&
       same(a.id, proposal.id) &&
       same(a.newOwner, proposal.newOwner) &&
-      a.bindNonce === proposal.bindNonce
+      a.bindNonce === proposal.bindNonce &&
+      proposedAt !== undefined &&
+      a.issuedAt <= proposedAt
   )
   return attested ? "attested" : "unattested"
 }
@@ -349,6 +363,29 @@ export const makeVetoWatcher = (
     const keyOf = (p: Proposal) => `${p.id.toLowerCase()}:${p.bindNonce}`
     /** Proposals whose veto's simulation reverted, so it is counted and logged once. */
     const reverted = new Set<string>()
+    /** The timestamps of the blocks pending proposals were mined in, by block number. */
+    const blockTimes = new Map<number, number>()
+
+    /**
+     * When `p` was mined (its block's timestamp); none when the chain does not answer, and the
+     * proposal is judged on a later pass.
+     */
+    const proposedAt = (p: Proposal) =>
+      Effect.gen(function* () {
+        if (p.block === undefined) return Option.some<number | undefined>(undefined)
+        const cached = blockTimes.get(p.block)
+        if (cached !== undefined) return Option.some<number | undefined>(cached)
+        const block = yield* Effect.either(chain.getBlock({ blockNumber: BigInt(p.block) }))
+        if (block._tag === "Left") {
+          yield* Effect.logWarning("bind proposal not judged: its block could not be read; next pass").pipe(
+            Effect.annotateLogs({ error: block.left._tag })
+          )
+          return Option.none()
+        }
+        const at = Number(block.right.timestamp)
+        blockTimes.set(p.block, at)
+        return Option.some<number | undefined>(at)
+      })
 
     const handledOf = (p: Proposal) =>
       Effect.suspend(() => {
@@ -455,16 +492,19 @@ export const makeVetoWatcher = (
     /** One proposal: verdict, count, veto. */
     const judge = (p: Proposal, known: boolean) =>
       Effect.gen(function* () {
-        const verdict =
-          !known && !config.vetoUnknownIds
-            ? ("unknown_id" as const)
-            : verdictOf(
-                p,
-                known,
-                config.vetoUnknownIds,
-                yield* attestations.ofId(p.id),
-                yield* attestations.contestedOf(p.id)
-              )
+        let verdict: Verdict = "unknown_id"
+        if (known || config.vetoUnknownIds) {
+          const at = yield* proposedAt(p)
+          if (Option.isNone(at)) return
+          verdict = verdictOf(
+            p,
+            known,
+            config.vetoUnknownIds,
+            yield* attestations.ofId(p.id),
+            yield* attestations.contestedOf(p.id),
+            at.value
+          )
+        }
         const recorded = yield* handledOf(p)
         const handled =
           recorded?.veto === "sent" && Option.isSome(sender)
@@ -496,6 +536,8 @@ export const makeVetoWatcher = (
       // Forget the reverted simulations of proposals no longer pending.
       const pending = new Set(view.proposals.map(keyOf))
       for (const key of reverted) if (!pending.has(key)) reverted.delete(key)
+      const blocks = new Set(view.proposals.map((p) => p.block))
+      for (const block of blockTimes.keys()) if (!blocks.has(block)) blockTimes.delete(block)
       for (const [i, p] of view.proposals.entries()) {
         const isKnown = known[i] === true
         // An id the hint index may not have reached yet is judged on a later pass.

@@ -14,11 +14,15 @@
  *    same 503 `unavailable` rules), restricted to `ids` when sent. An id in `ids` that is not one
  *    of the session's escrows is left out, as `/v1/escrows` leaves out session ids the hint index
  *    does not know: this attestor cannot attest it, and telling it apart would say nothing useful.
- * 4. Contest (`contest: true`, one id of the session's escrows; any other id does nothing). In
- *    one transaction (`AttestationStore.contest`): every owner but the session's stealth owner that
- *    this attestor attested for the id, and the indexed pending owner when it is another key,
- *    become contested for the id, and their attestations are revoked. Then every other session
- *    of the same platform and user id ends (`SessionStore.endOthers`). The veto watcher
+ * 4. Contest (`contest: true`, one id of the session's escrows; any other id does nothing). It
+ *    covers every escrow of the session (all of them, as `/v1/escrows` lists them, not only the
+ *    one named): a key signed as the user was signed for all of them, so ruling it out for one
+ *    escrow alone would leave the others to it. In one transaction (`AttestationStore.contest`):
+ *    every owner but the session's stealth owner that this attestor attested for any of these
+ *    escrows, and every indexed pending owner of them that is another key, become contested for
+ *    each, and their attestations are revoked. Then the contest's time is recorded for the user,
+ *    so a login started before it makes no session, and the sessions of the same platform and
+ *    user id created at or before this one end (`SessionStore.endOthers`). The veto watcher
  *    (`VetoWatcher.ts`) judges a proposal to a contested owner unattested on its next pass (at
  *    most `resyncIntervalMs`, 5 s, later) and, with `AUTO_VETO`, sends `vetoBind`. A contest
  *    never signs and answers `{ binds: [] }`.
@@ -186,6 +190,7 @@ const contest = (
   token: BindRequest["session"],
   session: StoredSession,
   target: IndexedEscrow | undefined,
+  escrows: ReadonlyArray<IndexedEscrow>,
   now: number,
   config: BindConfig
 ) =>
@@ -195,18 +200,20 @@ const contest = (
     const store = yield* AttestationStore
     yield* store
       .contest(
-        target.escrow.beneficiaryId,
+        escrows.map((e) => ({
+          id: e.escrow.beneficiaryId,
+          pendingOwner: contestedPendingOwner(e, session.stealthOwner)
+        })),
         session.stealthOwner,
-        contestedPendingOwner(target, session.stealthOwner),
         now
       )
       .pipe(Effect.mapError(attestationStoreUnavailable))
     const sessions = yield* SessionStore
-    yield* sessions.endOthers(session, token).pipe(Effect.mapError(sessionStoreUnavailable))
+    yield* sessions.endOthers(session, token, now).pipe(Effect.mapError(sessionStoreUnavailable))
     yield* Effect.logInfo(
       config.autoVeto
-        ? "bind contested: other owners ruled out, the user's other sessions ended; the veto watcher vetoes a proposal to them"
-        : "bind contested: other owners ruled out, the user's other sessions ended; AUTO_VETO is off, the veto watcher only counts a proposal to them"
+        ? "bind contested: other owners ruled out on the user's escrows, the user's older sessions ended; the veto watcher vetoes a proposal to them"
+        : "bind contested: other owners ruled out on the user's escrows, the user's older sessions ended; AUTO_VETO is off, the veto watcher only counts a proposal to them"
     )
   })
 
@@ -276,7 +283,7 @@ export const signBinds =
           ? found.escrows
           : found.escrows.filter((e) => wanted.has(e.escrow.beneficiaryId.toLowerCase()))
       if (body.contest === true) {
-        yield* contest(body.session, session, escrows[0], now, config)
+        yield* contest(body.session, session, escrows[0], found.escrows, now, config)
         return { binds: [] }
       }
       const plan = planBinds(escrows, session.stealthOwner, body.visibility)

@@ -15,7 +15,9 @@
  *    `invalid_session`: no session can be made of it, and the remedy is to log in again.
  * 4. Each payload is single-use (docs/attestor.md §3): its `hash` is recorded with the session in one
  *    transaction and kept until the payload would be too old anyway; a replay is 401
- *    `invalid_session` too, and makes no session.
+ *    `invalid_session` too, and makes no session. So is a payload whose `auth_date` is in an
+ *    earlier second than the user's last contest (docs/protocol.md §10 "Contests"): whoever kept
+ *    it from before cannot redeem it after.
  * 5. The session is `{ platform: "messenger", userId: <widget id>, stealthOwner, ids: [id] or [] }`,
  *    with the `loginChallenge` when one was sent (optional here in both `LOGIN_CHALLENGE` modes: the
  *    session comes back in the answer to the caller that asked, docs/protocol.md §10).
@@ -77,11 +79,14 @@ export const verifyMessengerLogin =
         .create(session, {
           // The hash stands for the whole payload: it is the HMAC of every other field.
           singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.acceptedUntil + 1 },
-          loginChallenge: body.loginChallenge
+          loginChallenge: body.loginChallenge,
+          // The payload was signed when the user logged in: one from before a contest is refused.
+          startedAt: body.auth.auth_date
         })
         .pipe(
           Effect.catchTags({
             LoginAlreadyUsed: () => Effect.fail(new InvalidSession({ message: MESSENGER_REPLAYED })),
+            LoginStartedBeforeContest: (e) => Effect.fail(new InvalidSession({ message: e.message })),
             SessionStoreError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE }))
           })
         )

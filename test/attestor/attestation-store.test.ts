@@ -4,8 +4,11 @@
  * the visibilities a stealth owner was attested for, and contests (migration 0028): a contest
  * rules out every other owner attested for the id and the pending one, revokes their
  * attestations, and from then on a record of a contested (id, owner) is refused, also when the
- * contest and the record race on separate connections.
+ * contest and the record race on separate connections, also when the contest sees no pending
+ * owner. A contest covers every escrow of the user the attestor knows. Contests made before
+ * migration 0028 (revoked attestations) are migrated to contested pairs.
  */
+import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem"
@@ -170,8 +173,8 @@ for (const database of testDatabases()) {
               []
             )
             // The pending owner need not have been attested here (another attestor's signature).
-            expect(yield* store.contest(id, mine, pending, 2)).toBe(3)
-            expect(yield* store.contest(id, mine, pending, 3)).toBe(0)
+            expect(yield* store.contest([{ id, pendingOwner: pending }], mine, 2)).toBe(3)
+            expect(yield* store.contest([{ id, pendingOwner: pending }], mine, 3)).toBe(0)
             expect(yield* store.contestedOf(id.toUpperCase().replace("0X", "0x") as Hex)).toEqual(
               [intruder, third, pending].map((a) => a.toLowerCase()).sort()
             )
@@ -208,7 +211,8 @@ for (const database of testDatabases()) {
             // A contest by a key that has nothing else to rule out rules out nothing.
             const quiet = newId()
             yield* store.record([at(mine, quiet)], 5)
-            expect(yield* store.contest(quiet, mine, mine, 6)).toBe(0)
+            expect(yield* store.contest([{ id: quiet, pendingOwner: mine }], mine, 6)).toBe(0)
+            expect(yield* store.contest([], mine, 6)).toBe(0)
             expect(yield* store.contestedOf(quiet)).toEqual([])
           })
       )
@@ -231,7 +235,7 @@ for (const database of testDatabases()) {
                 deadline: BigInt(1_000 + i),
                 visibility: "private" as const
               }))
-              const contest = store.contest(id, victim, attacker, 10)
+              const contest = store.contest([{ id, pendingOwner: attacker }], victim, 10)
               const record = store.record(attempt, 10)
               // Either may start first.
               const [, refused] =
@@ -255,6 +259,150 @@ for (const database of testDatabases()) {
               expect((yield* store.ofId(id)).filter((r) => !r.revoked)).toEqual([])
             }
             expect(outcomes.refused + outcomes.revoked).toBe(20)
+          })
+      )
+
+      it.effect(
+        "a contest covers every escrow of the user: each owner attested for any of them, and each pending owner, is contested for all of them",
+        () =>
+          Effect.gen(function* () {
+            const store = yield* makeAttestationStore
+            const [contested, signedToo, mineOnly, elsewhere] = [newId(), newId(), newId(), newId()]
+            const [mine, attacker, pending] = [newOwner(), newOwner(), newOwner()]
+            const at = (owner: Address, id: Hex, deadline = 5n) => ({
+              id,
+              newOwner: owner,
+              bindNonce: 0n,
+              deadline,
+              visibility: "private" as const
+            })
+            // The attacker's key was signed for both of the user's escrows, and for another
+            // user's; the user's own key for a third escrow.
+            yield* store.record(
+              [at(attacker, contested), at(attacker, signedToo), at(mine, mineOnly), at(attacker, elsewhere)],
+              1
+            )
+            // The user contests one escrow; the attestor knows three of theirs.
+            const escrows = [
+              { id: contested, pendingOwner: attacker },
+              { id: signedToo, pendingOwner: undefined },
+              { id: mineOnly, pendingOwner: pending }
+            ]
+            expect(yield* store.contest(escrows, mine, 2)).toBe(6)
+            expect(yield* store.contest(escrows, mine, 3)).toBe(0)
+            for (const id of [contested, signedToo, mineOnly])
+              expect(yield* store.contestedOf(id)).toEqual(
+                [attacker, pending].map((a) => a.toLowerCase()).sort()
+              )
+            for (const id of [contested, signedToo])
+              expect((yield* store.ofId(id)).map((r) => r.revoked)).toEqual([true])
+            expect((yield* store.ofId(mineOnly)).map((r) => r.revoked)).toEqual([false])
+            // Another user's escrow is not the contester's to speak for.
+            expect(yield* store.contestedOf(elsewhere)).toEqual([])
+            expect((yield* store.ofId(elsewhere)).map((r) => r.revoked)).toEqual([false])
+            // No new signature for the attacker's key on any of the user's escrows; the user's
+            // own key and a fresh one are still recorded.
+            const fresh = newOwner()
+            const later = [
+              at(attacker, signedToo, 6n),
+              at(attacker, mineOnly, 6n),
+              at(pending, contested, 6n),
+              at(mine, contested, 6n),
+              at(fresh, signedToo, 6n)
+            ]
+            expect(yield* store.record(later, 4)).toEqual(later.slice(0, 3))
+          })
+      )
+
+      it.effect(
+        "a contest that sees no pending owner (its replica's index lags) racing a record of a key it finds attested on another of the user's escrows: never an unrevoked attestation of a contested owner",
+        () =>
+          Effect.gen(function* () {
+            const store = yield* makeAttestationStore
+            const outcomes = { refused: 0, revoked: 0 }
+            for (let round = 0; round < 20; round++) {
+              const [proposed, other] = [newId(), newId()]
+              const [victim, attacker] = [newOwner(), newOwner()]
+              const at = (id: Hex, deadline: bigint) => ({
+                id,
+                newOwner: attacker,
+                bindNonce: 0n,
+                deadline,
+                visibility: "private" as const
+              })
+              // The signature behind the proposal, recorded before.
+              yield* store.record([at(proposed, 999n)], 9)
+              // Fresh signatures of the key for both escrows (the other not yet attested for
+              // it), many, so the record's transaction is long enough for the contest to fall
+              // inside it; the contest knows of no pending owner.
+              const attempt = Array.from({ length: 40 }, (_, i) =>
+                at(i % 2 === 0 ? other : proposed, BigInt(1_000 + i))
+              )
+              const contest = store.contest(
+                [
+                  { id: proposed, pendingOwner: undefined },
+                  { id: other, pendingOwner: undefined }
+                ],
+                victim,
+                10
+              )
+              const record = store.record(attempt, 10)
+              const [, refused] =
+                round % 2 === 0
+                  ? yield* Effect.all([contest, record], { concurrency: "unbounded" })
+                  : (yield* Effect.all([record, contest], { concurrency: "unbounded" })).reverse()
+              const rows = [...(yield* store.ofId(proposed)), ...(yield* store.ofId(other))]
+              if ((refused as ReadonlyArray<unknown>).length === 0) {
+                // Recorded before the contest, which then revoked every one of them.
+                outcomes.revoked++
+                expect(rows).toHaveLength(attempt.length + 1)
+              } else {
+                outcomes.refused++
+                expect(refused).toEqual(attempt)
+                expect(rows).toHaveLength(1)
+              }
+              expect(rows.filter((r) => !r.revoked)).toEqual([])
+              for (const id of [proposed, other])
+                expect(yield* store.contestedOf(id)).toEqual([attacker.toLowerCase()])
+            }
+            expect(outcomes.refused + outcomes.revoked).toBe(20)
+          })
+      )
+
+      it.effect(
+        "a database whose contests only revoked attestations (before migration 0028) migrates to contested pairs",
+        () =>
+          Effect.gen(function* () {
+            const sql = yield* SqlClient
+            const id = newId()
+            const [kept, revoked] = [newOwner(), newOwner()]
+            // The database as it was before: no contest tables, migration 0028 not applied, and an
+            // attestation a contest revoked.
+            yield* sql`DROP TABLE attestor_contests`
+            yield* sql`DROP TABLE attestor_user_contests`
+            yield* sql`DROP INDEX attestor_sessions_user`
+            yield* sql`DELETE FROM schema_migrations WHERE migration_id = 28`
+            for (const [owner, isRevoked] of [
+              [kept, false],
+              [revoked, true]
+            ] as const)
+              yield* sql`
+                INSERT INTO attestor_attestations
+                  (beneficiary_id, new_owner, bind_nonce, deadline, visibility, revoked, issued_at)
+                VALUES (${id.toLowerCase()}, ${owner.toLowerCase()}, '0', '5', 'private', ${isRevoked}, 1)`
+            expect(yield* migrate).toEqual([[28, "attestor_contests"]])
+            expect(yield* migrate).toEqual([])
+            const store = yield* makeAttestationStore
+            expect(yield* store.contestedOf(id)).toEqual([revoked.toLowerCase()])
+            // The contest lasts: the revoked owner is refused, the other one is not.
+            const again = (owner: Address) => ({
+              id,
+              newOwner: owner,
+              bindNonce: 1n,
+              deadline: 6n,
+              visibility: "private" as const
+            })
+            expect(yield* store.record([again(revoked), again(kept)], 2)).toEqual([again(revoked)])
           })
       )
     })

@@ -4,9 +4,9 @@
  * BindOwner signature per escrow without a pending bind and not owned by the session's key, over
  * the vault domain at the indexed bind nonce, recorded as an attestation; the deadline window's
  * edges and the default grid; `ids`; visibility refusals; contests (the other keys ruled out for
- * good, whatever the index shows later, the user's other sessions ended); every refusal with its
- * status and code; the metrics; nothing of a bind in the logs. The signature's acceptance by the
- * vault runs on the devnet (test/e2e/attestor-bind.test.ts).
+ * good on every escrow of the user, whatever the index shows later, the user's older sessions
+ * ended); every refusal with its status and code; the metrics; nothing of a bind in the logs. The
+ * signature's acceptance by the vault runs on the devnet (test/e2e/attestor-bind.test.ts).
  */
 import {
   ConfigProvider,
@@ -48,7 +48,7 @@ import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
-import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
+import { VetoWatcher, verdictOf } from "../../src/attestor/VetoWatcher.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings } from "../../src/config/attestor.js"
@@ -575,6 +575,54 @@ describe("POST /v1/bind", () => {
     const freshKey = newKey()
     expect((await bind({ session: await login(userId, freshKey) })).map((b) => b.newOwner)).toEqual([
       freshKey
+    ])
+  })
+
+  it("a contest of one escrow rules the attacker's key out on every escrow of the user: it gets no new signature for either, and its held signature for the other is judged unattested", async () => {
+    const { userId, escrows } = newUser(2)
+    const [proposed, other] = escrows as [HintEscrow, HintEscrow]
+    const attacker = newKey()
+    const mine = newKey()
+    // A session as the user for the attacker's key: signed for both escrows (no ids).
+    const attackerSession = await login(userId, attacker)
+    const held = await bind({ session: attackerSession })
+    expect(held.map((b) => b.beneficiaryId).sort()).toEqual(
+      [proposed.beneficiaryId, other.beneficiaryId].sort()
+    )
+    state.accounts.set(
+      proposed.beneficiaryId,
+      registeredAccount(proposed, { pendingOwner: attacker, pendingReadyAt: 1n, bindNonce: 1n })
+    )
+    // The user contests the proposed escrow only.
+    const session = await login(userId, mine)
+    expect(await bind({ session, contest: true, ids: [proposed.beneficiaryId] })).toEqual([])
+    for (const id of [proposed.beneficiaryId, other.beneficiaryId]) {
+      expect(await contestedOf(id)).toEqual([attacker.toLowerCase()])
+      expect((await attestationsOf(id)).map((r) => [r.newOwner, r.revoked])).toEqual([
+        [attacker.toLowerCase(), true]
+      ])
+    }
+    // The attacker then proposes the other escrow with the signature it holds: the veto
+    // watcher's rule judges it unattested (and vetoes it with AUTO_VETO).
+    const signedOther = held.find((b) => b.beneficiaryId === other.beneficiaryId) as WireBind
+    const proposal = { id: other.beneficiaryId, newOwner: attacker, bindNonce: BigInt(signedOther.bindNonce) }
+    expect(
+      verdictOf(
+        proposal,
+        true,
+        false,
+        await attestationsOf(other.beneficiaryId),
+        await contestedOf(other.beneficiaryId),
+        nowSeconds() + 60
+      )
+    ).toBe("unattested")
+    // No new signature for the key on either escrow, from a new session; the user's key binds
+    // the escrow without a pending bind.
+    const again = await login(userId, attacker)
+    expect(await bind({ session: again })).toEqual([])
+    expect(await bind({ session: again, ids: [other.beneficiaryId] })).toEqual([])
+    expect((await bind({ session })).map((b) => [b.beneficiaryId, b.newOwner])).toEqual([
+      [other.beneficiaryId, mine]
     ])
   })
 

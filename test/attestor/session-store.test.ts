@@ -2,7 +2,8 @@
  * The attestor's SessionStore on a real database (PGlite, and PostgreSQL when DATABASE_URL is
  * set): tokens of the SessionToken alphabet, only their SHA-256 in the database, sessions read
  * back exactly, expiry on the TestClock at the second it is due, single-use logins, a contest
- * ending the user's other sessions, opportunistic
+ * ending the user's sessions made at or before the contesting one, a login started before the
+ * user's last contest (an OAuth state, a fedsocial nonce, a messenger payload) refused, opportunistic
  * pruning of expired rows, and sessions that survive a restart of an on-disk database.
  */
 import { createHash, randomBytes } from "node:crypto"
@@ -14,12 +15,15 @@ import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Layer, Option, Schema, TestClock } from "effect"
 import { LoginChallenge, LoginSecret, type Session, SessionToken } from "../../schema/attestor.js"
 import { Address, Bytes32 } from "../../schema/primitives.js"
+import { makeOAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import {
   authenticate,
+  LOGIN_BEFORE_CONTEST,
   LOGIN_SECRET_MISSING,
   LOGIN_SECRET_REFUSED,
   LOGIN_SECRET_UNEXPECTED,
   LoginAlreadyUsed,
+  LoginStartedBeforeContest,
   makeSessionStore,
   SessionStore,
   storageDigest
@@ -227,21 +231,117 @@ const singleUse = (it: Methods) => {
 }
 
 const endsOthers = (it: Methods) => {
-  it.effect("a contest ends every other session of the same platform and user id, and only those", () =>
-    Effect.gen(function* () {
-      const store = yield* makeSessionStore({ ttlSeconds: TTL })
-      const user = session()
-      const kept = yield* store.create(user)
-      const others = [yield* store.create(user), yield* store.create({ ...user, ids: [id(7)] })]
-      // The same user id on another platform, and another user on the same platform.
-      const otherPlatform = yield* store.create({ ...user, platform: "codehost" })
-      const otherUser = yield* store.create(session())
-      expect(yield* store.endOthers(user, kept.token)).toBe(2)
-      for (const ended of others) expect(yield* store.read(ended.token)).toEqual(Option.none())
-      for (const alive of [kept, otherPlatform, otherUser])
-        expect(Option.isSome(yield* store.read(alive.token))).toBe(true)
-      expect(yield* store.endOthers(user, kept.token)).toBe(0)
-    })
+  it.effect(
+    "a contest ends the user's sessions created at or before the contesting one, and only those: an older session's contest leaves a newer one, a newer one's ends the older",
+    () =>
+      Effect.gen(function* () {
+        const store = yield* makeSessionStore({ ttlSeconds: TTL })
+        const user = session()
+        const older = [yield* store.create(user), yield* store.create({ ...user, ids: [id(7)] })]
+        yield* TestClock.adjust(Duration.seconds(10))
+        // The attacker's session, and one made in the same second (at or before: ended).
+        const contester = yield* store.create(user)
+        const sameSecond = yield* store.create(user)
+        yield* TestClock.adjust(Duration.seconds(10))
+        // The victim's fresh login after it.
+        const newer = yield* store.create(user)
+        // The same user id on another platform, and another user on the same platform.
+        const otherPlatform = yield* store.create({ ...user, platform: "codehost" })
+        const otherUser = yield* store.create(session())
+        expect(yield* store.endOthers(user, contester.token, yield* now)).toBe(3)
+        for (const ended of [...older, sameSecond])
+          expect(yield* store.read(ended.token)).toEqual(Option.none())
+        for (const alive of [contester, newer, otherPlatform, otherUser])
+          expect(Option.isSome(yield* store.read(alive.token))).toBe(true)
+        expect(yield* store.endOthers(user, contester.token, yield* now)).toBe(0)
+        // The newer session's contest ends the older one.
+        expect(yield* store.endOthers(user, newer.token, yield* now)).toBe(1)
+        expect(yield* store.read(contester.token)).toEqual(Option.none())
+        for (const alive of [newer, otherPlatform, otherUser])
+          expect(Option.isSome(yield* store.read(alive.token))).toBe(true)
+      })
+  )
+
+  it.effect(
+    "a login started before the user's last contest makes no session, in the transaction that would store it; one started at or after it does",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient
+        const store = yield* makeSessionStore({ ttlSeconds: TTL })
+        const user = session()
+        const sessionsOf = (userId: string) =>
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM attestor_sessions WHERE user_id = ${userId}`.pipe(
+            Effect.map((rows) => rows[0]?.n)
+          )
+        const prepared = yield* now
+        yield* TestClock.adjust(Duration.seconds(30))
+        const contester = yield* store.create(user)
+        const contestedAt = yield* now
+        yield* store.endOthers(user, contester.token, contestedAt)
+        yield* TestClock.adjust(Duration.seconds(5))
+        const refused = yield* Effect.exit(store.create(user, { startedAt: prepared }))
+        expect(refused).toEqual(Exit.fail(new LoginStartedBeforeContest()))
+        const singleUse = { key: `prepared-${users}`, until: contestedAt + 300 }
+        expect(yield* Effect.exit(store.create(user, { startedAt: contestedAt - 1, singleUse }))).toEqual(
+          Exit.fail(new LoginStartedBeforeContest())
+        )
+        expect(yield* sessionsOf(user.userId)).toBe(1)
+        // Started in the contest's second or later: a session (the single-use key was not spent).
+        yield* store.create(user, { startedAt: contestedAt, singleUse })
+        yield* store.create(user, { startedAt: contestedAt + 3 })
+        expect(yield* sessionsOf(user.userId)).toBe(3)
+        // Another user, and the same user id on another platform, are not concerned.
+        const other = session()
+        yield* store.create(other, { startedAt: prepared })
+        yield* store.create({ ...user, platform: "codehost" }, { startedAt: prepared })
+        expect(yield* sessionsOf(other.userId)).toBe(1)
+        // The last contest counts: a contest recorded with an earlier time does not move it back.
+        yield* store.endOthers(user, contester.token, prepared)
+        expect(yield* Effect.exit(store.create(user, { startedAt: contestedAt - 1 }))).toEqual(
+          Exit.fail(new LoginStartedBeforeContest())
+        )
+        expect(new LoginStartedBeforeContest().message).toBe(LOGIN_BEFORE_CONTEST)
+      })
+  )
+
+  it.effect(
+    "each login kind's start: an OAuth state or fedsocial nonce made, or a messenger payload signed, before the contest makes no session after it",
+    () =>
+      Effect.gen(function* () {
+        const store = yield* makeSessionStore({ ttlSeconds: TTL })
+        const states = yield* makeOAuthStates({ ttlSeconds: 600 })
+        const intent = { stealthOwner: owner, ids: [], codeVerifier: undefined, loginChallenge: undefined }
+        /** A contest of `user` now, by a session of its own. */
+        const contest = (user: Session) =>
+          Effect.gen(function* () {
+            yield* TestClock.adjust(Duration.seconds(20))
+            const contester = yield* store.create(user)
+            yield* store.endOthers(user, contester.token, yield* now)
+            yield* TestClock.adjust(Duration.seconds(20))
+          })
+        // OAuth and fedsocial: the login started when its state (the nonce) was made; `take`
+        // says when.
+        for (const platform of ["codehost", "fedsocial"] as const) {
+          const user: Session = { ...session(), platform }
+          const before = yield* states.put({ ...intent, platform, redirect: undefined })
+          yield* contest(user)
+          const after = yield* states.put({ ...intent, platform, redirect: undefined })
+          const startedAt = (state: string) =>
+            Effect.map(states.take(state, platform), (taken) => Option.getOrThrow(taken).startedAt)
+          expect(
+            yield* Effect.exit(store.create(user, { startedAt: yield* startedAt(before.state) }))
+          ).toEqual(Exit.fail(new LoginStartedBeforeContest()))
+          yield* store.create(user, { startedAt: yield* startedAt(after.state) })
+        }
+        // messenger: the login started when the payload was signed (its auth_date).
+        const user = session()
+        const signedBefore = yield* now
+        yield* contest(user)
+        expect(yield* Effect.exit(store.create(user, { startedAt: signedBefore }))).toEqual(
+          Exit.fail(new LoginStartedBeforeContest())
+        )
+        yield* store.create(user, { startedAt: yield* now })
+      })
   )
 }
 

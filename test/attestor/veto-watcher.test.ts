@@ -3,7 +3,8 @@
  * revoked, unknown id with and without VETO_UNKNOWN_IDS, already handled), the record of judged
  * proposals (migration 0022) on each test database, and passes over stubbed indexes, chain and
  * sender with the real attestation store: one veto per unattested proposal, never a second one
- * (not on the next pass, not after a restart), a contested owner's proposal vetoed, a
+ * (not on the next pass, not after a restart), a contested owner's proposal vetoed, a proposal
+ * whose only attestation was recorded after it was mined vetoed, a
  * simulation that reverts sending nothing, a sender's refusal retried, AUTO_VETO off only counting.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
@@ -54,42 +55,64 @@ const attestation = (p: Proposal, overrides: Partial<StoredAttestation> = {}): S
 
 describe("the decision rule", () => {
   const p: Proposal = { id: newId(), newOwner: newOwner(), bindNonce: 3n }
+  /** When the proposal was mined: after every attestation here (issued at 1) unless a test says. */
+  const MINED = 100
 
   it("attested: an unrevoked attestation of the id, new owner and bind nonce, whatever the case", () => {
-    expect(verdictOf(p, true, false, [attestation(p)], [])).toBe("attested")
+    expect(verdictOf(p, true, false, [attestation(p)], [], MINED)).toBe("attested")
     const upper = attestation(p, {
       id: p.id.toUpperCase().replace("0X", "0x") as Hex,
       newOwner: p.newOwner.toLowerCase() as Address
     })
-    expect(verdictOf(p, true, false, [upper], [])).toBe("attested")
+    expect(verdictOf(p, true, false, [upper], [], MINED)).toBe("attested")
   })
 
   it("unattested: no attestation, another owner's, another bind nonce's, or a revoked one", () => {
-    expect(verdictOf(p, true, false, [], [])).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p, { newOwner: newOwner() })], [])).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p, { bindNonce: 2n })], [])).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p, { revoked: true })], [])).toBe("unattested")
+    expect(verdictOf(p, true, false, [], [], MINED)).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p, { newOwner: newOwner() })], [], MINED)).toBe(
+      "unattested"
+    )
+    expect(verdictOf(p, true, false, [attestation(p, { bindNonce: 2n })], [], MINED)).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p, { revoked: true })], [], MINED)).toBe("unattested")
     expect(
-      verdictOf(p, true, false, [attestation(p, { revoked: true }), attestation(p, { deadline: 5n })], [])
+      verdictOf(
+        p,
+        true,
+        false,
+        [attestation(p, { revoked: true }), attestation(p, { deadline: 5n })],
+        [],
+        MINED
+      )
     ).toBe("attested")
   })
 
   it("unattested: a new owner contested for the id, whatever its attestations; another contested owner changes nothing", () => {
     const contested = [newOwner(), p.newOwner.toLowerCase() as Address]
-    expect(verdictOf(p, true, false, [attestation(p)], contested)).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p), attestation(p, { deadline: 5n })], contested)).toBe(
-      "unattested"
-    )
-    expect(verdictOf(p, false, true, [attestation(p)], contested)).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p)], [newOwner()])).toBe("attested")
+    expect(verdictOf(p, true, false, [attestation(p)], contested, MINED)).toBe("unattested")
+    expect(
+      verdictOf(p, true, false, [attestation(p), attestation(p, { deadline: 5n })], contested, MINED)
+    ).toBe("unattested")
+    expect(verdictOf(p, false, true, [attestation(p)], contested, MINED)).toBe("unattested")
+    expect(verdictOf(p, true, false, [attestation(p)], [newOwner()], MINED)).toBe("attested")
     // An id the hint index does not know stays unknown without VETO_UNKNOWN_IDS.
-    expect(verdictOf(p, false, false, [attestation(p)], contested)).toBe("unknown_id")
+    expect(verdictOf(p, false, false, [attestation(p)], contested, MINED)).toBe("unknown_id")
+  })
+
+  it("unattested: an attestation issued after the proposal was mined, or a proposal whose block is not known", () => {
+    // Issued in the proposal's block's second: it may be the one the proposal carries.
+    expect(verdictOf(p, true, false, [attestation(p, { issuedAt: MINED })], [], MINED)).toBe("attested")
+    // Issued after: a replica whose index did not show the pending bind signed it later.
+    expect(verdictOf(p, true, false, [attestation(p, { issuedAt: MINED + 1 })], [], MINED)).toBe("unattested")
+    expect(
+      verdictOf(p, true, false, [attestation(p, { issuedAt: MINED + 1 }), attestation(p)], [], MINED)
+    ).toBe("attested")
+    expect(verdictOf(p, true, false, [attestation(p)], [], undefined)).toBe("unattested")
   })
 
   it("unknown id: only counted without VETO_UNKNOWN_IDS, judged like any other with it", () => {
-    expect(verdictOf(p, false, false, [], [])).toBe("unknown_id")
-    expect(verdictOf(p, false, true, [], [])).toBe("unattested")
-    expect(verdictOf(p, false, true, [attestation(p)], [])).toBe("attested")
+    expect(verdictOf(p, false, false, [], [], MINED)).toBe("unknown_id")
+    expect(verdictOf(p, false, true, [], [], MINED)).toBe("unattested")
+    expect(verdictOf(p, false, true, [attestation(p)], [], MINED)).toBe("attested")
   })
 
   it("decide: counts a new or changed verdict, vetoes an unattested proposal once, with AUTO_VETO only", () => {
@@ -128,10 +151,11 @@ describe("the decision rule", () => {
       ...emptyAccount(id),
       pendingOwner: owner,
       pendingReadyAt: 10n,
+      pendingBlock: 7,
       bindNonce: 2n
     }
     expect(pendingProposals([pending, emptyAccount(newId())])).toEqual([
-      { id, newOwner: owner, bindNonce: 1n }
+      { id, newOwner: owner, bindNonce: 1n, block: 7 }
     ])
   })
 })
@@ -190,11 +214,14 @@ for (const database of testDatabases()) {
             let refuse: SendUnavailable["reason"] | undefined
             let chainDown = false
 
-            const propose = (id: Hex, owner: Address, consumed: bigint) =>
+            /** Block timestamps by number; a proposal is mined in block 50 (at 1,000) unless said. */
+            const blockTimes = new Map<number, number>([[50, 1_000]])
+            const propose = (id: Hex, owner: Address, consumed: bigint, block = 50) =>
               accounts.set(id, {
                 ...emptyAccount(id),
                 pendingOwner: owner,
                 pendingReadyAt: 1n,
+                pendingBlock: block,
                 bindNonce: consumed + 1n
               })
             const idOf = (data: Hex) => `0x${data.slice(10, 74)}`
@@ -245,7 +272,23 @@ for (const database of testDatabases()) {
                         new ChainReverted({ operation: "eth_call", data: "0x", description: "NoPendingBind" })
                       )
                     : Effect.succeed("0x"),
-              estimateGas: () => Effect.succeed(50_000n)
+              estimateGas: () => Effect.succeed(50_000n),
+              getBlock: (request) =>
+                chainDown
+                  ? Effect.fail(
+                      new ChainUnavailable({
+                        operation: "eth_getBlockByNumber",
+                        reason: "down",
+                        attempts: 1,
+                        cause: null
+                      })
+                    )
+                  : Effect.succeed({
+                      number: request?.blockNumber ?? 0n,
+                      hash: `0x${"22".repeat(32)}`,
+                      parentHash: `0x${"33".repeat(32)}`,
+                      timestamp: BigInt(blockTimes.get(Number(request?.blockNumber)) ?? 0)
+                    })
             })
             const sql = yield* SqlClient
             // As the sender does: the request's own write goes in the statement that stores it;
@@ -326,7 +369,13 @@ for (const database of testDatabases()) {
             // A contest rules the attested owner out: the proposal is vetoed next pass, even with
             // an unrevoked attestation of it recorded after the contest (as a replica that did
             // not check contests would have).
-            expect(yield* attestations.contest(attested.id, newOwner(), attested.newOwner, 2)).toBe(1)
+            expect(
+              yield* attestations.contest(
+                [{ id: attested.id, pendingOwner: attested.newOwner }],
+                newOwner(),
+                2
+              )
+            ).toBe(1)
             yield* sql`
               INSERT INTO attestor_attestations
                 (beneficiary_id, new_owner, bind_nonce, deadline, visibility, revoked, issued_at)
@@ -423,6 +472,31 @@ for (const database of testDatabases()) {
             expect(yield* counted(bindProposals, "verdict", "unattested")).toBe(unattestedBefore + 1)
             expect(yield* proposals.get(quiet.id, 0n)).toEqual(
               Option.some({ verdict: "unattested", veto: "none" })
+            )
+
+            // An attestation recorded after the proposal was mined, as a replica whose index did
+            // not show the pending bind would sign one (for a session made after a contest it could
+            // not tie to the pending owner), is not the signature the proposal carries: vetoed.
+            // One issued in the block's second may be: attested.
+            blockTimes.set(60, 2_000)
+            const late = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
+            const onTime = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
+            for (const p of [late, onTime]) {
+              known.add(p.id.toLowerCase())
+              propose(p.id, p.newOwner, 0n, 60)
+            }
+            yield* attestations.record([{ ...late, deadline: 9n, visibility: "private" }], 2_001)
+            yield* attestations.record([{ ...onTime, deadline: 9n, visibility: "private" }], 2_000)
+            yield* on.pass
+            // The quiet proposal above (AUTO_VETO on now) and the late one.
+            expect(submitted.slice(6).map((r) => idOf(r.data))).toEqual(
+              [quiet.id, late.id].map((id) => id.toLowerCase())
+            )
+            expect((yield* proposals.get(late.id, 0n)).pipe(Option.map((h) => h.verdict))).toEqual(
+              Option.some("unattested")
+            )
+            expect(yield* proposals.get(onTime.id, 0n)).toEqual(
+              Option.some({ verdict: "attested", veto: "none" })
             )
           })
       )

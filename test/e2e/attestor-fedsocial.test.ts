@@ -8,7 +8,8 @@
  * custody, another fid, a malformed message. A message whose signature does not hold spends nothing;
  * a validly signed one refused for itself spends its nonce. The registry RPC
  * down is 503 `unavailable` and leaves the nonce usable: the same signed message verifies once the
- * registry answers again, once.
+ * registry answers again, once. A message signed for a start made before the fid's contest makes
+ * no session after it.
  */
 import { Effect } from "effect"
 import type { Address, Hex, LocalAccount } from "viem"
@@ -350,5 +351,47 @@ describe("the registry RPC down", () => {
     expect(await res.json()).toMatchObject({ platform: "fedsocial", userId: "1005", stealthOwner })
     // Still single use.
     await expectRefusal(await verify(flaky, signed), 401, "invalid_session")
+  })
+})
+
+describe("a contest of fid 1005", () => {
+  it("a message the victim signed, through a relay, for an attacker's start made before the victim contests makes no session after it", {
+    timeout: 60_000
+  }, async () => {
+    // The attacker's start, for its own key, and the victim's signature it obtained and kept.
+    const kept = await signIn(custody(5), 1005, await start(attestor, newOwner()))
+    // The victim signs in on its own, in a later second (a login counts as started before the
+    // contest when it started in an earlier second), and contests its escrow.
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    const own = await verify(attestor, await signIn(custody(5), 1005, await start(attestor, newOwner())))
+    expect(own.status).toBe(200)
+    const session = ((await own.json()) as { session: string }).session
+    const escrows = (await (await attestor.post("/v1/escrows", { session })).json()) as {
+      escrows: Array<{ id: string }>
+    }
+    // The escrow launched to fid 1005 above.
+    expect(escrows.escrows).toHaveLength(1)
+    const contested = await attestor.post("/v1/bind", {
+      session,
+      ids: [escrows.escrows[0]?.id],
+      contest: true
+    })
+    expect({ status: contested.status, body: await contested.json() }).toEqual({
+      status: 200,
+      body: { binds: [] }
+    })
+    const okBefore = await okLogins(attestor)
+    const res = await verify(attestor, kept)
+    expect({ status: res.status, body: await res.json() }).toEqual({
+      status: 401,
+      body: {
+        code: "invalid_session",
+        error: "this login was started before the account's last contest: log in again"
+      }
+    })
+    expect(await okLogins(attestor)).toBe(okBefore)
+    // A sign-in started after the contest makes a session.
+    const after = await verify(attestor, await signIn(custody(5), 1005, await start(attestor, newOwner())))
+    expect(after.status).toBe(200)
   })
 })

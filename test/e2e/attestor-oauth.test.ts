@@ -6,7 +6,8 @@
  * signed for the stealth owner fixed at start. Then every refusal, each with its status and code
  * and no session made: replayed, unknown and expired states, a wrong PKCE verifier, a refused code,
  * a user who declines, a provider down, slow or answering garbage, a redirect off the allow-list,
- * ids in the legacy query, the legacy start disabled, a platform without an app.
+ * ids in the legacy query, the legacy start disabled, a platform without an app; a login started
+ * before the user's contest, completed after it.
  */
 import { Effect } from "effect"
 import type { Address, Hex } from "viem"
@@ -584,5 +585,53 @@ describe("login CSRF: a session answers only to the client that started its logi
     expect(
       (await lenient.post("/v1/escrows", { session: boundToken, loginSecret: bound.loginSecret })).status
     ).toBe(200)
+  })
+})
+
+describe("a contest: an OAuth login started before it makes no session after it", () => {
+  const victim = "2000023"
+  let escrowId: Hex
+
+  beforeAll(async () => {
+    escrowId = (await attestor.launchTo(await attestor.commit(victim, "codehost"), "CNTO")).id
+    await attestor.indexed(await attestor.head())
+  }, 120_000)
+
+  it("the attacker's start, made before the victim contests, completed at the provider as the victim afterwards: 401 invalid_session, no session", {
+    timeout: 60_000
+  }, async () => {
+    // The attacker starts with its own key and challenge, and keeps the provider URL.
+    const attack = await start(attestor, "codehost", newOwner())
+    // The victim logs in on its own, in a later second (a login counts as started before the
+    // contest when it started in an earlier second), and contests.
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    const own = await start(attestor, "codehost", newOwner())
+    const landed = await callback(await authorize(own.url, { devnet_user: victim }))
+    expect(landed.status).toBe(200)
+    const session = ((await json(landed)) as { session: string }).session
+    const contested = await attestor.post("/v1/bind", {
+      session,
+      loginSecret: own.loginSecret,
+      ids: [escrowId],
+      contest: true
+    })
+    expect({ status: contested.status, body: await json(contested) }).toEqual({
+      status: 200,
+      body: { binds: [] }
+    })
+    // The victim's browser then completes the attacker's login.
+    const okBefore = await okLogins(attestor, "codehost")
+    const res = await callback(await authorize(attack.url, { devnet_user: victim }))
+    expect({ status: res.status, body: await json(res) }).toEqual({
+      status: 401,
+      body: {
+        code: "invalid_session",
+        error: "this login was started before the account's last contest: log in again"
+      }
+    })
+    expect(await okLogins(attestor, "codehost")).toBe(okBefore)
+    // A login started after the contest makes a session.
+    const after = await start(attestor, "codehost", newOwner())
+    expect((await callback(await authorize(after.url, { devnet_user: victim }))).status).toBe(200)
   })
 })

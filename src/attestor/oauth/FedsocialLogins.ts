@@ -15,7 +15,8 @@
  * 3. then, in one transaction, the nonce is taken (unknown, used, expired or another platform's
  *    state: refused, and another platform's state left alone), the `expirationTime` must be the one
  *    start gave, and the session is made with the stealth owner, ids and login challenge of that
- *    nonce, never of the message.
+ *    nonce, never of the message; a nonce made before the fid's last contest makes none
+ *    (docs/protocol.md §10 "Contests": a message signed for it may have been phished).
  * The registries are read over `FEDSOCIAL_RPC_URL` (Optimism by default): not answering is 503
  * `unavailable`, and the nonce is not touched, so the same signed message verifies once they
  * answer again (until the nonce expires). A message whose signature the library refuses spends
@@ -199,7 +200,7 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
                 stealthOwner: taken.value.stealthOwner,
                 ids: taken.value.ids
               },
-              { loginChallenge: taken.value.loginChallenge }
+              { loginChallenge: taken.value.loginChallenge, startedAt: taken.value.startedAt }
             )
           )
         }).pipe(
@@ -208,6 +209,7 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
             OAuthStateStoreError: () =>
               Effect.fail(new Unavailable({ message: "the login state store is not answering" })),
             SessionStoreError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE })),
+            LoginStartedBeforeContest: (e) => Effect.fail(new InvalidSession({ message: e.message })),
             // A nested session store failure surfaces as its own error; the transaction's own is this.
             SqlError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE })),
             // Not asked for here (no single-use key): the type allows it, the store never sends it.

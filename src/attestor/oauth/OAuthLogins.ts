@@ -23,7 +23,8 @@
  * 5. the access token is revoked: the attestor keeps no access to the user's account, and a login
  *    whose token could not be revoked makes no session (503);
  * 6. the session `{ platform, userId, stealthOwner, ids }` is created (`SessionStore`), with the
- *    start's login challenge.
+ *    start's login challenge; a login started (its state made) before the user's last contest
+ *    makes none: 401 `invalid_session` (docs/protocol.md §10 "Contests").
  *
  * Nothing of a code, state, token, verifier or user reaches a log line, a metric or an error
  * message.
@@ -348,11 +349,14 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         const created = yield* sessions
           .create(
             { platform: intent.platform, userId, stealthOwner: intent.stealthOwner, ids: intent.ids },
-            { loginChallenge: intent.loginChallenge }
+            { loginChallenge: intent.loginChallenge, startedAt: intent.startedAt }
           )
           .pipe(
-            Effect.mapError(() => ({
-              error: new Unavailable({ message: SESSION_STORE_UNAVAILABLE }),
+            Effect.mapError((e) => ({
+              error:
+                e._tag === "LoginStartedBeforeContest"
+                  ? new InvalidSession({ message: e.message })
+                  : new Unavailable({ message: SESSION_STORE_UNAVAILABLE }),
               redirect
             }))
           )

@@ -30,6 +30,11 @@ export interface AccountState {
   readonly owner: Address
   readonly pendingOwner: Address | undefined
   readonly pendingReadyAt: bigint | undefined
+  /**
+   * Block of the pending bind's `BindProposed`: the veto watcher counts only attestations made
+   * before it was mined. Absent (most accounts never have a proposal) or undefined when none.
+   */
+  readonly pendingBlock?: number | undefined
   /** Non-zero balances by asset. */
   readonly balances: Readonly<Record<Address, bigint>>
   readonly totalDeposited: Readonly<Record<Address, bigint>>
@@ -171,15 +176,35 @@ export const applyToAccount = (
         ...a,
         pendingOwner: input.newOwner,
         pendingReadyAt: input.readyAt,
+        pendingBlock: input.blockNumber,
         bindNonce: input.bindNonce + 1n
       }
     case "BindFinalized":
-      return { ...a, ...active, owner: input.newOwner, pendingOwner: undefined, pendingReadyAt: undefined }
+      return {
+        ...a,
+        ...active,
+        owner: input.newOwner,
+        pendingOwner: undefined,
+        pendingReadyAt: undefined,
+        pendingBlock: undefined
+      }
     case "BindCancelled":
       // An owner's cancel consumes the bind nonce (it signed `CancelBind` with it); a veto does not.
       return input.vetoed
-        ? { ...a, pendingOwner: undefined, pendingReadyAt: undefined, lastVetoBlock: input.blockNumber }
-        : { ...a, pendingOwner: undefined, pendingReadyAt: undefined, bindNonce: a.bindNonce + 1n }
+        ? {
+            ...a,
+            pendingOwner: undefined,
+            pendingReadyAt: undefined,
+            pendingBlock: undefined,
+            lastVetoBlock: input.blockNumber
+          }
+        : {
+            ...a,
+            pendingOwner: undefined,
+            pendingReadyAt: undefined,
+            pendingBlock: undefined,
+            bindNonce: a.bindNonce + 1n
+          }
     case "SweptToFallback":
       return { ...a, balances: adjust(a.balances, input.asset, -input.amount) }
     case "NonceReconciled":

@@ -183,13 +183,21 @@ export class AttestorClient {
     return { id, block: Number(launched.blockNumber) }
   }
 
-  /** A widget payload for messenger user `userId`; each one distinct (payloads are single-use). */
-  static widget(userId: string, token = DEVNET_MESSENGER_BOT_TOKEN) {
+  /**
+   * A widget payload for messenger user `userId`, signed at `authDate` (now by default: a payload
+   * from an earlier second than a contest of the user is refused after it); each one distinct
+   * (payloads are single-use).
+   */
+  static widget(
+    userId: string,
+    token = DEVNET_MESSENGER_BOT_TOKEN,
+    authDate = Math.floor(Date.now() / 1000)
+  ) {
     return signWidgetPayload(widgetKey(token), {
       id: Number(userId),
       first_name: "Recipient",
       username: `recipient_${++payloads}`,
-      auth_date: Math.floor(Date.now() / 1000) - 1
+      auth_date: authDate
     })
   }
 
