@@ -34,7 +34,11 @@ import { storageLayer } from "../src/store/sql.js"
 export const attestorServices = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) => {
     const base = Layer.mergeAll(
-      chainClientLayer({ rpcUrl: settings.rpcUrl.href, timeoutMs: settings.rpcTimeoutMs }),
+      chainClientLayer({
+        rpcUrl: settings.rpcUrl.href,
+        timeoutMs: settings.rpcTimeoutMs,
+        circuit: { failures: settings.rpcCircuitFailures, probeAfterMs: settings.rpcCircuitProbeMs }
+      }),
       storageLayer({
         databaseUrl: settings.databaseUrl,
         dataDir: settings.dataDir,

@@ -57,7 +57,8 @@ export const relayerServices = Layer.unwrapEffect(
       chainClientLayer({
         rpcUrl: settings.rpcUrl.href,
         sendRpcUrl: Option.getOrUndefined(settings.sendRpcUrl)?.href,
-        timeoutMs: settings.rpcTimeoutMs
+        timeoutMs: settings.rpcTimeoutMs,
+        circuit: { failures: settings.rpcCircuitFailures, probeAfterMs: settings.rpcCircuitProbeMs }
       }),
       storageLayer({
         databaseUrl: settings.databaseUrl,

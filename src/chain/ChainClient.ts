@@ -6,9 +6,10 @@
  * Every operation is one JSON-RPC exchange (or a few, for fee estimation) with a per-request
  * timeout. Transient failures (`ChainUnavailable`) are retried with jittered exponential backoff
  * for a bounded number of attempts; reverts and rejections are returned at once, since repeating
- * the same request cannot change the answer.
+ * the same request cannot change the answer. While an endpoint has stopped answering, its circuit
+ * (`circuit.ts`) refuses requests at once, without retries, until a probe is answered.
  */
-import { Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option, Schedule } from "effect"
 import {
   type Abi,
   type AbiEvent,
@@ -36,6 +37,7 @@ import {
   type TransactionReceipt,
   TransactionReceiptNotFoundError
 } from "viem"
+import { CIRCUIT_OPEN, type CircuitSettings, makeCircuit } from "./circuit.js"
 import {
   BlockNotFound,
   type ChainRequestError,
@@ -214,6 +216,8 @@ export interface ChainClientOptions {
   readonly retryBaseDelayMs?: number | undefined
   /** Custom errors to decode reverts with, e.g. the vault's ABI. */
   readonly errorAbi?: Abi | undefined
+  /** The circuit breaker of each endpoint (`circuit.ts`); without it, the circuits never open. */
+  readonly circuit?: CircuitSettings | undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,6 +255,11 @@ export const makeChainClient = (options: ChainClientOptions): ChainClientShape =
     options.sendRpcUrl === undefined ? client : makeViemClient(options.sendRpcUrl, options.timeoutMs)
   const schedule = backoff(options.retries ?? 2, options.retryBaseDelayMs ?? 100)
   const clientAbis = options.errorAbi === undefined ? noAbis : [options.errorAbi]
+  const circuitSettings = options.circuit ?? { failures: 0, probeAfterMs: 0 }
+  const rpcCircuit = makeCircuit(circuitSettings, "rpc")
+  // The send RPC is another endpoint, which may fail on its own.
+  const sendCircuit = options.sendRpcUrl === undefined ? rpcCircuit : makeCircuit(circuitSettings, "send")
+  const circuitOf = (operation: string) => (operation === "eth_sendRawTransaction" ? sendCircuit : rpcCircuit)
 
   /**
    * One attempt of a request. With `revertAbis` a revert is a `ChainReverted` decoded with them;
@@ -268,6 +277,43 @@ export const makeChainClient = (options: ChainClientOptions): ChainClientShape =
     revertAbis: ReadonlyArray<Abi>
   ): Effect.Effect<A, ChainRequestError | ChainReverted>
   function attempt<A>(
+    operation: string,
+    attemptNumber: number,
+    run: (signal: AbortSignal) => Promise<A>,
+    revertAbis?: ReadonlyArray<Abi>
+  ): Effect.Effect<A, ChainRequestError | ChainReverted> {
+    const circuit = circuitOf(operation)
+    return Effect.flatMap(circuit.admit, (admit) =>
+      admit === "refuse"
+        ? Effect.fail(
+            new ChainUnavailable({
+              operation,
+              reason: CIRCUIT_OPEN,
+              attempts: attemptNumber,
+              cause: undefined
+            })
+          )
+        : once(operation, attemptNumber, run, revertAbis).pipe(
+            Effect.onExit((exit) =>
+              circuit.settle(
+                admit === "probe",
+                Exit.match(exit, {
+                  onSuccess: () => "answered" as const,
+                  onFailure: (cause) =>
+                    Option.match(Cause.failureOption(cause), {
+                      // Interrupted, or a fault of ours: nothing said of the endpoint.
+                      onNone: () => "neither" as const,
+                      onSome: (error) => (error._tag === "ChainUnavailable" ? "unanswered" : "answered")
+                    })
+                })
+              )
+            )
+          )
+    ).pipe(Effect.onExit((exit) => countRpcRequest(operation, exit)))
+  }
+
+  /** One attempt that went out to the node. */
+  function once<A>(
     operation: string,
     attemptNumber: number,
     run: (signal: AbortSignal) => Promise<A>,
@@ -311,8 +357,7 @@ export const makeChainClient = (options: ChainClientOptions): ChainClientShape =
             // Not the node's or the network's doing: invalid arguments or a bug.
             return Effect.die(cause)
         }
-      }),
-      Effect.onExit((exit) => countRpcRequest(operation, exit))
+      })
     )
   }
 
@@ -324,7 +369,11 @@ export const makeChainClient = (options: ChainClientOptions): ChainClientShape =
     Effect.suspend(() => {
       let attempts = 0
       return Effect.suspend(() => once(++attempts)).pipe(
-        Effect.retry({ schedule, while: (error) => error instanceof ChainUnavailable })
+        // Not while the circuit is open: the next attempt would be refused as well.
+        Effect.retry({
+          schedule,
+          while: (error) => error instanceof ChainUnavailable && error.reason !== CIRCUIT_OPEN
+        })
       )
     }).pipe(
       // Named by its operation; the stack trace a span takes by default would always point here,

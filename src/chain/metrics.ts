@@ -6,10 +6,11 @@
  */
 import { Cause, Exit, Metric, Option } from "effect"
 import { counter, taggedOnce } from "../http/metrics.js"
+import { CIRCUIT_OPEN } from "./circuit.js"
 
 export const chainRpcRequests = counter(
   "chain_rpc_requests_total",
-  "Chain client requests, each attempt, by operation and outcome (ok, reverted, rejected, unavailable, failed, interrupted)"
+  "Chain client requests, each attempt, by operation and outcome (ok, reverted, rejected, unavailable, refused while the circuit is open, failed, interrupted)"
 )
 const series = taggedOnce(chainRpcRequests)
 
@@ -27,7 +28,9 @@ const outcomeOf = (exit: Exit.Exit<unknown, { readonly _tag: string }>): string 
                 : error._tag === "RpcRejected"
                   ? "rejected"
                   : error._tag === "ChainUnavailable"
-                    ? "unavailable"
+                    ? (error as { readonly reason?: string }).reason === CIRCUIT_OPEN
+                      ? "refused"
+                      : "unavailable"
                     : "failed"
           })
   })

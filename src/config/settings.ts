@@ -199,6 +199,16 @@ export interface TxSenderSettings {
    * stops watching it for reorgs; until then a reorg that takes it out makes it pending again.
    */
   readonly txConfirmations: number
+  /**
+   * How long a submission waits for the hot key's lock (held by this process's monitor or another
+   * replica) before it is refused 503 `unavailable`.
+   */
+  readonly txLockWaitMs: number
+  /**
+   * How long an RPC the sender makes holding the hot key's lock (a broadcast, a nonce or receipt
+   * read), retries included, may go unanswered before the sender lets the lock go.
+   */
+  readonly txRpcTimeoutMs: number
 }
 
 /** `TX_*`, to spread into a service's `Config.all`. */
@@ -207,7 +217,9 @@ export const txSenderSettings = {
   txMaxReplacements: nonNegativeInt("TX_MAX_REPLACEMENTS", 5, 100),
   txMaxFeePerGas: gweiAmount("TX_MAX_FEE_GWEI", "500"),
   txPollIntervalMs: positiveInt("TX_POLL_INTERVAL_MS", 2_000, 600_000),
-  txConfirmations: positiveInt("TX_CONFIRMATIONS", 12, 10_000)
+  txConfirmations: positiveInt("TX_CONFIRMATIONS", 12, 10_000),
+  txLockWaitMs: positiveInt("TX_LOCK_WAIT_MS", 5_000, 600_000),
+  txRpcTimeoutMs: positiveInt("TX_RPC_TIMEOUT_MS", 5_000, 600_000)
 }
 
 /** The vault indexer's tuning (`INDEXER_*` but the start block), the same in both services. */
@@ -250,6 +262,10 @@ export interface ServiceSettings extends HttpTimeoutSettings {
   readonly port: number
   readonly rpcUrl: URL
   readonly rpcTimeoutMs: number
+  /** Unanswered RPC attempts in a row that open the chain client's circuit; 0 never opens it. */
+  readonly rpcCircuitFailures: number
+  /** How long the circuit stays open before one request probes the RPC again. */
+  readonly rpcCircuitProbeMs: number
   readonly databaseUrl: Option.Option<Redacted.Redacted>
   readonly dataDir: string
   /** `CHAIN_ID` (else the deployment file's, else the RPC's, read lazily: src/chain/chainId.ts). */
@@ -261,7 +277,7 @@ export interface ServiceSettings extends HttpTimeoutSettings {
 }
 
 /**
- * `HOST`, `PORT`, `RPC_URL`, `RPC_TIMEOUT_MS`, `DATABASE_URL`, `DATA_DIR`, `CHAIN_ID`,
+ * `HOST`, `PORT`, `RPC_URL`, `RPC_TIMEOUT_MS`, `RPC_CIRCUIT_*`, `DATABASE_URL`, `DATA_DIR`, `CHAIN_ID`,
  * `METRICS_TOKEN`, `MAX_BODY_BYTES`, `TRUST_PROXY` and `HTTP_*_TIMEOUT_MS`, with the service's own
  * defaults; to spread into its `Config.all`.
  */
@@ -274,6 +290,8 @@ export const serviceSettings = (defaults: {
   port: port(defaults.port),
   rpcUrl: url("RPC_URL"),
   rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
+  rpcCircuitFailures: nonNegativeInt("RPC_CIRCUIT_FAILURES", 3, 1_000),
+  rpcCircuitProbeMs: positiveInt("RPC_CIRCUIT_PROBE_MS", 2_000, 600_000),
   databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(defaults.dataDir)),
   chainId: optionalPositiveInt("CHAIN_ID"),

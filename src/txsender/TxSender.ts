@@ -37,7 +37,14 @@ import {
 } from "./api.js"
 import { makeSenderCore } from "./core.js"
 import { maxBig } from "./decisions.js"
-import { advisoryKey, type KeyLock, type LockLost, type LockTimeout, makeKeyLock } from "./lock.js"
+import {
+  advisoryKey,
+  type HoldExpired,
+  type KeyLock,
+  type LockLost,
+  type LockTimeout,
+  makeKeyLock
+} from "./lock.js"
 import type { SenderService } from "./metrics.js"
 import { makeMonitor } from "./monitor.js"
 import type { TxStoreError } from "./store.js"
@@ -84,8 +91,10 @@ export interface TxSenderOptions {
   /** Ceiling of `maxFeePerGas`, in wei. */
   readonly maxFeePerGas: bigint
   readonly pollInterval: Duration.DurationInput
-  /** How long a submission waits for another replica holding the key. Default 30 s. */
+  /** How long a submission waits for the key's lock (`TX_LOCK_WAIT_MS`). Default 5 s. */
   readonly lockTimeout?: Duration.DurationInput
+  /** How long an RPC made holding the key's lock may go unanswered (`TX_RPC_TIMEOUT_MS`). Default 5 s. */
+  readonly rpcDeadline?: Duration.DurationInput
   /** Excludes other senders of this process; by default the process-wide one of the key. */
   readonly semaphore?: Effect.Semaphore
   /**
@@ -122,14 +131,18 @@ export const makeTxSenderWithState = (
       freshForMs: 3 * Duration.toMillis(options.pollInterval)
     })
     const { chain, store, address } = core
+    const lockWait = options.lockTimeout ?? Duration.seconds(5)
     const withLock: KeyLock = yield* makeKeyLock({
       key: advisoryKey(`relayer-tx-sender:${address.toLowerCase()}`),
-      timeout: options.lockTimeout ?? Duration.seconds(30),
+      timeout: lockWait,
       embedded: core.embedded,
       onLost: core.metrics.recordLockLost,
+      onExpired: core.metrics.recordHoldExpired,
+      onTimeout: core.metrics.recordLockWaitRefused,
+      ...(options.rpcDeadline === undefined ? {} : { rpcDeadline: options.rpcDeadline }),
       ...(options.semaphore === undefined ? {} : { semaphore: options.semaphore })
     })
-    const submitBatch = makeSubmitBatch(core, withLock)
+    const submitBatch = makeSubmitBatch(core, withLock, Duration.toMillis(Duration.decode(lockWait)))
     const monitor = makeMonitor(core, withLock, {
       replaceAfterMs: Duration.toMillis(options.replaceAfter),
       maxReplacements: options.maxReplacements,
@@ -164,10 +177,14 @@ export const makeTxSenderWithState = (
 
     // The tag, and the operation or failure class where there is one: never a node's own text,
     // which may quote the hot key's address.
-    const describe = (error: ChainRequestError | TxStoreError | LockTimeout | LockLost | SqlError) => ({
+    const describe = (
+      error: ChainRequestError | TxStoreError | LockTimeout | LockLost | HoldExpired | SqlError
+    ) => ({
       error: error._tag,
       ...(error._tag === "TxStoreError" ? { operation: error.operation, cause: error.cause.message } : {}),
-      ...(error._tag === "ChainUnavailable" ? { operation: error.operation } : {}),
+      ...(error._tag === "ChainUnavailable" || error._tag === "HoldExpired"
+        ? { operation: error.operation }
+        : {}),
       ...(error._tag === "RpcRejected" ? { operation: error.operation, class: error.kind } : {})
     })
 
@@ -211,7 +228,7 @@ export const makeTxSenderWithState = (
       Effect.suspend(() => {
         if (stopping) return Effect.fail(new SendUnavailable({ reason: "stopping" }))
         return Effect.flatMap(Deferred.make<Hex, TxSubmitError>(), (done) => {
-          const job: Job = { request, done }
+          const job: Job = { request, done, queuedAtMs: Date.now() }
           inFlight.add(job)
           return Queue.offer(queue, job).pipe(
             Effect.zipRight(Deferred.await(done)),
@@ -303,7 +320,9 @@ export const txSenderOptions = (
   maxReplacements: settings.txMaxReplacements,
   maxFeePerGas: settings.txMaxFeePerGas,
   pollInterval: Duration.millis(settings.txPollIntervalMs),
-  confirmations: settings.txConfirmations
+  confirmations: settings.txConfirmations,
+  lockTimeout: Duration.millis(settings.txLockWaitMs),
+  rpcDeadline: Duration.millis(settings.txRpcTimeoutMs)
 })
 
 /** The sender of the relayer's hot key; its fibers stop when the layer's scope closes. */

@@ -33,7 +33,14 @@ import {
   type Simulation
 } from "./decisions.js"
 import { type Fees, initialFees } from "./fees.js"
-import { embeddedStatements, isEmbeddedDatabase, KeyHold, type LockLost } from "./lock.js"
+import {
+  bounded,
+  embeddedStatements,
+  type HoldExpired,
+  isEmbeddedDatabase,
+  KeyHold,
+  type LockLost
+} from "./lock.js"
 import { makeSenderMetrics, type SenderMetrics, type SenderService, type SendOutcome } from "./metrics.js"
 import {
   type AttemptKind,
@@ -96,9 +103,11 @@ export interface SenderCore {
   ) => Effect.Effect<SignedAttempt>
   /**
    * Offers a signed transaction to the node, under the key's lock: fails with `LockLost`, sending
-   * nothing, when the lock was lost (src/txsender/lock.ts); otherwise the answer says how it went.
+   * nothing, when the lock was lost (src/txsender/lock.ts), and with `HoldExpired` when the node
+   * did not answer within the hold's deadline (the transaction may have reached it); otherwise the
+   * answer says how it went.
    */
-  readonly broadcast: (raw: Hex) => Effect.Effect<Broadcast, LockLost, KeyHold>
+  readonly broadcast: (raw: Hex) => Effect.Effect<Broadcast, LockLost | HoldExpired, KeyHold>
   /** Which attempt of `tx`, if any, is mined (newest first), and how it went. */
   readonly findMined: (tx: StoredTx) => Effect.Effect<Option.Option<Mined>, ChainRequestError>
   /** An `eth_call` of `payload` from the hot key. */
@@ -114,7 +123,7 @@ export interface SenderCore {
     from: bigint,
     to: bigint,
     estimate: Fees
-  ) => Effect.Effect<ReadonlySet<string>, TxStoreError | LockLost, KeyHold>
+  ) => Effect.Effect<ReadonlySet<string>, TxStoreError | LockLost | HoldExpired, KeyHold>
   /** Tells the sender's observer of requests about to be recorded as mined (fillers are not told). */
   readonly noteSettled: (
     settled: ReadonlyArray<{ readonly tx: StoredTx; readonly mined: Mined }>
@@ -195,16 +204,24 @@ export const makeSenderCore = (options: {
         }
       })
 
-    const broadcast = (raw: Hex): Effect.Effect<Broadcast, LockLost, KeyHold> =>
+    const broadcast = (raw: Hex): Effect.Effect<Broadcast, LockLost | HoldExpired, KeyHold> =>
       Effect.flatMap(KeyHold, (hold) => hold.check).pipe(
         Effect.zipRight(
-          chain.sendRawTransaction(raw).pipe(
-            Effect.as<Broadcast>({ _tag: "Accepted" }),
-            Effect.catchTags({
-              ChainUnavailable: () => Effect.succeed<Broadcast>({ _tag: "Unavailable" }),
-              RpcRejected: (e) => Effect.succeed<Broadcast>({ _tag: "Refused", kind: e.kind })
-            }),
-            Effect.tap((result) => metrics.recordSend(sendOutcome(result)))
+          bounded(
+            "eth_sendRawTransaction",
+            chain.sendRawTransaction(raw).pipe(
+              Effect.as<Broadcast>({ _tag: "Accepted" }),
+              Effect.catchTags({
+                ChainUnavailable: () => Effect.succeed<Broadcast>({ _tag: "Unavailable" }),
+                RpcRejected: (e) => Effect.succeed<Broadcast>({ _tag: "Refused", kind: e.kind })
+              })
+            )
+          ).pipe(
+            Effect.tapBoth({
+              onSuccess: (result) => metrics.recordSend(sendOutcome(result)),
+              onFailure: (error) =>
+                error._tag === "HoldExpired" ? metrics.recordSend("unavailable") : Effect.void
+            })
           )
         )
       )

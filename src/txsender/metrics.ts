@@ -59,6 +59,16 @@ const locksLost = counter(
   "Times the hot key's lock was found lost while held (its database session ended); sending stopped until it was taken again"
 )
 
+const holdsExpired = counter(
+  "relayer_tx_lock_hold_expired_total",
+  "Holds of the hot key's lock ended because an RPC went unanswered for TX_RPC_TIMEOUT_MS, by operation"
+)
+
+const lockWaitRefused = counter(
+  "relayer_tx_lock_wait_refused_total",
+  "Waits for the hot key's lock given up after TX_LOCK_WAIT_MS (a submission's callers answered 503, or a monitor round skipped)"
+)
+
 const pendingTransactions = Metric.gauge("relayer_tx_pending", {
   description: "Transactions sent and not yet mined or dropped"
 })
@@ -85,6 +95,8 @@ export const makeSenderMetrics = (service: SenderService) => {
     reorged: of(reorged),
     restarts: of(restarts),
     locksLost: of(locksLost),
+    holdsExpired: of(holdsExpired),
+    lockWaitRefused: of(lockWaitRefused),
     pendingTransactions: of(pendingTransactions),
     hotKeyBalance: of(hotKeyBalance)
   }
@@ -102,6 +114,10 @@ export const makeSenderMetrics = (service: SenderService) => {
     recordRestart: (fiber: "sender" | "monitor") =>
       Metric.increment(Metric.tagged(m.restarts, "fiber", fiber)),
     recordLockLost: Metric.increment(m.locksLost),
+    /** `operation` is a JSON-RPC method name, never a parameter. */
+    recordHoldExpired: (operation: string) =>
+      Metric.increment(Metric.tagged(m.holdsExpired, "operation", operation)),
+    recordLockWaitRefused: Metric.increment(m.lockWaitRefused),
     pendingTransactions: m.pendingTransactions,
     hotKeyBalance: m.hotKeyBalance,
     /** Makes every series visible from the start, at zero, so dashboards see them before any event. */
@@ -111,7 +127,8 @@ export const makeSenderMetrics = (service: SenderService) => {
         Metric.update(Metric.tagged(m.replacements, "kind", "bump"), 0),
         Metric.update(Metric.tagged(m.replacements, "kind", "cancel"), 0),
         Metric.update(m.pendingTransactions, 0),
-        Metric.update(m.reorged, 0)
+        Metric.update(m.reorged, 0),
+        Metric.update(m.lockWaitRefused, 0)
       ],
       { discard: true }
     )

@@ -4,7 +4,8 @@
  * pending again), settles pending ones whose receipt is there, and, holding the key's lock when
  * there is work, re-signs those whose nonce another sender used, heals nonce gaps and replaces
  * stuck transactions at their nonce. Each round reads state, asks `decisions.ts`, and carries the
- * answer out; what it remembers between rounds is here. Spec: relayer.md §3.
+ * answer out; what it remembers between rounds is here. Spec: relayer.md §3. Every RPC made
+ * holding the lock is `bounded` (src/txsender/lock.ts): one left unanswered ends the round's hold.
  */
 import { Clock, Effect, Metric, Option } from "effect"
 import type { Hex } from "viem"
@@ -27,7 +28,7 @@ import {
   stillWhereRecorded
 } from "./decisions.js"
 import { type Fees, initialFees } from "./fees.js"
-import type { KeyLock } from "./lock.js"
+import { bounded, type KeyLock } from "./lock.js"
 import type { MinedRecord, Sender, StoredTx } from "./store.js"
 
 /** Headers read at once when verifying where mined transactions are. */
@@ -78,9 +79,11 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
     Effect.gen(function* () {
       // Looked up again under the lock: mined since the round judged it (by another replica's
       // attempt, or late), it is settled, never re-signed.
-      const mined = yield* core.findMined(tx)
+      const mined = yield* bounded("eth_getTransactionReceipt", core.findMined(tx))
       if (Option.isSome(mined)) return yield* settle([{ tx, mined: mined.value }])
-      const simulation = renonceNeedsSimulation(tx) ? yield* core.simulate(tx.payload) : undefined
+      const simulation = renonceNeedsSimulation(tx)
+        ? yield* bounded("eth_call", core.simulate(tx.payload))
+        : undefined
       const plan = planRenonce(tx, simulation)
       switch (plan._tag) {
         case "Wait":
@@ -97,7 +100,7 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
           return yield* metrics.recordSettled("dropped")
         case "Resign": {
           const [chainNext, stored] = yield* Effect.all([
-            chain.getTransactionCount(address, "pending"),
+            bounded("eth_getTransactionCount", chain.getTransactionCount(address, "pending")),
             store.nextNonce(s)
           ])
           const attempt = yield* core.sign(
@@ -127,7 +130,7 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
       }
       // Not simulated when the limit or the cap forbids a replacement anyway.
       const simulation = replacementNeedsSimulation(tx, context)
-        ? yield* core.simulate(tx.payload)
+        ? yield* bounded("eth_call", core.simulate(tx.payload))
         : undefined
       const plan = planReplacement(tx, context, simulation)
       switch (plan._tag) {
@@ -147,7 +150,7 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
           if (plan.kind === "cancel" && simulation === "reverts") {
             // It may revert because it was just mined itself (its account nonce used): then it
             // is settled, never cancelled, so a reorg cannot make the no-op replace it.
-            const mined = yield* core.findMined(tx)
+            const mined = yield* bounded("eth_getTransactionReceipt", core.findMined(tx))
             if (Option.isSome(mined)) return yield* settle([{ tx, mined: mined.value }])
           }
           const payload = plan.noop ? core.noop : tx.payload
@@ -248,8 +251,8 @@ export const makeMonitor = (core: SenderCore, withLock: KeyLock, settings: Monit
       const [live, latest, chainNext] = yield* Effect.all(
         [
           store.pending(s),
-          chain.getTransactionCount(address, "latest"),
-          chain.getTransactionCount(address, "pending")
+          bounded("eth_getTransactionCount", chain.getTransactionCount(address, "latest")),
+          bounded("eth_getTransactionCount", chain.getTransactionCount(address, "pending"))
         ],
         { concurrency: "unbounded" }
       )

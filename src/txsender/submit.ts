@@ -11,7 +11,7 @@
  * above it whose nonces that sender used too) goes to the end of the batch and is re-signed there.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Chunk, Data, Deferred, Effect, Exit, Option } from "effect"
+import { Cause, Chunk, Clock, Data, Deferred, Effect, Exit, Option } from "effect"
 import type { Hex } from "viem"
 import type { ChainRequestError } from "../chain/ChainClient.js"
 import { describeFailure } from "../logging.js"
@@ -19,7 +19,7 @@ import { HotKeyUnderfunded, SendUnavailable, TxRejected, type TxRequest, type Tx
 import { type SenderCore, sendOutcome } from "./core.js"
 import { feesOf, maxBig, nextSubmitStep } from "./decisions.js"
 import { type Fees, initialFees, replacementFees } from "./fees.js"
-import { type KeyHold, type KeyLock, LockLost, type LockTimeout } from "./lock.js"
+import { bounded, type HoldExpired, type KeyHold, type KeyLock, LockLost, type LockTimeout } from "./lock.js"
 import {
   type NewTransaction,
   type Payload,
@@ -38,6 +38,8 @@ export const MAX_BATCH = 64
 export interface Job {
   readonly request: TxRequest
   readonly done: Deferred.Deferred<Hex, TxSubmitError>
+  /** When its caller queued it: its wait for the key's lock counts from here. */
+  readonly queuedAtMs?: number
 }
 
 const complete = (job: Job, hash: Hex) => Deferred.succeed(job.done, hash)
@@ -64,21 +66,26 @@ interface Turn {
   readonly again: boolean
 }
 
-/** Sends a batch of queued requests, holding the key; every job is completed or refused. */
-export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
+/**
+ * Sends a batch of queued requests, holding the key; every job is completed or refused. A batch
+ * waits for the key's lock until its oldest caller has waited `lockWaitMs` (the lock's own wait
+ * when absent), so no caller waits longer for it, however many batches are ahead.
+ */
+export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock, lockWaitMs?: number) => {
   const { chain, store, address, cap, metrics } = core
 
   /**
    * The turn of a stored request, at `next`. Whatever happens once a request is stored, its caller
    * gets its hash or, when the node refused it and it was dropped, a refusal. Fails only with
-   * `LockLost`, before broadcasting: the batch then stops sending (see the end of the batch).
+   * `LockLost`, before broadcasting, or `HoldExpired`, when an RPC went unanswered past the hold's
+   * deadline: the batch then stops sending (see the end of the batch).
    */
   const turn = (
     s: Sender,
     entry: Stored,
     next: bigint,
     estimate: Fees
-  ): Effect.Effect<Turn, LockLost, KeyHold> =>
+  ): Effect.Effect<Turn, LockLost | HoldExpired, KeyHold> =>
     Effect.gen(function* () {
       // Its nonce was used by the sender that took the one below: it goes to the end too.
       if (entry.attempt.nonce < next && !entry.requeued) {
@@ -113,18 +120,22 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
             }
             // Another sender used this nonce: the request comes again after the rest of the
             // batch, above everything the node knows.
-            const chainNext = BigInt(yield* chain.getTransactionCount(address, "pending"))
+            const chainNext = BigInt(
+              yield* bounded("eth_getTransactionCount", chain.getTransactionCount(address, "pending"))
+            )
             entry.requeued = true
             return { next: maxBig(attempt.nonce + 1n, chainNext), again: true }
           }
           case "heal_gap": {
             // A lower nonce is missing from the node: restore it, then offer this one again.
-            const chainNext = BigInt(yield* chain.getTransactionCount(address, "pending"))
+            const chainNext = BigInt(
+              yield* bounded("eth_getTransactionCount", chain.getTransactionCount(address, "pending"))
+            )
             yield* core.healGap(s, chainNext, attempt.nonce, estimate)
             break
           }
           case "reprice": {
-            const fresh = yield* chain.estimateFeesPerGas
+            const fresh = yield* bounded("estimateFeesPerGas", chain.estimateFeesPerGas)
             const fees = replacementFees(feesOf(attempt), fresh, cap)
             if (Option.isNone(fees)) {
               // Over the cap: it waits stored, re-broadcast by the monitor as fees allow.
@@ -155,28 +166,30 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
     }).pipe(
       // A read or write failed, or a defect: the request stays pending at its latest stored
       // signature (a failed drop included, which the monitor then keeps offering and replacing),
-      // the monitor carries it on, and no later request of the batch may take that nonce.
-      Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause)
-          ? Effect.interrupt
-          : Chunk.some(Cause.failures(cause), (e) => e._tag === "LockLost")
-            ? Effect.fail(new LockLost())
-            : Effect.gen(function* () {
-                if (Cause.isDie(cause))
-                  yield* Effect.logError("tx sender: a stored request's turn failed; it stays pending").pipe(
-                    Effect.annotateLogs("failure", describeFailure(cause))
-                  )
-                yield* complete(entry.job, entry.attempt.hash)
-                return { next: maxBig(next, entry.attempt.nonce + 1n), again: false }
-              })
-      )
+      // the monitor carries it on, and no later request of the batch may take that nonce. The
+      // lock lost, or the hold expired: the batch stops (its caller gets the hash at its end).
+      Effect.catchAllCause((cause): Effect.Effect<Turn, LockLost | HoldExpired> => {
+        if (Cause.isInterruptedOnly(cause)) return Effect.interrupt
+        const failures = Cause.failures(cause)
+        if (Chunk.some(failures, (e) => e._tag === "LockLost")) return Effect.fail(new LockLost())
+        const expired = Chunk.findFirst(failures, (e): e is HoldExpired => e._tag === "HoldExpired")
+        if (Option.isSome(expired)) return Effect.fail(expired.value)
+        return Effect.gen(function* () {
+          if (Cause.isDie(cause))
+            yield* Effect.logError("tx sender: a stored request's turn failed; it stays pending").pipe(
+              Effect.annotateLogs("failure", describeFailure(cause))
+            )
+          yield* complete(entry.job, entry.attempt.hash)
+          return { next: maxBig(next, entry.attempt.nonce + 1n), again: false }
+        })
+      })
     )
 
   /** The first of `hashes`, newest first, that a node holds, pending or mined. */
   const heldByNode = (hashes: ReadonlyArray<Hex>) =>
     Effect.gen(function* () {
       for (const hash of [...hashes].reverse())
-        if (Option.isSome(yield* chain.getTransaction(hash))) return hash
+        if (Option.isSome(yield* bounded("eth_getTransactionByHash", chain.getTransaction(hash)))) return hash
       return undefined
     })
 
@@ -207,6 +220,10 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
   return (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
     Effect.gen(function* () {
       const s = yield* core.sender
+      // What is left of the oldest caller's wait.
+      const now = yield* Clock.currentTimeMillis
+      const oldest = Math.min(...jobs.map((job) => job.queuedAtMs ?? now))
+      const waitMs = lockWaitMs === undefined ? undefined : Math.max(0, lockWaitMs - (now - oldest))
       yield* withLock(
         Effect.gen(function* () {
           // The monitor's fresh reading when there is one (core.ts), else the chain's answer.
@@ -214,9 +231,11 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
           const [chainNext, estimate, stored] = yield* Effect.all(
             [
               reading === undefined
-                ? chain.getTransactionCount(address, "pending")
+                ? bounded("eth_getTransactionCount", chain.getTransactionCount(address, "pending"))
                 : Effect.succeed(Number(reading.chainNext)),
-              reading === undefined ? chain.estimateFeesPerGas : Effect.succeed(reading.fees),
+              reading === undefined
+                ? bounded("estimateFeesPerGas", chain.estimateFeesPerGas)
+                : Effect.succeed(reading.fees),
               store.nextNonce(s)
             ],
             { concurrency: "unbounded" }
@@ -286,13 +305,22 @@ export const makeSubmitBatch = (core: SenderCore, withLock: KeyLock) => {
               )
             })
           )
-        })
+        }),
+        waitMs
       )
     }).pipe(
       Effect.catchAll(
         (
-          error: ChainRequestError | TxStoreError | StoreOutcomeUnknown | LockTimeout | LockLost | SqlError
+          error:
+            | ChainRequestError
+            | TxStoreError
+            | StoreOutcomeUnknown
+            | LockTimeout
+            | LockLost
+            | HoldExpired
+            | SqlError
         ) => {
+          // An expired hold before anything was stored: the chain did not answer in time.
           const reason =
             error._tag === "LockTimeout" || error._tag === "LockLost"
               ? "lock"

@@ -1,7 +1,7 @@
 /**
  * A JSON-RPC proxy on 127.0.0.1 in front of a node, for tests of failure handling: it counts the
  * requests it receives by method and, per request, forwards it or misbehaves (HTTP error, closed
- * socket, delay, a JSON-RPC error of our choosing).
+ * socket, delay, a JSON-RPC error of our choosing, or no answer at all: a blackhole).
  */
 import http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -11,6 +11,8 @@ export type ProxyBehaviour =
   | { readonly kind: "status"; readonly status: number; readonly body?: string }
   | { readonly kind: "destroy" }
   | { readonly kind: "delay"; readonly ms: number }
+  /** Reads the request and never answers, until the client gives up or the proxy closes. */
+  | { readonly kind: "hang" }
   | {
       readonly kind: "rpcError"
       readonly code: number
@@ -95,6 +97,8 @@ export const startRpcProxy = async (targetUrl: string): Promise<RpcProxy> => {
           return
         case "destroy":
           request.socket.destroy()
+          return
+        case "hang":
           return
         case "delay":
           await new Promise((resolve) => setTimeout(resolve, behaviour.ms))
