@@ -91,6 +91,13 @@ export interface RelayShape {
   ) => Effect.Effect<TxHashResponse, RelayError | FeeTooLow>
 }
 
+/**
+ * The refusal of a request whose nonce a mined transaction consumed, other than its own stored one
+ * (docs/relayer.md §4 "Retries").
+ */
+export const nonceUsed = (accountNonce: bigint) =>
+  `the nonce of this request is used: no transaction of this request is on record here, and the account's nonce is now ${accountNonce}; sign a new request at that nonce`
+
 /** A refused take whose request turned out stored already: answered with its hash. */
 class Replayed extends Data.TaggedError("Replayed")<{ readonly response: TxHashResponse }> {}
 
