@@ -3,21 +3,17 @@
  * a crash following the broadcast say, sends the identical body and gets the hash it was stored
  * under, while the transaction is pending and after it is mined; nothing is sent twice. Another
  * request at the consumed nonce is 409 `nonce_mismatch` saying the nonce is used, before the
- * registration rules that an executed registration no longer passes.
+ * registration rules that an executed registration no longer passes. On the embedded database, and
+ * on PostgreSQL too when `DATABASE_URL` is set.
  */
 import { type Address, type Hex, zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { databaseKinds, postgresSchema, storageEnv } from "../indexer/support/harness.js"
 import { rpc } from "../relayer/txsender-support.js"
 import { directClaimBody } from "../support/directClaim.js"
 import { E18, freshAddress, freshOwner, RelayerDevnet } from "./support/relayerDevnet.js"
 
 let net: RelayerDevnet
-
-beforeAll(async () => {
-  net = await RelayerDevnet.start("claims-retry-e2e", { INDEXER_ENABLED: "false" })
-}, 180_000)
-afterAll(() => net?.dispose(), 60_000)
-
 const minedNonce = async () =>
   Number(await rpc<Hex>(net.rpcUrl, "eth_getTransactionCount", [net.relayerAddress, "latest"]))
 
@@ -54,7 +50,22 @@ const unregistered = async () => {
   return { owner, body }
 }
 
-describe("a claim sent again", () => {
+describe.each(databaseKinds())("a claim sent again (%s)", (kind) => {
+  let drop = async () => {}
+  beforeAll(async () => {
+    const storage =
+      kind === "postgresql" ? await postgresSchema(process.env.DATABASE_URL as string) : undefined
+    if (storage !== undefined) drop = storage.drop
+    net = await RelayerDevnet.start(`claims-retry-${kind}-e2e`, {
+      INDEXER_ENABLED: "false",
+      ...(storage === undefined ? {} : storageEnv(storage.storage))
+    })
+  }, 180_000)
+  afterAll(async () => {
+    await net?.dispose()
+    await drop()
+  }, 60_000)
+
   it("pending, then mined: the identical body answers the hash it was stored under, sent once", async () => {
     const { owner, body } = await unregistered()
     const recipient = freshAddress()
