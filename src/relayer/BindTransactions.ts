@@ -91,7 +91,7 @@ export const BindTransactionsLive: Layer.Layer<
     const accounts = yield* AccountReader
     const signatures = yield* VaultSignatures
     const denyList = yield* DenyList
-    const { send } = yield* Relay
+    const { replay, send } = yield* Relay
     const budget = (input: Parameters<typeof bindGasBudgetOf>[0]) =>
       bindGasBudgetOf(input, settings.gasBudgetBps)
     const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
@@ -145,6 +145,14 @@ export const BindTransactionsLive: Layer.Layer<
 
     const cancelBind: BindTransactionsShape["cancelBind"] = (request) =>
       Effect.gen(function* () {
+        const call = encodeFunctionData({
+          abi: feeVaultAbi,
+          functionName: "cancelBind",
+          args: [request.id, request.deadline, request.signature]
+        })
+        // Sent before: the hash it was stored under, before any rule (docs/relayer.md §4 "Retries").
+        const replayed = yield* replay([call])
+        if (Option.isSome(replayed)) return replayed.value
         yield* checkDeadline(request.deadline, yield* nowSeconds, settings.minDeadlineSeconds, "deadline")
         const snapshot = yield* accounts.read(request.id)
         const account = yield* registered(snapshot)
@@ -163,13 +171,7 @@ export const BindTransactionsLive: Layer.Layer<
         })
         return yield* send({
           id: request.id,
-          calls: [
-            encodeFunctionData({
-              abi: feeVaultAbi,
-              functionName: "cancelBind",
-              args: [request.id, request.deadline, request.signature]
-            })
-          ],
+          calls: [call],
           budget: budget({ action: "cancel-bind" }),
           action: "cancel-bind",
           reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
@@ -271,7 +273,9 @@ export const BindTransactionsLive: Layer.Layer<
           calls: [encodeFunctionData({ abi: feeVaultAbi, functionName: "finalizeBind", args: [request.id] })],
           budget: budget({ action: "finalize-bind" }),
           action: "finalize-bind",
-          reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
+          reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }],
+          // `finalizeBind(id)` is the call of every bind of the account: not one request's.
+          replayable: false
         })
       }).pipe(Effect.withSpan("BindTransactions.finalizeBind"))
 

@@ -3,9 +3,11 @@
  * refusing before anything is sent, then the multicall `[register?, consolidate?, claim]`,
  * simulation, gas cap, the per-account rate limit, and the hot key's submission.
  *
+ *   0. the same request stored before (pending or mined, not dropped): its hash, nothing checked
  *   1. body (decoded by the route), deadline headroom, relayer, amounts, data hash, adapter
  *   2. deny list: a direct recipient and a registration's fallback recipient
- *   3. signatures against the expected owner; nonce (`nonces(id)`, `+1` after a consolidation);
+ *   3. a nonce already consumed (409); signatures against the expected owner; nonce (`nonces(id)`,
+ *      `+1` after a consolidation);
  *      the full-balance rules against the balance the consolidation leaves
  *   4. fee against the current quote minus `QUOTE_TOLERANCE_BPS`
  *   5. refuse an id or ERC-1271 owner code on a revert cooldown, reserve the nonces it consumes
@@ -16,7 +18,7 @@
  * (docs/relayer.md §8 "Open claims").
  */
 
-import { Array as Arr, Clock, Context, Effect, Layer } from "effect"
+import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
 import { BadRequest, FeeTooLow, NonceMismatch } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
 import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
@@ -27,7 +29,7 @@ import type { ClaimError } from "./api/claims.js"
 import type { QuoteRequest } from "./FeeOracle.js"
 import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { Relay } from "./Relay.js"
+import { nonceUsed, Relay } from "./Relay.js"
 import {
   checkAdapter,
   checkAgainstConsolidated,
@@ -62,7 +64,7 @@ export const ClaimsLive: Layer.Layer<
     const signatures = yield* VaultSignatures
     const oracle = yield* FeeOracle
     const sender = yield* TxSender
-    const { sendPaid } = yield* Relay
+    const { replay, sendPaid } = yield* Relay
     // The claim and consolidation rules of this deployment are settings.
     const rules = settings
 
@@ -70,6 +72,18 @@ export const ClaimsLive: Layer.Layer<
       Effect.gen(function* () {
         const { claim, adapterData, signature, register, consolidate } = request
         const id = claim.beneficiaryId
+        const calls = Arr.append(
+          [
+            ...(register === undefined ? [] : [registerCall(register)]),
+            ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
+          ],
+          claimCall(claim, adapterData, signature)
+        )
+
+        // Sent before (its answer lost, say): the hash it was stored under, before any rule an
+        // executed request no longer passes.
+        const replayed = yield* replay(calls)
+        if (Option.isSome(replayed)) return replayed.value
 
         // Rule 1: the request on its face.
         const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
@@ -97,6 +111,12 @@ export const ClaimsLive: Layer.Layer<
 
         // Rule 3: owner signatures and nonces, against one read of the account.
         const snapshot = yield* accounts.read(id, consolidate === undefined ? [] : [settings.settlementAsset])
+        // A nonce of the request already consumed, by a transaction this relayer does not hold
+        // for it: told apart from a wrong nonce, and before the registration rules (which an
+        // executed registration no longer passes).
+        const firstNonce = consolidate === undefined ? claim.nonce : claim.nonce - 1n
+        if (firstNonce >= 0n && firstNonce < snapshot.nonce)
+          return yield* new NonceMismatch({ message: nonceUsed(snapshot.nonce) })
         const owner = yield* expectedOwner(register, snapshot)
         const signedBy = yield* signatures.verifyOwner({
           owner,
@@ -160,13 +180,7 @@ export const ClaimsLive: Layer.Layer<
           {
             id,
             erc1271Owners: erc1271 ? [owner] : [],
-            calls: Arr.append(
-              [
-                ...(register === undefined ? [] : [registerCall(register)]),
-                ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
-              ],
-              claimCall(claim, adapterData, signature)
-            ),
+            calls,
             budget: oracle.gasBudget(quoteRequest),
             action: "claim",
             // The consolidation consumes `nonce`, the claim `claimNonce` (the same one without it).

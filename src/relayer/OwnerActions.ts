@@ -7,7 +7,8 @@
  *   1. on its face: deadlines, the fee-only claim's form (or its absence), the action's own fields
  *      (consolidation amounts, templates), the registration's id
  *   2. deny list: a registration's fallback recipient
- *   3. signatures and nonces against one read of the account: the action over `nonces(id)`, the
+ *   3. signatures and nonces against one read of the account (with a fee claim, an action nonce
+ *      already consumed is 409 first): the action over `nonces(id)`, the
  *      fee claim over `nonces(id) + 1`, signed by the owner (by the new owner for rotate-owner,
  *      because the fee claim runs after the rotation)
  *   4. the fee against `GET /v1/quote?action=…&asset=<fee asset>&adapter=0x0[&register=1][&templates=n]`
@@ -16,7 +17,7 @@
  *      `[register?, action, fee?]`, simulate, cap, charge the account's limit, send
  */
 
-import { Array as Arr, Clock, Context, Effect, Layer } from "effect"
+import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import type { VaultPrimaryType } from "../../schema/eip712.js"
@@ -39,7 +40,7 @@ import type { ActionError } from "./api/actions.js"
 import type { QuoteRequest } from "./FeeOracle.js"
 import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { type FeePaid, Relay, type RelayRequest } from "./Relay.js"
+import { type FeePaid, nonceUsed, Relay, type RelayRequest } from "./Relay.js"
 import { checkFeeClaim, checkTemplates } from "./validation/actionRules.js"
 import {
   checkConsolidateStep,
@@ -98,7 +99,7 @@ export const OwnerActionsLive: Layer.Layer<
     const signatures = yield* VaultSignatures
     const oracle = yield* FeeOracle
     const sender = yield* TxSender
-    const { send, sendPaid } = yield* Relay
+    const { replay, send, sendPaid } = yield* Relay
     // The claim and consolidation rules of this deployment are settings.
     const rules = settings
 
@@ -107,6 +108,16 @@ export const OwnerActionsLive: Layer.Layer<
     ): Effect.Effect<TxHashResponse, ActionError> =>
       Effect.gen(function* () {
         const { action, id, register, fee } = plan
+        const calls = Arr.prependAll(
+          Arr.appendAll(
+            Arr.of(plan.call),
+            fee === undefined ? [] : [claimCall(fee.claim, "0x", fee.signature)]
+          ),
+          register === undefined ? [] : [registerCall(register)]
+        )
+        // Sent before: the hash it was stored under, before any rule (docs/relayer.md §4 "Retries").
+        const replayed = yield* replay(calls)
+        if (Option.isSome(replayed)) return replayed.value
         const quoteRequest: QuoteRequest = {
           // Without a fee (REQUIRE_ACTION_FEE=false) the budget is priced in the settlement asset.
           asset: fee?.claim.asset ?? settings.settlementAsset,
@@ -140,6 +151,10 @@ export const OwnerActionsLive: Layer.Layer<
 
         // Rule 3: signatures and nonces, against one read of the account.
         const snapshot = yield* accounts.read(id)
+        // The fee claim names the nonces: the action's (one below it) already consumed, by a
+        // transaction this relayer does not hold for it, is told apart before the registration rules.
+        if (fee !== undefined && fee.claim.nonce >= 1n && fee.claim.nonce - 1n < snapshot.nonce)
+          return yield* new NonceMismatch({ message: nonceUsed(snapshot.nonce) })
         const owner = yield* expectedOwner(register, snapshot)
         const nonce = snapshot.nonce
         const signedBy = yield* signatures.verifyOwner({
@@ -188,13 +203,7 @@ export const OwnerActionsLive: Layer.Layer<
             ...(signedBy === "erc1271" ? [owner] : []),
             ...(feeSignedBy === "erc1271" ? [plan.feeSigner ?? owner] : [])
           ],
-          calls: Arr.prependAll(
-            Arr.appendAll(
-              Arr.of(plan.call),
-              fee === undefined ? [] : [claimCall(fee.claim, "0x", fee.signature)]
-            ),
-            register === undefined ? [] : [registerCall(register)]
-          ),
+          calls,
           budget: oracle.gasBudget(quoteRequest),
           action,
           // The action consumes `nonce`, its fee claim `nonce + 1`.

@@ -7,7 +7,7 @@
  * simulation, and the transaction handed to the hot key's sender.
  */
 
-import { Context, Effect, Exit, Layer } from "effect"
+import { Context, Data, Effect, Exit, Layer, Option } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { Address, Hex } from "viem"
 import {
@@ -48,6 +48,12 @@ export interface RelayRequest {
    * account, their code hashes are refused while on a revert cooldown, like the account itself.
    */
   readonly erc1271Owners?: ReadonlyArray<Address>
+  /**
+   * Whether the same calls stored before answer this request with their hash (`replay`), here
+   * too when a take is refused. False for a call that repeats across different requests
+   * (finalize-bind is `finalizeBind(id)` for every bind of the account).
+   */
+  readonly replayable?: boolean
 }
 
 /** What a paid request's fee is worth: the fee, and the quote's gas price and asset price. */
@@ -64,6 +70,15 @@ export interface FeePaid {
 export type RelayError = NonceMismatch | SimulationFailed | GasCapExceeded | RateLimited | Unavailable
 
 export interface RelayShape {
+  /**
+   * The hash this relayer stored the same calls under, unless that transaction was dropped: a
+   * signed request sent again, pending or mined, is answered as it was the first time
+   * (docs/relayer.md §4 "Retries"). Checked before a request's rules, which a request already
+   * executed would no longer pass.
+   */
+  readonly replay: (
+    calls: NonEmptyReadonlyArray<Hex>
+  ) => Effect.Effect<Option.Option<TxHashResponse>, Unavailable>
   /** Refuses cooldowns, reserves, simulates, caps, charges and hands the transaction to the sender. */
   readonly send: (request: RelayRequest) => Effect.Effect<TxHashResponse, RelayError>
   /**
@@ -75,6 +90,16 @@ export interface RelayShape {
     paid: FeePaid
   ) => Effect.Effect<TxHashResponse, RelayError | FeeTooLow>
 }
+
+/**
+ * The refusal of a request whose nonce a mined transaction consumed, other than its own stored one
+ * (docs/relayer.md §4 "Retries").
+ */
+export const nonceUsed = (accountNonce: bigint) =>
+  `the nonce of this request is used: no transaction of this request is on record here, and the account's nonce is now ${accountNonce}; sign a new request at that nonce`
+
+/** A refused take whose request turned out stored already: answered with its hash. */
+class Replayed extends Data.TaggedError("Replayed")<{ readonly response: TxHashResponse }> {}
 
 /** The one write path every relayed endpoint (claims, owner actions, bind transactions) ends in. */
 export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
@@ -91,6 +116,10 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
       const sender = yield* TxSender
       const reservations = yield* NonceReservations
       const cooldowns = yield* RevertCooldowns
+      const replay: RelayShape["replay"] = (calls) =>
+        Effect.map(reservations.storedFor(vault, batchCalls(calls)), (hash) =>
+          Option.map(hash, (txHash) => ({ txHash: txHash as Bytes32 }))
+        )
       /** `covered` refuses a gas limit the request does not pay for. */
       const relay = <E>(
         request: RelayRequest,
@@ -104,7 +133,22 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
           return Effect.acquireUseRelease(
             Effect.zipRight(
               cooldowns.check(request.id, request.erc1271Owners ?? [], registersAccount(request.calls)),
-              reservations.take(vault, request.id, request.reserve)
+              reservations.take(vault, request.id, request.reserve).pipe(
+                // Held by this very request, stored since its replay was looked up: its hash.
+                Effect.catchTag(
+                  "NonceMismatch",
+                  (refused): Effect.Effect<never, NonceMismatch | Replayed | Unavailable> =>
+                    request.replayable === false
+                      ? Effect.fail(refused)
+                      : Effect.flatMap(
+                          replay(request.calls),
+                          (found): Effect.Effect<never, NonceMismatch | Replayed> =>
+                            Option.isSome(found)
+                              ? Effect.fail(new Replayed({ response: found.value }))
+                              : Effect.fail(refused)
+                        )
+                )
+              )
             ),
             (reservation) =>
               Effect.gen(function* () {
@@ -143,9 +187,15 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
               Exit.isSuccess(exit) || (handedOver && Exit.isInterrupted(exit)) || maybeStored
                 ? Effect.void
                 : reservations.release(reservation)
+          ).pipe(
+            Effect.catchIf(
+              (error): error is Replayed => error instanceof Replayed,
+              (replayed) => Effect.succeed(replayed.response)
+            )
           )
         })
       return {
+        replay,
         send: (request) => relay(request, () => Effect.void),
         sendPaid: (request, paid) =>
           relay(request, (gasLimit) => {

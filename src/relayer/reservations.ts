@@ -6,22 +6,41 @@
  * cost no gas (docs/relayer.md §4, docs/protocol.md §7).
  *
  * Liveness is read, not written: a row is live while the transaction its hash leads to
- * (relayer_tx_attempts → relayer_txs) is pending, or, with no transaction yet, for
- * `unsentTtl` after it was taken (a crash between taking and sending must not hold a nonce for
- * ever). So a transaction that is mined (success, reverted, or cancelled by a no-op) or dropped
- * frees its nonces without any step of the sender's, and a reorg that makes it pending again
- * holds them again. Taking over a dead row happens inside the INSERT (ON CONFLICT DO UPDATE …
- * WHERE dead), which PostgreSQL and PGlite serialize on the primary key: two takers cannot both
- * win.
+ * (relayer_tx_attempts → relayer_txs) is pending, or, with no transaction yet, while the process
+ * that took it runs and for at most `unsentTtl` after it was taken. A process runs while it holds
+ * its holder lock (migration 0014, `reservationHolder`): a session advisory lock that PostgreSQL
+ * lets go when the process's session ends (a crash, `kill -9`), and that a restarted embedded
+ * database no longer has, so a crash between taking and sending frees its nonces at once and a hung
+ * process's after the TTL. So a transaction that is mined (success, reverted, or cancelled by a
+ * no-op) or dropped frees its nonces without any step of the sender's, and a reorg that makes it
+ * pending again holds them again. Taking over a dead row happens inside the INSERT (ON CONFLICT DO
+ * UPDATE … WHERE dead), which PostgreSQL and PGlite serialize on the primary key: two takers cannot
+ * both win.
+ *
+ * The module also finds a request's transaction again by its call (`storedFor`), so the same
+ * signed request sent again is answered with the hash it was stored under (docs/relayer.md §4).
  */
-import { randomUUID } from "node:crypto"
+import { randomBytes, randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Array as Arr, Context, Data, Duration, Effect, Layer } from "effect"
+import {
+  Array as Arr,
+  Context,
+  Data,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  Option,
+  Ref,
+  Schedule,
+  Scope
+} from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { Address, Hex } from "viem"
 import { NonceMismatch, Unavailable } from "../../schema/errors.js"
+import { isEmbeddedDatabase, sessionLock } from "../store/advisoryLock.js"
 import type { TxRequest } from "../txsender/api.js"
 
 /** `nonces(id)` (claims, owner actions) or `bindNonces(id)` (propose, cancel and finalize bind). */
@@ -58,22 +77,49 @@ export interface NonceReservationsShape {
   readonly linkOnStore: (reservation: Reservation) => TxRequest["storedWith"]
   /** Frees the rows (nothing was sent). Never fails: unreleased rows expire after `unsentTtl`. */
   readonly release: (reservation: Reservation) => Effect.Effect<void>
+  /**
+   * The first hash of the transaction this relayer stored for the call `data` to `vault`, unless
+   * it was dropped: the same signed request sent again (its calldata carries every signature).
+   */
+  readonly storedFor: (vault: Address, data: Hex) => Effect.Effect<Option.Option<Hex>, Unavailable>
 }
+
+/**
+ * The process taking reservations, by the key of a session advisory lock it holds while it runs:
+ * an unlinked row whose holder's lock nobody holds is free at once.
+ */
+export interface ReservationHolder {
+  /** The key now held (decimal); it changes only if the lock was lost and another had to be taken. */
+  readonly key: Effect.Effect<string>
+}
+
+/** How often a PostgreSQL holder asks whether its session still holds its lock. */
+const HOLDER_CHECK_INTERVAL = Duration.seconds(2)
+
+/** A fresh key: positive and below 2^62, so `pg_locks` shows it as two oids without a sign. */
+const freshHolderKey = () => BigInt.asUintN(62, randomBytes(8).readBigUInt64BE()).toString()
 
 /** How long a row with no transaction yet holds: longer than any request takes to reach the sender. */
 export const DEFAULT_UNSENT_TTL = Duration.minutes(2)
 
-class Held extends Data.TaggedError("Held")<{ readonly kind: ReservationKind }> {}
+class Held extends Data.TaggedError("Held")<{ readonly key: ReservationKey }> {}
 
-const inFlight = (kind: ReservationKind) =>
+/** The refusal of a held key: "in flight" only when a transaction is linked to it. */
+const heldBy = (kind: ReservationKind, linked: boolean) =>
   new NonceMismatch({
-    message:
-      kind === "nonce"
-        ? "a transaction for this nonce is already in flight; retry once it is mined or dropped"
-        : "a transaction for this bindNonce is already in flight; retry once it is mined or dropped"
+    message: linked
+      ? `a transaction for this ${kind} is already in flight; retry once it is mined or dropped`
+      : `another request for this ${kind} is being processed and nothing is sent for it yet; send this request again in a few seconds`
   })
 
 const unavailable = () => new Unavailable({ message: "the relayer's database is not answering" })
+
+/** Whether some session of this database holds the advisory lock on the bigint `key` (a SQL expression). */
+const lockedBy = (key: string) =>
+  `EXISTS (SELECT 1 FROM pg_locks l
+          WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND l.classid::bigint = (${key}) >> 32 AND l.objid::bigint = (${key}) & 4294967295)`
 
 /** Keys in one order for every taker, so two transactions taking overlapping sets cannot deadlock. */
 const ordered = (keys: ReadonlyArray<ReservationKey>) =>
@@ -84,7 +130,69 @@ const ordered = (keys: ReadonlyArray<ReservationKey>) =>
     (a, b) => a.kind === b.kind && a.value === b.value
   )
 
-export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.DurationInput } = {}) =>
+/**
+ * Takes this process's holder lock for the scope: on PostgreSQL on a connection of its own, asked
+ * every few seconds whether its session still holds it and taken again if not (a session ended by
+ * the database or a proxy); on the embedded database in its one session, which ends with the
+ * process.
+ */
+export const reservationHolder: Effect.Effect<ReservationHolder, SqlError, SqlClient | Scope.Scope> =
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    if (yield* isEmbeddedDatabase) {
+      // One session for the process, where advisory locks are re-entrant: a key of 62 random bits
+      // is its own.
+      const key = freshHolderKey()
+      yield* sql`SELECT pg_advisory_lock(${key}::bigint)`
+      yield* Effect.addFinalizer(() => sql`SELECT pg_advisory_unlock(${key}::bigint)`.pipe(Effect.ignore))
+      return { key: Effect.succeed(key) }
+    }
+    /** The lock on `key` in a scope of its own, or none when another session holds that key. */
+    const lockOn = (key: string) =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const locked = yield* sessionLock(sql, key).pipe(
+          Scope.extend(scope),
+          Effect.flatMap((lock) =>
+            Effect.map(lock.tryLock, (held) => (held ? Option.some(lock) : Option.none()))
+          ),
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit) && Option.isSome(exit.value) ? Effect.void : Scope.close(scope, Exit.void)
+          )
+        )
+        return Option.map(locked, (lock) => ({ key, lock, scope }))
+      })
+    const fresh = Effect.flatMap(Effect.sync(freshHolderKey), (key) => lockOn(key)).pipe(
+      Effect.repeat({ until: Option.isSome }),
+      Effect.map(Option.getOrThrow)
+    )
+    const current = yield* Ref.make(yield* fresh)
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Ref.get(current), (held) => Scope.close(held.scope, Exit.void))
+    )
+    // Lost (the session ended): the same key again, so rows this process took while it was lost
+    // are its own again; another only if some other session took that key meanwhile.
+    const keep = Effect.gen(function* () {
+      const held = yield* Ref.get(current)
+      if (yield* Effect.orElseSucceed(held.lock.held, () => false)) return
+      yield* Scope.close(held.scope, Exit.void)
+      const again = yield* lockOn(held.key)
+      yield* Ref.set(current, Option.isSome(again) ? again.value : yield* fresh)
+      yield* Effect.logWarning(
+        "nonce reservations: the holder lock's session ended; the lock was taken again"
+      )
+    }).pipe(Effect.catchAll(() => Effect.void))
+    yield* keep.pipe(Effect.repeat(Schedule.spaced(HOLDER_CHECK_INTERVAL)), Effect.forkScoped)
+    return { key: Effect.map(Ref.get(current), (held) => held.key) }
+  })
+
+export const makeNonceReservations = (
+  options: {
+    readonly unsentTtl?: Duration.DurationInput
+    /** Without one, an unlinked row holds until the unsent TTL whoever took it. */
+    readonly holder?: ReservationHolder
+  } = {}
+) =>
   Effect.map(SqlClient, (sql): NonceReservationsShape => {
     const ttl = `${Duration.toMillis(options.unsentTtl ?? DEFAULT_UNSENT_TTL)} milliseconds`
     // Liveness reads other tables, and a statement's subqueries read the snapshot it started
@@ -106,6 +214,8 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
       EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
               WHERE a.hash = r.tx_hash AND t.state <> 'pending'
                 AND (t.created_at >= r.taken_at OR r.taken_at < now() - '${ttl}'::interval))`)
+    // Unlinked and its taker gone: the holder lock it took it under is held by no session.
+    const holderGone = sql.literal(`(r.holder IS NOT NULL AND NOT ${lockedBy("r.holder")})`)
     // Mined and still shallow enough for a reorg to make it pending again.
     const unconfirmedTx = sql.literal(`
       EXISTS (SELECT 1 FROM relayer_tx_attempts a JOIN relayer_txs t ON t.id = a.tx_id
@@ -127,43 +237,58 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
       id: string,
       key: ReservationKey,
       token: string,
+      holder: string | null,
       prune: Statement.Fragment
     ) =>
       sql<{ readonly token: string }>`
         ${prune}
-        INSERT INTO relayer_nonce_reservations AS r (vault, account_id, kind, value, token)
-        VALUES (${vault}, ${id}, ${key.kind}, ${key.value.toString()}, ${token})
+        INSERT INTO relayer_nonce_reservations AS r (vault, account_id, kind, value, token, holder)
+        VALUES (${vault}, ${id}, ${key.kind}, ${key.value.toString()}, ${token}, ${holder}::bigint)
         ON CONFLICT (vault, account_id, kind, value) DO UPDATE
-          SET token = excluded.token, tx_hash = NULL, taken_at = now()
-          WHERE (r.tx_hash IS NULL AND r.taken_at < now() - ${ttl}::interval)
+          SET token = excluded.token, holder = excluded.holder, tx_hash = NULL, taken_at = now()
+          WHERE (r.tx_hash IS NULL AND (r.taken_at < now() - ${ttl}::interval OR ${holderGone}))
              OR (r.tx_hash IS NOT NULL AND ${settledTx} AND NOT ${pendingTx})
         RETURNING token`.pipe(
-        Effect.flatMap((rows) =>
-          rows.length === 1 ? Effect.void : Effect.fail(new Held({ kind: key.kind }))
-        )
+        Effect.flatMap((rows) => (rows.length === 1 ? Effect.void : Effect.fail(new Held({ key }))))
       )
 
-    const take: NonceReservationsShape["take"] = (vault, id, keys) =>
-      Effect.gen(function* () {
-        const scope = [vault.toLowerCase(), id.toLowerCase()] as const
+    /** Whether a held key has a transaction linked: what its refusal may say. */
+    const linked = (vault: string, id: string, key: ReservationKey) =>
+      sql<{ readonly linked: boolean }>`
+        SELECT tx_hash IS NOT NULL AS linked FROM relayer_nonce_reservations
+        WHERE vault = ${vault} AND account_id = ${id} AND kind = ${key.kind}
+          AND value = ${key.value.toString()}`.pipe(
+        Effect.map((rows) => rows[0]?.linked === true),
+        // The refusal stands whatever this read says; without an answer it claims nothing.
+        Effect.orElseSucceed(() => false)
+      )
+
+    const take: NonceReservationsShape["take"] = (vault, id, keys) => {
+      const scope = [vault.toLowerCase(), id.toLowerCase()] as const
+      return Effect.gen(function* () {
         const token = randomUUID()
+        const holder = options.holder === undefined ? null : yield* options.holder.key
         const taking = ordered(keys)
         const prune = pruneSettled(...scope, taking)
         // One key is one statement, atomic on its own: no transaction's two extra round trips.
         yield* taking.length === 1 && taking[0] !== undefined
-          ? takeOne(...scope, taking[0], token, prune)
+          ? takeOne(...scope, taking[0], token, holder, prune)
           : Effect.forEach(
               taking,
-              (key, i) => takeOne(...scope, key, token, i === 0 ? prune : sql.literal("")),
+              (key, i) => takeOne(...scope, key, token, holder, i === 0 ? prune : sql.literal("")),
               { discard: true }
             ).pipe(sql.withTransaction)
         return { vault: scope[0], accountId: scope[1], token }
       }).pipe(
         Effect.catchTags({
-          Held: (held) => Effect.fail(inFlight(held.kind)),
+          Held: (held) =>
+            Effect.flatMap(linked(...scope, held.key), (isLinked) =>
+              Effect.fail(heldBy(held.key.kind, isLinked))
+            ),
           SqlError: (_: SqlError) => Effect.fail(unavailable())
         })
       )
+    }
 
     const linkOnStore: NonceReservationsShape["linkOnStore"] = (reservation) => (txHash) =>
       sql`
@@ -182,23 +307,38 @@ export const makeNonceReservations = (options: { readonly unsentTtl?: Duration.D
         )
       )
 
-    return { take, linkOnStore, release }
+    // The index of migration 0014 finds the call by its md5; the comparison of the data decides.
+    // The first attempt's hash: the one the reservations were linked to, which any later
+    // attempt's status follows.
+    const storedFor: NonceReservationsShape["storedFor"] = (vault, data) =>
+      sql<{ readonly hash: string }>`
+        SELECT a.hash FROM relayer_txs t JOIN relayer_tx_attempts a ON a.tx_id = t.id
+        WHERE t.to_address = ${vault.toLowerCase()} AND md5(t.data) = md5(${data.toLowerCase()})
+          AND t.data = ${data.toLowerCase()} AND t.purpose = 'request' AND t.state <> 'dropped'
+        ORDER BY t.id DESC, a.seq
+        LIMIT 1`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.hash as Hex)),
+        Effect.mapError(unavailable)
+      )
+
+    return { take, linkOnStore, release, storedFor }
   })
 
 export class NonceReservations extends Context.Tag("NonceReservations")<
   NonceReservations,
   NonceReservationsShape
 >() {
-  /** Reservations in the relayer's database. */
-  static readonly layer: Layer.Layer<NonceReservations, never, SqlClient> = Layer.effect(
+  /** Reservations in the relayer's database, held by this process while it runs. */
+  static readonly layer: Layer.Layer<NonceReservations, SqlError, SqlClient> = Layer.scoped(
     NonceReservations,
-    makeNonceReservations()
+    Effect.flatMap(reservationHolder, (holder) => makeNonceReservations({ holder }))
   )
 
   /** Holds nothing: for pipelines under test that have no database and send nothing. */
   static readonly unguarded: Layer.Layer<NonceReservations> = Layer.succeed(NonceReservations, {
     take: (vault, id) => Effect.succeed({ vault, accountId: id, token: "" }),
     linkOnStore: () => undefined,
-    release: () => Effect.void
+    release: () => Effect.void,
+    storedFor: () => Effect.succeedNone
   })
 }

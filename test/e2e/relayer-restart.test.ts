@@ -3,7 +3,9 @@
  * on the same database: the transaction is still tracked, the next claim gets the next nonce, and
  * once mined both carry consecutive nonces from the hot key (no gap, no reuse). The relayer runs
  * as its own Node process, the way an operator runs it; on its embedded database in a directory,
- * and on PostgreSQL too when `DATABASE_URL` is set.
+ * and on PostgreSQL too when `DATABASE_URL` is set. And the relayer killed between a claim's checks
+ * and its store: the claim's retry after the restart goes through at once, its nonce not held by
+ * the reservation the dead process left.
  */
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
@@ -12,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freeLoopbackPort, relayerEnv, writeDevnetFile } from "../../layers/devnet.js"
 import { ClaimRequest, QuoteQuery, TxStatusRequest } from "../../schema/relayer.js"
 import { relayerFetchClient } from "../../src/client.js"
+import { startRpcProxy } from "../chain/rpcProxy.js"
 import { postgresSchema } from "../indexer/support/harness.js"
 import { rpc } from "../relayer/txsender-support.js"
 import { type ServiceProcess, startService } from "../support/process.js"
@@ -208,6 +211,80 @@ describe.each(kinds)("relayer killed with a transaction pending (%s)", (kind) =>
       expect(await after.stop()).toBe(0)
     } finally {
       await rpc(net.rpcUrl, "evm_setAutomine", [true])
+      await storage.drop()
+    }
+  })
+})
+
+describe.each(kinds)("relayer killed between a claim's checks and its store (%s)", (kind) => {
+  it("the claim's retry after the restart is sent, not refused as in flight", {
+    timeout: TEST_TIMEOUT
+  }, async () => {
+    const { chain } = net
+    const storage =
+      kind === "postgresql"
+        ? await postgresSchema(process.env.DATABASE_URL as string)
+        : {
+            storage: {
+              kind: "pglite" as const,
+              dataDir: join(chain.dir, "data", `relayer-cut-${Date.now()}`)
+            },
+            drop: async () => {}
+          }
+    // The relayer's chain RPC: a simulation through it can be held until the process is killed.
+    const proxy = await startRpcProxy(net.rpcUrl)
+    try {
+      const port = await Effect.runPromise(freeLoopbackPort)
+      await Effect.runPromise(
+        writeDevnetFile(chain, { relayerUrl: `http://127.0.0.1:${port}`, attestorUrl: "http://127.0.0.1:1" })
+      )
+      const env = {
+        ...relayerEnv(chain, port),
+        RPC_URL: proxy.url,
+        ...(storage.storage.kind === "postgresql"
+          ? { DATABASE_URL: storage.storage.url }
+          : { DATA_DIR: storage.storage.dataDir }),
+        INDEXER_ENABLED: "false",
+        TX_POLL_INTERVAL_MS: "200"
+      }
+      const owner = await fundedOwner(100n * E18)
+      const recipient = freshAddress()
+
+      const before = startService("relayer", env)
+      running.push(before)
+      const base = await before.url()
+      const fee = await quote(base)
+      const start = await nonceOf("latest")
+
+      // The claim passes its checks and reserves its nonce; its simulation never answers.
+      proxy.setRule(({ method }) =>
+        method === "eth_estimateGas" ? { kind: "delay", ms: 120_000 } : { kind: "forward" }
+      )
+      const cut = postClaim(base, owner, recipient, 40n * E18, fee).catch((error: unknown) => error)
+      await until("the claim's simulation", async () =>
+        proxy.count("eth_estimateGas") > 0 ? true : undefined
+      )
+      before.child.kill("SIGKILL")
+      expect(await before.exited).toBeNull()
+      // The client saw no answer.
+      expect(await cut).toBeInstanceOf(Error)
+
+      proxy.reset()
+      const after = startService("relayer", env)
+      running.push(after)
+      expect(await after.url()).toBe(base)
+      // Its retry, well inside the two minutes an unsent reservation may hold: sent.
+      const hash = await postClaim(base, owner, recipient, 40n * E18, fee)
+      const status = await until("the retried claim mined", async () => {
+        const s = await txStatus(base, hash)
+        return s.status === "pending" ? undefined : s
+      })
+      expect(status).toMatchObject({ txHash: hash, status: "success" })
+      expect(await net.tokenBalance(net.settlementAsset, recipient)).toBe(40n * E18 - fee)
+      expect(await nonceOf("latest")).toBe(start + 1)
+      expect(await after.stop()).toBe(0)
+    } finally {
+      await proxy.close()
       await storage.drop()
     }
   })

@@ -54,7 +54,8 @@ const harness = (options: {
       log.push(`link ${hash === HASH}`)
       return unsafeFragment("UPDATE reservations")
     },
-    release: () => Effect.sync(() => void log.push("release"))
+    release: () => Effect.sync(() => void log.push("release")),
+    storedFor: () => Effect.succeedNone
   })
   const relay = Relay.layer.pipe(
     Layer.provide(reservations),

@@ -2,14 +2,19 @@
  * Nonce reservations (src/relayer/reservations.ts) on PGlite, and on PostgreSQL when
  * `DATABASE_URL` is set: one holder per key however many take it at once, all keys or none,
  * released by their holder only, and live exactly while the linked transaction is pending in the
- * sender's store (or, not sent yet, until the unsent TTL passes).
+ * sender's store (or, not sent yet, while the process that took it runs and until the unsent TTL
+ * passes); a request's transaction found again by its call.
  */
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, identity, Layer } from "effect"
+import { Deferred, Effect, Either, Exit, Fiber, identity, Layer, Option, Scope, TestClock } from "effect"
 import { type Address, type Hex, keccak256, toHex } from "viem"
-import { makeNonceReservations, type ReservationKey } from "../../src/relayer/reservations.js"
+import {
+  makeNonceReservations,
+  type ReservationKey,
+  reservationHolder
+} from "../../src/relayer/reservations.js"
 import { migrate } from "../../src/store/migrations.js"
 import type { TxRequest } from "../../src/txsender/api.js"
 import { makeTxStore, type Sender } from "../../src/txsender/store.js"
@@ -117,14 +122,15 @@ for (const database of testDatabases()) {
           yield* reservations.take(VAULT, id, [nonce(0n)])
           const refused = yield* refusal(reservations.take(VAULT, id, [nonce(0n)]))
           expect(refused?._tag).toBe("NonceMismatch")
-          expect(refused?.message).toMatch(/already in flight/)
+          // Nothing linked yet: not "in flight".
+          expect(refused?.message).toMatch(/another request for this nonce is being processed/)
           const bind = yield* refusal(
             Effect.zipRight(
               reservations.take(VAULT, id, [bindNonce(0n)]),
               reservations.take(VAULT, id, [bindNonce(0n)])
             )
           )
-          expect(bind?.message).toMatch(/bindNonce is already in flight/)
+          expect(bind?.message).toMatch(/another request for this bindNonce is being processed/)
           yield* reservations.take(VAULT, id, [nonce(1n)])
           yield* reservations.take(VAULT, freshId(), [nonce(0n)])
           yield* reservations.take(OTHER_VAULT, id, [nonce(0n)])
@@ -417,12 +423,99 @@ for (const database of testDatabases()) {
           })
       )
 
-      it.effect("migrate applies the reservations migration to a database past it", () =>
+      it.effect("an unlinked reservation is free at once when the process that took it is gone", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient
+          const id = freshId()
+          // Two processes; the first stops without releasing anything, as a crash leaves it.
+          const crashing = yield* Scope.make()
+          const running = yield* Scope.make()
+          const first = yield* makeNonceReservations({
+            holder: yield* Scope.extend(reservationHolder, crashing)
+          })
+          const other = yield* makeNonceReservations({
+            holder: yield* Scope.extend(reservationHolder, running)
+          })
+          yield* first.take(VAULT, id, [nonce(0n), nonce(1n)])
+          yield* storedTx(first.linkOnStore(yield* first.take(VAULT, id, [nonce(5n)])))
+          // While the first runs, its unlinked rows hold, and the refusal does not say "in flight".
+          const unsent = yield* refusal(other.take(VAULT, id, [nonce(1n)]))
+          expect(unsent?._tag).toBe("NonceMismatch")
+          expect(unsent?.message).toMatch(/being processed and nothing is sent for it yet/)
+          expect(unsent?.message).not.toMatch(/in flight/)
+          const pending = yield* refusal(other.take(VAULT, id, [nonce(5n)]))
+          expect(pending?.message).toMatch(/already in flight/)
+
+          yield* Scope.close(crashing, Exit.void)
+          const left = yield* sql<{ readonly value: string }>`
+            SELECT value FROM relayer_nonce_reservations WHERE account_id = ${id.toLowerCase()} ORDER BY value`
+          expect(left.map((r) => String(r.value))).toEqual(["0", "1", "5"])
+          // Well inside the unsent TTL: free because their taker is gone. The linked row holds
+          // while its transaction is pending, whoever took it.
+          yield* other.take(VAULT, id, [nonce(0n), nonce(1n)])
+          expect((yield* refusal(other.take(VAULT, id, [nonce(5n)])))?.message).toMatch(/already in flight/)
+          // The running process's rows still hold against a third.
+          const third = yield* Scope.make()
+          const later = yield* makeNonceReservations({
+            holder: yield* Scope.extend(reservationHolder, third)
+          })
+          expect((yield* refusal(later.take(VAULT, id, [nonce(1n)])))?._tag).toBe("NonceMismatch")
+          yield* Scope.close(running, Exit.void)
+          yield* later.take(VAULT, id, [nonce(1n)])
+          yield* Scope.close(third, Exit.void)
+        })
+      )
+
+      // A session the database ended (an idle timeout, a proxy, a restart) takes its lock with it:
+      // the process takes the same key again, so what it holds stays held.
+      it.effect.skipIf(database.name === "pglite")("a holder whose session ended takes its lock again", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient
+          const scope = yield* Scope.make()
+          const holder = yield* Scope.extend(reservationHolder, scope)
+          const key = yield* holder.key
+          const session = (k: string) =>
+            sql<{ readonly pid: number }>`
+                SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                  AND classid::bigint = ${k}::bigint >> 32 AND objid::bigint = ${k}::bigint & 4294967295`
+          const [before] = yield* session(key)
+          expect(before).toBeDefined()
+          yield* sql`SELECT pg_terminate_backend(${before?.pid ?? 0})`
+          // The holder asks every few seconds, by the test clock.
+          yield* waitUntil(
+            Effect.zipRight(TestClock.adjust("2 seconds"), session(key)),
+            (rows) => rows.length === 1 && rows[0]?.pid !== before?.pid
+          )
+          expect(yield* holder.key).toBe(key)
+          yield* Scope.close(scope, Exit.void)
+          expect(yield* session(key)).toHaveLength(0)
+        })
+      )
+
+      it.effect("a request's transaction is found by its call, unless it was dropped", () =>
+        Effect.gen(function* () {
+          const reservations = yield* makeNonceReservations()
+          const tx = yield* storedTx()
+          const data = "0x" as Hex
+          // storedTx stores every transaction with the call `0x` to VAULT: the newest is found.
+          expect(yield* reservations.storedFor(VAULT, data)).toEqual(Option.some(tx.hash))
+          expect(yield* reservations.storedFor(OTHER_VAULT, data)).toEqual(Option.none())
+          expect(yield* reservations.storedFor(VAULT, "0x01")).toEqual(Option.none())
+          yield* tx.store.markDropped(tx.id, "rejected")
+          const found = yield* reservations.storedFor(VAULT, data)
+          expect(found).not.toEqual(Option.some(tx.hash))
+        })
+      )
+
+      it.effect("migrate applies the reservations migrations to a database past them", () =>
         Effect.gen(function* () {
           const sql = yield* SqlClient
           yield* sql`DROP TABLE relayer_nonce_reservations`
-          yield* sql`DELETE FROM schema_migrations WHERE migration_id = 12`
-          expect(yield* migrate).toEqual([[12, "nonce_reservations"]])
+          yield* sql`DELETE FROM schema_migrations WHERE migration_id IN (12, 14)`
+          expect(yield* migrate).toEqual([
+            [12, "nonce_reservations"],
+            [14, "reservation_holders"]
+          ])
           expect(yield* migrate).toEqual([])
           const reservations = yield* makeNonceReservations()
           yield* reservations.take(VAULT, freshId(), [nonce(0n)])
