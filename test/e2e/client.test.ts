@@ -89,7 +89,7 @@ describe("typed relayer client", () => {
     })
   })
 
-  it("relays a claim, follows its status and finds it in /v1/accounts; a replay is NonceMismatch", async () => {
+  it("relays a claim, follows its status and finds it in /v1/accounts; a retry answers its hash, another claim at the spent nonce is NonceMismatch", async () => {
     const owner = freshOwner()
     await net.registerOwner(owner)
     await net.deposit(owner.id, net.settlementAsset, 100n * E18)
@@ -129,9 +129,29 @@ describe("typed relayer client", () => {
     expect(account).toMatchObject({ owner: owner.address, nonce: 1n })
     expect(Object.entries(account!.balances)).toEqual([[net.settlementAsset, 90n * E18]])
 
-    // The same signed claim again: its nonce is spent, a 409 decoded as NonceMismatch.
+    // The same signed claim again is a retry: it answers the hash it was stored under, and
+    // nothing is sent (docs/relayer.md "Retries").
     const before = await net.relayerNonce()
-    const replayed = await refusal(net.client.claims.claim({ payload }))
+    expect(await run(net.client.claims.claim({ payload }))).toEqual({ txHash })
+    // Another claim at the spent nonce: a 409 decoded as NonceMismatch.
+    const other = Schema.decodeUnknownSync(ClaimRequest)(
+      JSON.parse(
+        await directClaimBody({
+          signer: owner.signer,
+          chainId: net.chain.deployment.chainId,
+          vault: net.vault,
+          id: owner.id,
+          asset: net.settlementAsset,
+          amount: 5n * E18,
+          recipient,
+          relayer: net.relayerAddress,
+          relayerFee: quote.relayerFee,
+          nonce: 0n,
+          deadline: BigInt(Math.floor(Date.now() / 1000) + 3600)
+        })
+      )
+    )
+    const replayed = await refusal(net.client.claims.claim({ payload: other }))
     expect(replayed).toBeInstanceOf(NonceMismatch)
     expect(replayed).toMatchObject({ _tag: "NonceMismatch", message: expect.any(String) })
     expect(errorCatalog[(replayed as NonceMismatch)._tag]).toEqual({ status: 409, code: "nonce_mismatch" })
