@@ -8,25 +8,14 @@
  * and nothing of a login in logs or metrics. The escrow listing itself runs on the devnet
  * (test/e2e/attestor-escrows.test.ts).
  */
-import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Schema } from "effect"
+import { Schema } from "effect"
 import type { Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { attestorServer } from "../../layers/attestor.js"
 import { SessionResponse } from "../../schema/attestor.js"
-import { AttestationStore } from "../../src/attestor/AttestationStore.js"
-import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
-import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
-import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
-import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
-import { SessionStore } from "../../src/attestor/SessionStore.js"
-import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
-import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { newLoginSecret } from "../../src/client.js"
-import { AttestorSettings } from "../../src/config/attestor.js"
 import { serverUrl } from "../../src/http/server.js"
-import { Indexer } from "../../src/indexer/Indexer.js"
-import { storageLayer } from "../../src/store/sql.js"
+import { embeddedAttestor } from "../support/embeddedAttestor.js"
 
 const BOT_TOKEN = "5550001:route-test-bot-token"
 const STEALTH_OWNER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
@@ -50,42 +39,9 @@ const baseEnv = {
 
 /** Every log line the servers write, to check that nothing of a login reaches one. */
 const logLines: Array<string> = []
-const capture = Logger.replace(
-  Logger.defaultLogger,
-  Logger.map(Logger.logfmtLogger, (line) => {
-    logLines.push(line)
-  })
-)
 
 /** The attestor's server with its session store on an embedded database, no indexer. */
-const serve = (env: Record<string, string>) =>
-  ManagedRuntime.make(
-    attestorServer.pipe(
-      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, VetoWatcher.disabled)),
-      Layer.provide(
-        Layer.unwrapEffect(
-          Effect.map(AttestorSettings, (settings) =>
-            Layer.mergeAll(
-              SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
-              OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
-              PublicCommitments.layer,
-              PaymentStore.layer,
-              AttestationStore.layer
-            ).pipe(
-              Layer.provideMerge(
-                storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
-              )
-            )
-          )
-        )
-      ),
-      Layer.provide(mockChainClient({})),
-      Layer.provide(AttestorSettings.layer),
-      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
-      Layer.provide(capture),
-      Layer.provide(Logger.minimumLogLevel(LogLevel.Info))
-    )
-  )
+const serve = (env: Record<string, string>) => embeddedAttestor(env, logLines)
 
 const configured = serve({ ...baseEnv, MESSENGER_BOT_TOKEN: BOT_TOKEN })
 const unconfigured = serve(baseEnv)

@@ -1,27 +1,7 @@
-/**
- * The OAuth routes' rows of docs/attestor.md §4 and §8 through the attestor's own server wiring over
- * a mocked chain, no indexer and an embedded database: the legacy GET start and the callback each
- * cost a token of the client's per-IP bucket (429 `rate_limited` with `Retry-After` once it is
- * empty, while the free reads still answer); with `OAUTH_GET_START=false` the legacy GET start is
- * 404 `not_found` for any query and any platform, the POST start unchanged; and fedsocial with
- * Optimism's public RPC logs exactly one warning line at start-up, with a private RPC none.
- */
-import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { attestorServer } from "../../layers/attestor.js"
-import { AttestationStore } from "../../src/attestor/AttestationStore.js"
-import { HintIndex } from "../../src/attestor/hintIndex.js"
-import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
-import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
-import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
-import { SessionStore } from "../../src/attestor/SessionStore.js"
-import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
-import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { newLoginSecret } from "../../src/client.js"
-import { AttestorSettings } from "../../src/config/attestor.js"
 import { serverUrl } from "../../src/http/server.js"
-import { Indexer } from "../../src/indexer/Indexer.js"
-import { storageLayer } from "../../src/store/sql.js"
+import { embeddedAttestor } from "../support/embeddedAttestor.js"
 
 const STEALTH_OWNER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
 const BURST = 2
@@ -51,41 +31,7 @@ const baseEnv = {
 }
 
 /** The attestor's server on an embedded database, no indexer; its log lines into `lines`. */
-const serve = (env: Record<string, string>, lines: Array<string>) =>
-  ManagedRuntime.make(
-    attestorServer.pipe(
-      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, VetoWatcher.disabled)),
-      Layer.provide(
-        Layer.unwrapEffect(
-          Effect.map(AttestorSettings, (settings) =>
-            Layer.mergeAll(
-              SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
-              OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
-              PublicCommitments.layer,
-              PaymentStore.layer,
-              AttestationStore.layer
-            ).pipe(
-              Layer.provideMerge(
-                storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
-              )
-            )
-          )
-        )
-      ),
-      Layer.provide(mockChainClient({})),
-      Layer.provide(AttestorSettings.layer),
-      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
-      Layer.provide(
-        Logger.replace(
-          Logger.defaultLogger,
-          Logger.map(Logger.logfmtLogger, (line) => {
-            lines.push(line)
-          })
-        )
-      ),
-      Layer.provide(Logger.minimumLogLevel(LogLevel.Info))
-    )
-  )
+const serve = embeddedAttestor
 
 /** fedsocial on Optimism's public RPC (the default), the legacy GET start served. */
 const publicRpcLines: Array<string> = []

@@ -1,0 +1,55 @@
+/**
+ * The attestor's HTTP server for route tests: its stores on an in-memory PGlite, no indexer, hint
+ * index or veto watcher, a mocked chain, the settings of `env`, and every log line (logfmt, info and
+ * above) pushed to `lines`, so a test can check what reached the log.
+ */
+import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
+import { attestorServer } from "../../layers/attestor.js"
+import { AttestationStore } from "../../src/attestor/AttestationStore.js"
+import { HintIndex } from "../../src/attestor/hintIndex.js"
+import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
+import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
+import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
+import { SessionStore } from "../../src/attestor/SessionStore.js"
+import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
+import { mockChainClient } from "../../src/chain/MockChainClient.js"
+import { AttestorSettings } from "../../src/config/attestor.js"
+import { Indexer } from "../../src/indexer/Indexer.js"
+import { storageLayer } from "../../src/store/sql.js"
+
+export const embeddedAttestor = (env: Record<string, string>, lines: Array<string>) =>
+  ManagedRuntime.make(
+    attestorServer.pipe(
+      Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, VetoWatcher.disabled)),
+      Layer.provide(
+        Layer.unwrapEffect(
+          Effect.map(AttestorSettings, (settings) =>
+            Layer.mergeAll(
+              SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
+              OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
+              PublicCommitments.layer,
+              PaymentStore.layer,
+              AttestationStore.layer
+            ).pipe(
+              // Served too: fedsocial's verify takes its nonce and makes its session in one transaction.
+              Layer.provideMerge(
+                storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
+              )
+            )
+          )
+        )
+      ),
+      Layer.provide(mockChainClient({})),
+      Layer.provide(AttestorSettings.layer),
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
+      Layer.provide(
+        Logger.replace(
+          Logger.defaultLogger,
+          Logger.map(Logger.logfmtLogger, (line) => {
+            lines.push(line)
+          })
+        )
+      ),
+      Layer.provide(Logger.minimumLogLevel(LogLevel.Info))
+    )
+  )
