@@ -6,12 +6,13 @@
  * next claim is accepted and mined.
  */
 import { Effect } from "effect"
-import { type Hex, zeroAddress } from "viem"
+import { zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freeLoopbackPort, relayerEnv, writeDevnetFile } from "../../layers/devnet.js"
 import { type RpcProxy, startRpcProxy } from "../chain/rpcProxy.js"
 import { directClaimBody } from "../support/directClaim.js"
 import { type ServiceProcess, startService } from "../support/process.js"
+import { type ClaimAnswer, claimWithin } from "./support/claimWithin.js"
 import { E18, freshAddress, freshOwner, VaultDevnet } from "./support/relayerDevnet.js"
 
 const TIMEOUT = 240_000
@@ -42,27 +43,6 @@ afterAll(async () => {
 })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-interface Answer {
-  readonly status: number | "no answer"
-  readonly code?: string
-  readonly txHash?: Hex
-}
-
-/** Posts `body`, giving up after `ms`: "no answer" then. */
-const post = async (base: string, body: string, ms: number): Promise<Answer> => {
-  try {
-    const res = await fetch(`${base}/v1/claim`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-      signal: AbortSignal.timeout(ms)
-    })
-    return { status: res.status, ...((await res.json()) as { code?: string; txHash?: Hex }) }
-  } catch {
-    return { status: "no answer" }
-  }
-}
 
 describe("a claim while the chain RPC is blackholed", () => {
   it("is refused 503 at once, and accepted again once the RPC answers", { timeout: TIMEOUT }, async () => {
@@ -110,13 +90,13 @@ describe("a claim while the chain RPC is blackholed", () => {
 
     proxy.setRule(() => ({ kind: "hang" }))
     // The first claim meets a closed circuit: it may wait for its requests' timeouts, which open it.
-    const first = await post(base, bodies[0]!, 60_000)
+    const first = await claimWithin(base, bodies[0]!, 60_000)
     expect(first).toMatchObject({ status: 503, code: "unavailable" })
 
     // From then on, each claim is refused within the bound.
-    const refused: Array<Answer> = []
+    const refused: Array<ClaimAnswer> = []
     for (const body of bodies.slice(1, 4)) {
-      refused.push(await post(base, body, BOUND_MS))
+      refused.push(await claimWithin(base, body, BOUND_MS))
       await sleep(200)
     }
     expect(refused.map((a) => [a.status, a.code])).toEqual(Array(3).fill([503, "unavailable"]))
@@ -125,7 +105,7 @@ describe("a claim while the chain RPC is blackholed", () => {
     // out), the next claim is accepted and mined.
     proxy.reset()
     await sleep(RPC_TIMEOUT_MS + PROBE_MS + 500)
-    const accepted = await post(base, bodies[4]!, 60_000)
+    const accepted = await claimWithin(base, bodies[4]!, 60_000)
     expect(accepted.status).toBe(200)
     const deadline = Date.now() + 60_000
     while ((await chain.vaultAccount(owners[4]!.id)).nonce !== 1n && Date.now() < deadline) await sleep(200)

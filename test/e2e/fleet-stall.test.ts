@@ -18,6 +18,7 @@ import { postgresSchema } from "../indexer/support/harness.js"
 import { rpc } from "../relayer/txsender-support.js"
 import { directClaimBody } from "../support/directClaim.js"
 import { type ServiceProcess, startService } from "../support/process.js"
+import { type ClaimAnswer, claimWithin } from "./support/claimWithin.js"
 import { E18, freshAddress, freshOwner, VaultDevnet } from "./support/relayerDevnet.js"
 
 const TIMEOUT = 360_000
@@ -63,29 +64,6 @@ const fundedOwner = async () => {
   await chain.registerOwner(owner)
   await chain.deposit(owner.id, chain.settlementAsset, 100n * E18)
   return owner
-}
-
-interface Answer {
-  readonly status: number | "no answer"
-  readonly txHash?: Hex
-  readonly code?: string
-  readonly error?: string
-}
-
-/** Posts `body`, giving up after `ms`: "no answer" then. */
-const post = async (base: string, body: string, ms: number): Promise<Answer> => {
-  try {
-    const res = await fetch(`${base}/v1/claim`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-      signal: AbortSignal.timeout(ms)
-    })
-    const json = (await res.json()) as { txHash?: Hex; code?: string; error?: string }
-    return { status: res.status, ...json }
-  } catch {
-    return { status: "no answer" }
-  }
 }
 
 const minedNonce = async () =>
@@ -141,12 +119,12 @@ describe.skipIf(process.env.DATABASE_URL === undefined)("a replica whose send RP
 
       // Two claims to the replica whose send RPC hangs: it takes the lock and broadcasts into
       // the void. Its callers may wait for its hold to expire, no longer than a minute.
-      const toHanging = bodies.slice(0, 2).map((body) => post(hangingUrl, body, 60_000))
+      const toHanging = bodies.slice(0, 2).map((body) => claimWithin(hangingUrl, body, 60_000))
       await sleep(300)
       // Six to the healthy one, one every 300 ms, each given up after the bound.
-      const toHealthy: Array<Promise<Answer>> = []
+      const toHealthy: Array<Promise<ClaimAnswer>> = []
       for (const body of bodies.slice(2)) {
-        toHealthy.push(post(healthyUrl, body, BOUND_MS))
+        toHealthy.push(claimWithin(healthyUrl, body, BOUND_MS))
         await sleep(300)
       }
       const healthyAnswers = await Promise.all(toHealthy)
