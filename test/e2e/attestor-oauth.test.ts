@@ -533,6 +533,13 @@ describe("login CSRF: a session answers only to the client that started its logi
       await attestor.post("/v1/escrows", { session: token, loginSecret: attack.loginSecret })
     )
     expect((listed.escrows as Array<{ id: string }>).map((e) => e.id)).toContain(escrowId)
+    // And it signs: the counter read above moves when a signature leaves, so its standing still
+    // while the token was refused means none did.
+    const signed = await json(
+      await attestor.post("/v1/bind", { session: token, loginSecret: attack.loginSecret, ids: [escrowId] })
+    )
+    expect(signed.binds).toHaveLength(1)
+    expect(await bindSignatures(attestor)).toBe(signedBefore + 1)
   })
 
   it("a codehost start without a challenge is 400 bad_request (LOGIN_CHALLENGE=required), for every redirect platform", async () => {
