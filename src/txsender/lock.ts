@@ -199,11 +199,21 @@ export const makeKeyLock = (options: KeyLockOptions) =>
         const stepBack = Math.min(stepBackUntil - start, wait)
         if (stepBack > 0) yield* Effect.sleep(Duration.millis(stepBack))
         const remaining = Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, wait - (now - start)))
-        const entered = semaphore
-          .withPermitsIfAvailable(1)(Effect.flatMap(remaining, hold))
-          .pipe(
-            Effect.flatMap(Option.match({ onNone: () => Effect.fail(new Busy()), onSome: Effect.succeed }))
-          )
+        // A caller already waiting when a hold of this process expired steps back too: otherwise
+        // this process's queue (its next batch, its monitor) takes the lock again at once, each
+        // hanging for the deadline, and the other replicas wait out their callers' whole wait.
+        const steppingBack = Effect.map(Clock.currentTimeMillis, (now) => now < stepBackUntil)
+        const entered = Effect.if(steppingBack, {
+          onTrue: () => Effect.fail(new Busy()),
+          onFalse: () =>
+            semaphore
+              .withPermitsIfAvailable(1)(Effect.flatMap(remaining, hold))
+              .pipe(
+                Effect.flatMap(
+                  Option.match({ onNone: () => Effect.fail(new Busy()), onSome: Effect.succeed })
+                )
+              )
+        })
         return yield* entered.pipe(
           Effect.retry({
             schedule: poll(Math.max(0, wait - Math.max(0, stepBack))),
