@@ -24,7 +24,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import type { Address, Hex } from "viem"
 import type { Visibility } from "../../schema/attestor.js"
 import { Unavailable } from "../../schema/errors.js"
-import { advisoryKey } from "../store/advisoryLock.js"
+import { advisoryKey, transactionLock } from "../store/advisoryLock.js"
 
 export interface Attestation {
   readonly id: Hex
@@ -159,11 +159,9 @@ export const makeAttestationStore = Effect.gen(function* () {
    * never interleave anyway.
    */
   const lockIds = (ids: Iterable<string>) =>
-    Effect.forEach(
-      [...new Set([...ids].map(lower))].sort(),
-      (id) => sql`SELECT pg_advisory_xact_lock(${idLockKey(id)}::bigint)`,
-      { discard: true }
-    )
+    Effect.forEach([...new Set([...ids].map(lower))].sort(), (id) => transactionLock(sql, idLockKey(id)), {
+      discard: true
+    })
 
   const record: AttestationStoreShape["record"] = (attestations, issuedAt) => {
     if (attestations.length === 0) return Effect.succeed([])

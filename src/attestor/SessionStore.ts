@@ -41,7 +41,7 @@ import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { type LoginChallenge, type LoginSecret, Session, SessionToken } from "../../schema/attestor.js"
 import { InvalidSession, Unavailable } from "../../schema/errors.js"
 import { atMostEvery } from "../background/throttle.js"
-import { advisoryKey } from "../store/advisoryLock.js"
+import { advisoryKey, transactionLock } from "../store/advisoryLock.js"
 
 /** A session as read back: what it stands for and when it stops being valid (unix seconds). */
 export interface StoredSession extends Session {
@@ -203,7 +203,7 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
         yield* Effect.gen(function* () {
           if (startedAt !== undefined) {
             // After a contest of the user that committed first, or before one that waits.
-            yield* sql`SELECT pg_advisory_xact_lock(${userLockKey(session)}::bigint)`
+            yield* transactionLock(sql, userLockKey(session))
             const contested = yield* sql<{ readonly contested_at: string | number }>`
               SELECT contested_at FROM attestor_user_contests
               WHERE platform = ${session.platform} AND user_id = ${session.userId}`
@@ -261,7 +261,7 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
 
     const endOthers: SessionStoreShape["endOthers"] = (session, keep, now) =>
       Effect.gen(function* () {
-        yield* sql`SELECT pg_advisory_xact_lock(${userLockKey(session)}::bigint)`
+        yield* transactionLock(sql, userLockKey(session))
         yield* sql`
           INSERT INTO attestor_user_contests (platform, user_id, contested_at)
           VALUES (${session.platform}, ${session.userId}, ${now})

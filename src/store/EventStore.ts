@@ -20,7 +20,13 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Context, Data, Effect, Layer, type Scope } from "effect"
 import type { Address, Hex } from "viem"
-import { advisoryKey, inProcessLock, isEmbeddedDatabase, sessionLock } from "./advisoryLock.js"
+import {
+  advisoryKey,
+  inProcessLock,
+  isEmbeddedDatabase,
+  sessionLock,
+  transactionLock
+} from "./advisoryLock.js"
 
 export interface VaultRef {
   readonly chainId: number
@@ -242,8 +248,7 @@ export const makeEventStore = Effect.gen(function* () {
       WHERE chain_id = ${chainId} ORDER BY hash, seq DESC
     ) latest WHERE orphaned`
 
-  const lockChainWrites = (chainId: number) =>
-    sql`SELECT pg_advisory_xact_lock(${chainWriteKey(chainId)}::bigint)`
+  const lockChainWrites = (chainId: number) => transactionLock(sql, chainWriteKey(chainId))
 
   const latestRangeSeq = (ref: VaultRef) =>
     Effect.map(

@@ -24,6 +24,34 @@ export { isEmbeddedDatabase } from "./sql.js"
 export const advisoryKey = (name: string): string =>
   BigInt.asIntN(64, BigInt(keccak256(stringToHex(name)).slice(0, 18))).toString()
 
+/** Per SQL client, the schema its statements work in. */
+const schemas = new WeakMap<SqlClient, string>()
+
+/**
+ * `key` as this client takes it. Advisory locks belong to the whole database, while a deployment's
+ * tables belong to its schema (`search_path`): two deployments in schemas of one database would
+ * otherwise exclude each other, one indexer standing by for another's vault. In the `public`
+ * schema a key is itself, as before, so replicas of an earlier version still exclude these.
+ */
+export const scopedKey = (sql: SqlClient, key: string): Effect.Effect<string, SqlError> => {
+  const known = schemas.get(sql)
+  const derive = (schema: string) => (schema === "public" ? key : advisoryKey(`${schema}:${key}`))
+  if (known !== undefined) return Effect.succeed(derive(known))
+  return Effect.map(sql<{ readonly schema: string | null }>`SELECT current_schema() AS schema`, (rows) => {
+    // No schema of the search path exists yet: nothing is created there, so any key will do.
+    const schema = rows[0]?.schema ?? null
+    if (schema === null) return key
+    schemas.set(sql, schema)
+    return derive(schema)
+  })
+}
+
+/** The transaction advisory lock of `key` (in this client's schema), held until the transaction ends. */
+export const transactionLock = (sql: SqlClient, key: string): Effect.Effect<void, SqlError> =>
+  Effect.flatMap(scopedKey(sql, key), (scoped) => sql`SELECT pg_advisory_xact_lock(${scoped}::bigint)`).pipe(
+    Effect.asVoid
+  )
+
 export interface ExclusiveLock<E = SqlError> {
   /** Takes the lock if it is free, never waiting; true while this holder holds it. */
   readonly tryLock: Effect.Effect<boolean, E>
@@ -44,14 +72,16 @@ const lockOids = (key: string): readonly [string, string] => {
 }
 
 /**
- * A session advisory lock on `key` over a connection reserved for it. The scope's end unlocks it
- * whenever it may be held (see above), then returns the connection to the pool.
+ * A session advisory lock on `name` (an `advisoryKey`, taken in this client's schema: `scopedKey`)
+ * over a connection reserved for it. The scope's end unlocks it whenever it may be held (see
+ * above), then returns the connection to the pool.
  */
 export const sessionLock = (
   sql: SqlClient,
-  key: string
+  name: string
 ): Effect.Effect<ExclusiveLock, SqlError, Scope.Scope> =>
   Effect.gen(function* () {
+    const key = yield* scopedKey(sql, name)
     const connection = yield* sql.reserve
     // True from the moment a lock request leaves until it is answered "not granted".
     let mayHold = false

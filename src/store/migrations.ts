@@ -7,7 +7,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
-import { advisoryKey } from "./advisoryLock.js"
+import { advisoryKey, scopedKey } from "./advisoryLock.js"
 import m0001_event_store from "./migrations/0001_event_store.js"
 import m0002_indexer_progress from "./migrations/0002_indexer_progress.js"
 import m0010_tx_sender from "./migrations/0010_tx_sender.js"
@@ -102,13 +102,12 @@ const withMigrationsLock = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     if (/PGlite/i.test(version[0]?.v ?? "")) return yield* effect
     return yield* Effect.scoped(
       Effect.gen(function* () {
+        const key = yield* scopedKey(sql, migrationsLock())
         const connection = yield* sql.reserve
         yield* Effect.acquireRelease(
-          connection.execute("SELECT pg_advisory_lock($1::bigint)", [migrationsLock()], undefined),
+          connection.execute("SELECT pg_advisory_lock($1::bigint)", [key], undefined),
           () =>
-            connection
-              .execute("SELECT pg_advisory_unlock($1::bigint)", [migrationsLock()], undefined)
-              .pipe(Effect.ignore)
+            connection.execute("SELECT pg_advisory_unlock($1::bigint)", [key], undefined).pipe(Effect.ignore)
         )
         return yield* effect
       })

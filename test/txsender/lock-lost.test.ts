@@ -14,6 +14,7 @@ import { generatePrivateKey } from "viem/accounts"
 import { ChainClient } from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { prometheusText } from "../../src/http/metrics.js"
+import { scopedKey } from "../../src/store/advisoryLock.js"
 import { migrate } from "../../src/store/migrations.js"
 import type { TxRequest, TxSubmitError } from "../../src/txsender/api.js"
 import { makeSenderCore } from "../../src/txsender/core.js"
@@ -91,8 +92,8 @@ const killHolder = (sql: SqlClient, key: string) =>
 
 /** The sessions that hold the advisory lock of `key`, by process id. */
 const holderPids = (sql: SqlClient, key: string) =>
-  Effect.suspend(() => {
-    const unsigned = BigInt.asUintN(64, BigInt(key))
+  Effect.flatMap(scopedKey(sql, key), (scoped) => {
+    const unsigned = BigInt.asUintN(64, BigInt(scoped))
     return sql<{ readonly pid: number }>`
       SELECT pid FROM pg_locks
       WHERE locktype = 'advisory' AND granted AND objsubid = 1
