@@ -135,7 +135,8 @@ export const walletPageEnv = (origin: string = DEVNET_FRONTEND_ORIGIN) => ({
   relayer: { CORS_ALLOWED_ORIGINS: origin } as Record<string, string>,
   attestor: {
     CORS_ALLOWED_ORIGINS: origin,
-    REDIRECT_ALLOWLIST: `${origin}/after-login`,
+    // The usual front-end origin stays listed, so scripts that name it work whatever the page's port.
+    REDIRECT_ALLOWLIST: [...new Set([DEVNET_REDIRECT_ALLOWLIST, `${origin}/after-login`])].join(","),
     FEDSOCIAL_DOMAIN: new URL(origin).host,
     FEDSOCIAL_URI: `${origin}/login`
   } as Record<string, string>

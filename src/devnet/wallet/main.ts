@@ -297,7 +297,11 @@ const fetchEscrows = async (session: Session): Promise<ReadonlyArray<Escrow>> =>
   ).escrows
 
 const ownerCell = (owner: string | null) =>
-  owner === null ? "—" : same(owner, stealthOwner) ? `${short(owner)} (this page's key)` : short(owner)
+  owner === null || /^0x0{40}$/.test(owner)
+    ? "—"
+    : same(owner, stealthOwner)
+      ? `${short(owner)} (this page's key)`
+      : short(owner)
 
 const renderEscrows = (escrows: ReadonlyArray<Escrow>) => {
   const body = byId<HTMLTableSectionElement>("escrows")
