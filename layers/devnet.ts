@@ -30,6 +30,7 @@ import {
 } from "../src/attestor/hints.js"
 import { type AnvilInstance, type AnvilStartError, startAnvil } from "../src/chain/anvil.js"
 import { type OAuthStandIns, oauthStandIns, type StandInPlatform } from "../src/devnet/oauthStandIns.js"
+import { walletPage } from "../src/devnet/walletPage.js"
 import { type FacilitatorStandIn, facilitatorStandIn, installX402Contracts } from "../src/devnet/x402.js"
 import { AttestorLive } from "./attestor.js"
 import { RelayerLive } from "./relayer.js"
@@ -123,6 +124,29 @@ export const standInEnv = (
   }
   return env
 }
+
+/**
+ * The settings that let the devnet's wallet page at `origin` (src/devnet/walletPage.ts; by default
+ * `DEVNET_FRONTEND_ORIGIN`) log users in and call the services from the browser: the attestor's
+ * redirect allow-list and Sign In With Farcaster domain name it, and both services allow it
+ * cross-origin calls (`CORS_ALLOWED_ORIGINS`).
+ */
+export const walletPageEnv = (origin: string = DEVNET_FRONTEND_ORIGIN) => ({
+  relayer: { CORS_ALLOWED_ORIGINS: origin } as Record<string, string>,
+  attestor: {
+    CORS_ALLOWED_ORIGINS: origin,
+    // The usual front-end origin stays listed, so scripts that name it work whatever the page's port.
+    REDIRECT_ALLOWLIST: [...new Set([DEVNET_REDIRECT_ALLOWLIST, `${origin}/after-login`])].join(","),
+    FEDSOCIAL_DOMAIN: new URL(origin).host,
+    FEDSOCIAL_URI: `${origin}/login`
+  } as Record<string, string>
+})
+
+/** The devnet's wallet page for the services at these URLs; closed with the scope. */
+export const devnetWalletPage = (
+  urls: { readonly attestorUrl: string; readonly relayerUrl: string },
+  port = 0
+) => walletPage({ ...urls, port, host: "127.0.0.1", messengerBotToken: DEVNET_MESSENGER_BOT_TOKEN })
 
 /** What a handle lookup costs on the devnet (docs/protocol.md §9): 0.01 of the settlement asset. */
 export const DEVNET_LOOKUP_PRICE = "0.01"

@@ -16,10 +16,12 @@ import {
   devnetChain,
   devnetFacilitator,
   devnetStandIns,
+  devnetWalletPage,
   fedsocialEnv,
   paidLookupEnv,
   relayerEnv,
   standInEnv,
+  walletPageEnv,
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { safeText, serviceLogger } from "../logging.js"
@@ -114,12 +116,14 @@ const program = Effect.gen(function* () {
   const attestorPort = yield* portSetting("DEVNET_ATTESTOR_PORT", 8081)
   const doublesPort = yield* portSetting("DEVNET_DOUBLES_PORT", 8082)
   const facilitatorPort = yield* portSetting("DEVNET_FACILITATOR_PORT", 8083)
+  const walletPort = yield* portSetting("DEVNET_WALLET_PORT", 5173)
   // Check every port first, so a busy one stops the devnet before anything has started.
   yield* ensurePortFree(rpcPort, "chain RPC (DEVNET_RPC_PORT)")
   yield* ensurePortFree(relayerPort, "relayer (DEVNET_RELAYER_PORT)")
   yield* ensurePortFree(attestorPort, "attestor (DEVNET_ATTESTOR_PORT)")
   yield* ensurePortFree(doublesPort, "OAuth provider stand-ins (DEVNET_DOUBLES_PORT)")
   yield* ensurePortFree(facilitatorPort, "x402 facilitator stand-in (DEVNET_FACILITATOR_PORT)")
+  yield* ensurePortFree(walletPort, "wallet page (DEVNET_WALLET_PORT)")
 
   yield* Effect.logInfo("starting anvil and deploying the reference contracts")
   const chain: DevnetChain = yield* devnetChain({ dir, rpcPort })
@@ -135,10 +139,16 @@ const program = Effect.gen(function* () {
     doublesUrl: standIns.url,
     facilitatorUrl: facilitator.url
   })
+  // The wallet page at http://localhost:<port>: the attestor's allow-list and both services' CORS name it.
+  const wallet = yield* devnetWalletPage({ attestorUrl, relayerUrl }, walletPort)
+  const walletSettings = walletPageEnv(wallet.url)
 
   const [relayer, attestor] = yield* Effect.all(
     [
-      serviceProcess("relayer", "src/bin/relayer.ts", relayerEnv(chain, relayerPort)),
+      serviceProcess("relayer", "src/bin/relayer.ts", {
+        ...relayerEnv(chain, relayerPort),
+        ...walletSettings.relayer
+      }),
       serviceProcess("attestor", "src/bin/attestor.ts", {
         ...attestorEnv(chain, attestorPort),
         ...standInEnv(standIns, attestorUrl),
@@ -146,7 +156,8 @@ const program = Effect.gen(function* () {
         // Quoted as stock @x402/evm clients pay (docs/protocol.md §9).
         ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
         // Vetoes paid by the attestor's key, account #2 (docs/protocol.md §9).
-        ...autoVetoEnv
+        ...autoVetoEnv,
+        ...walletSettings.attestor
       })
     ],
     { concurrency: 2 }
@@ -155,6 +166,7 @@ const program = Effect.gen(function* () {
     [
       "",
       "devnet is up",
+      `  wallet    ${wallet.url}/  (open it in a browser: log in, see your escrows, bind)`,
       `  chain     ${chain.anvil.rpcUrl}  (chain id ${chain.deployment.chainId})`,
       `  vault     ${chain.deployment.vault}`,
       `  relayer   ${relayer.url}`,

@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises"
 import { Cause, Config, ConfigError, Effect, Either, Option, ParseResult, Redacted } from "effect"
 import { type Address, getAddress, isAddress, parseGwei } from "viem"
 import { type Deployment, decodeDeploymentJson } from "../../schema/deployment.js"
+import { corsOrigin } from "../http/cors.js"
 
 export const address = (name: string): Config.Config<Address> =>
   Config.string(name).pipe(
@@ -80,6 +81,28 @@ export const optionalSecret = (name: string): Config.Config<Option.Option<Redact
         Redacted.make
       )
     )
+  )
+
+/** A comma-separated list of http(s) origins (`scheme://host[:port]`, no path); empty or unset: none. */
+export const originList = (name: string): Config.Config<ReadonlyArray<string>> =>
+  Config.string(name).pipe(
+    Config.mapOrFail((s) => {
+      const entries = s
+        .split(",")
+        .map((e) => e.trim())
+        .filter((e) => e.length > 0)
+      const origins = entries.map(corsOrigin)
+      const bad = origins.indexOf(undefined)
+      return bad < 0
+        ? Either.right(origins as ReadonlyArray<string>)
+        : Either.left(
+            ConfigError.InvalidData(
+              [],
+              `expected comma-separated origins such as https://wallet.example (got "${entries[bad]!.slice(0, 40)}")`
+            )
+          )
+    }),
+    Config.withDefault([] as ReadonlyArray<string>)
   )
 
 /** One of a few words; a refusal lists every one of them. */
@@ -274,11 +297,13 @@ export interface ServiceSettings extends HttpTimeoutSettings {
   readonly maxBodyBytes: number
   /** How many reverse proxies in front append to `X-Forwarded-For`; 0 trusts none. */
   readonly trustProxyHops: number
+  /** Browser origins allowed to call the service (`CORS_ALLOWED_ORIGINS`); none by default. */
+  readonly corsAllowedOrigins: ReadonlyArray<string>
 }
 
 /**
  * `HOST`, `PORT`, `RPC_URL`, `RPC_TIMEOUT_MS`, `RPC_CIRCUIT_*`, `DATABASE_URL`, `DATA_DIR`, `CHAIN_ID`,
- * `METRICS_TOKEN`, `MAX_BODY_BYTES`, `TRUST_PROXY` and `HTTP_*_TIMEOUT_MS`, with the service's own
+ * `METRICS_TOKEN`, `MAX_BODY_BYTES`, `TRUST_PROXY`, `CORS_ALLOWED_ORIGINS` and `HTTP_*_TIMEOUT_MS`, with the service's own
  * defaults; to spread into its `Config.all`.
  */
 export const serviceSettings = (defaults: {
@@ -298,5 +323,6 @@ export const serviceSettings = (defaults: {
   metricsToken: optionalSecret("METRICS_TOKEN"),
   maxBodyBytes: positiveInt("MAX_BODY_BYTES", defaults.maxBodyBytes),
   trustProxyHops: nonNegativeInt("TRUST_PROXY", 0, 16),
+  corsAllowedOrigins: originList("CORS_ALLOWED_ORIGINS"),
   ...httpTimeoutSettings
 })

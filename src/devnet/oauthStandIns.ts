@@ -8,9 +8,12 @@
  * them to drive the attestor through real HTTP. They answer like the real providers, failures
  * included (GitHub's 200-with-`error` on a refused code, X's problem+json 401, Discord's string
  * snowflakes), because a stand-in that is kinder than the real thing hides the attestor's bugs.
- * Consent is implied: the authorize endpoint redirects at once. The user is the decimal id in the
- * extra `devnet_user` query parameter (default `DEFAULT_DEVNET_USERS`), and the handle `dev<n>` is
- * user `n`. Tests can switch faults on per platform and endpoint (slow, huge, down, ...).
+ * A browser's visit (a navigation, `Sec-Fetch-Mode: navigate`) to the authorize endpoint gets a
+ * consent page, where a person picks a devnet user and presses "authorize" (or "deny"). Scripts
+ * skip it: with the extra `devnet_user` query parameter, or from any client that is not a
+ * navigating browser, consent is implied and the endpoint redirects at once, for the decimal id in
+ * `devnet_user` (default `DEFAULT_DEVNET_USERS`). The handle `dev<n>` is user `n`. Tests can
+ * switch faults on per platform and endpoint (slow, huge, down, ...).
  *
  * Nothing here is logged: the answers carry codes and tokens.
  */
@@ -149,6 +152,53 @@ const errorPage = (message: string): Answer => ({
 })
 
 const redirect = (location: string): Answer => ({ status: 302, headers: { location } })
+
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+const PROVIDER_NAMES: Record<StandInPlatform, string> = {
+  microblog: "microblog (X-style)",
+  codehost: "codehost (GitHub-style)",
+  community: "community (Discord-style)"
+}
+
+/**
+ * The provider's consent page: the same authorize request again, with the user the person picked
+ * in `devnet_user` (or `devnet_deny=1`), so the form's answer takes the scripts' path. Inline
+ * styles only: the page loads nothing.
+ */
+const consentPage = (platform: StandInPlatform, query: URLSearchParams): Answer => {
+  const hidden = [...query]
+    .filter(([key]) => key !== "devnet_user" && key !== "devnet_deny")
+    .map(([key, value]) => `<input type="hidden" name="${escapeHtml(key)}" value="${escapeHtml(value)}">`)
+    .join("")
+  const user = DEFAULT_DEVNET_USERS[platform]
+  const suggestions = [user, ...[1, 2, 3].map((n) => String(Number(user) + 10 * n))]
+    .map((id) => `<option value="${id}">`)
+    .join("")
+  return {
+    status: 200,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'",
+      "x-frame-options": "DENY"
+    },
+    text: `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Authorize · ${PROVIDER_NAMES[platform]} stand-in</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body style="font-family: system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem">
+<p style="background:#fff3cd;border:1px solid #e0c36a;padding:.5rem">Devnet stand-in of an OAuth provider: no real account is involved.</p>
+<h1 style="font-size:1.4rem">Authorize the fee vault attestor</h1>
+<p>The attestor asks to read which ${PROVIDER_NAMES[platform]} user you are.</p>
+<form method="get" action="">${hidden}
+<label for="devnet_user">Log in as devnet user (a decimal id)</label><br>
+<input id="devnet_user" name="devnet_user" value="${user}" list="devnet-users" required pattern="[1-9][0-9]{0,19}" inputmode="numeric" style="font-size:1rem;margin:.5rem 0">
+<datalist id="devnet-users">${suggestions}</datalist><br>
+<button type="submit" id="authorize" style="font-size:1rem">Authorize</button>
+<button type="submit" id="deny" name="devnet_deny" value="1" formnovalidate style="font-size:1rem">Deny</button>
+</form></body></html>
+`
+  }
+}
 
 const notFound = (platform: StandInPlatform): Answer =>
   platform === "community"
@@ -414,7 +464,7 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
 
   // --- authorize -----------------------------------------------------------------------------
 
-  const authorize = (platform: StandInPlatform, query: URLSearchParams): Answer => {
+  const authorize = (platform: StandInPlatform, query: URLSearchParams, navigated: boolean): Answer => {
     const client = clients[platform]
     const clientId = query.get("client_id")
     if (clientId === null || clientId !== client.clientId) return errorPage("Unknown or missing client_id.")
@@ -431,6 +481,9 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
         return errorPage("A code_challenge with code_challenge_method=S256 is required.")
       if (!S256_CHALLENGE.test(challenge)) return errorPage("Invalid code_challenge.")
     }
+    // A person at a browser consents on the page; its form comes back with `devnet_user` set.
+    if (navigated && query.get("devnet_user") === null && query.get("devnet_deny") === null)
+      return consentPage(platform, query)
     const user = query.get("devnet_user") ?? DEFAULT_DEVNET_USERS[platform]
     if (!USER_ID.test(user)) return errorPage("devnet_user must be a decimal user id.")
 
@@ -758,7 +811,7 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
     else {
       switch (endpoint) {
         case "authorize":
-          answer = authorize(platform, url.searchParams)
+          answer = authorize(platform, url.searchParams, req.headers["sec-fetch-mode"] === "navigate")
           break
         case "token":
           answer = token(platform, req, body)

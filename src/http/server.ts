@@ -18,6 +18,7 @@ import { Cause, Context, Effect, type Fiber, FiberId, FiberRef, Layer, Metric, O
 import { unsafeLogInfo } from "../logging.js"
 import { jsonBodyGuard } from "./body.js"
 import { type CachedAnswers, cacheableAnswer, makeCachedAnswers, writeAnswer } from "./cachedAnswers.js"
+import { corsStep } from "./cors.js"
 import { counter, recordRequest, taggedOnce } from "./metrics.js"
 import { type OutcomeRecorder, type RouteOutcomes, reportedOutcome } from "./outcomes.js"
 import { type IpLimit, type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
@@ -309,7 +310,11 @@ const refusedRequestLine = (request: IncomingMessage, response: ServerResponse):
 }
 
 const nodeServer =
-  (timeouts: ServerTimeouts, replay: (request: IncomingMessage, response: ServerResponse) => boolean) =>
+  (
+    timeouts: ServerTimeouts,
+    replay: (request: IncomingMessage, response: ServerResponse) => boolean,
+    cors: (request: IncomingMessage, response: ServerResponse) => boolean
+  ) =>
   (): Server => {
     const requestMs = timeouts.requestMs
     const headersMs = Math.min(timeouts.headersMs, requestMs)
@@ -334,6 +339,7 @@ const nodeServer =
       if (
         event === "request" &&
         (refusedRequestLine(args[0] as IncomingMessage, args[1] as ServerResponse) ||
+          cors(args[0] as IncomingMessage, args[1] as ServerResponse) ||
           replay(args[0] as IncomingMessage, args[1] as ServerResponse))
       )
         return true
@@ -374,6 +380,8 @@ export interface ServeOptions {
   readonly timeouts?: ServerTimeouts | undefined
   /** Outcome counters by route template (src/http/outcomes.ts). */
   readonly outcomes?: RouteOutcomes | undefined
+  /** Browser origins allowed to call the service (src/http/cors.ts); none when absent. */
+  readonly corsAllowedOrigins?: ReadonlyArray<string> | undefined
 }
 
 /** Where and how a service listens, from the settings every service shares (src/config/settings.ts). */
@@ -384,8 +392,10 @@ export const listenOptionsOf = (settings: {
   readonly httpHeadersTimeoutMs: number
   readonly httpRequestTimeoutMs: number
   readonly httpKeepAliveTimeoutMs: number
-}): Pick<ServeOptions, "host" | "port" | "maxBodyBytes" | "timeouts"> => ({
+  readonly corsAllowedOrigins?: ReadonlyArray<string> | undefined
+}): Pick<ServeOptions, "host" | "port" | "maxBodyBytes" | "timeouts" | "corsAllowedOrigins"> => ({
   host: settings.host,
+  corsAllowedOrigins: settings.corsAllowedOrigins,
   port: settings.port,
   maxBodyBytes: settings.maxBodyBytes,
   timeouts: {
@@ -423,7 +433,11 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
     Layer.provide(strictRouter),
     Layer.provideMerge(
       NodeHttpServer.layer(
-        nodeServer(options.timeouts ?? defaultServerTimeouts, replayCachedAnswers(requests)),
+        nodeServer(
+          options.timeouts ?? defaultServerTimeouts,
+          replayCachedAnswers(requests),
+          corsStep(options.corsAllowedOrigins ?? [])
+        ),
         {
           host: options.host,
           port: options.port

@@ -6,6 +6,7 @@
  * Effect flavour.
  */
 import { createHash, randomBytes } from "node:crypto"
+import { get as httpGet } from "node:http"
 import { CodeChallengeMethod, generateCodeVerifier, generateState, OAuth2Client } from "arctic"
 import { Effect } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
@@ -94,6 +95,22 @@ const authorizeUrl = (platform: StandInPlatform, options: AuthorizeOptions = {})
 
 const get = (url: URL | string, headers: Record<string, string> = {}) =>
   fetch(url, { redirect: "manual", headers })
+
+/** A browser's navigation (`fetch` may not send `Sec-Fetch-Mode`): status, content type, body. */
+const navigate = (url: URL) =>
+  new Promise<{ status: number; contentType: string; body: string }>((resolve, reject) => {
+    const req = httpGet(url, { headers: { "sec-fetch-mode": "navigate", accept: "text/html" } }, (res) => {
+      let body = ""
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => {
+        body += chunk
+      })
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"] ?? "", body })
+      )
+    })
+    req.on("error", reject)
+  })
 
 /** A code from the authorize endpoint (its 302 checked on the way). */
 const authorizeCode = async (platform: StandInPlatform, options: AuthorizeOptions = {}) => {
@@ -299,6 +316,33 @@ describe.each(PLATFORMS)("%s stand-in", (platform) => {
       expect(response.headers.get("content-type")).toMatch(/^text\/html/)
       await response.body?.cancel()
     }
+  })
+
+  it("shows a browser's visit a consent page whose form comes back with the picked user", async () => {
+    const verifier = newVerifier()
+    const url = authorizeUrl(platform, { verifier, state: "state-consent" })
+    const page = await navigate(url)
+    expect(page.status).toBe(200)
+    expect(page.contentType).toMatch(/^text\/html/)
+    const html = page.body
+    expect(html).toContain('id="authorize"')
+    // The form repeats the request: every parameter rides along, escaped, and the user is picked.
+    const hidden = new Map(
+      [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], m[2]])
+    )
+    expect(Object.fromEntries(hidden)).toEqual(Object.fromEntries(url.searchParams))
+    const code = await authorizeCode(platform, {
+      verifier,
+      state: "state-consent",
+      query: { devnet_user: "4242" }
+    })
+    const token = await exchange(platform, code, PKCE[platform] ? { verifier } : {})
+    const access = ((await token.json()) as { access_token: string }).access_token
+    expect(idOf(platform, await (await readUser(platform, access)).json())).toBe(
+      platform === "codehost" ? 4242 : "4242"
+    )
+    // Scripts are never shown the page: without the navigation header consent is implied.
+    expect((await get(url)).status).toBe(302)
   })
 
   it("answers devnet_deny=1 like a user who refused", async () => {

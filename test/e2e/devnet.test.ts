@@ -72,7 +72,8 @@ const startDevnet = async (dir: string) => {
     relayer: await freePort(),
     attestor: await freePort(),
     doubles: await freePort(),
-    facilitator: await freePort()
+    facilitator: await freePort(),
+    wallet: await freePort()
   }
   const devnet = startService("devnet", {
     DEVNET_DIR: dir,
@@ -80,7 +81,8 @@ const startDevnet = async (dir: string) => {
     DEVNET_RELAYER_PORT: String(ports.relayer),
     DEVNET_ATTESTOR_PORT: String(ports.attestor),
     DEVNET_DOUBLES_PORT: String(ports.doubles),
-    DEVNET_FACILITATOR_PORT: String(ports.facilitator)
+    DEVNET_FACILITATOR_PORT: String(ports.facilitator),
+    DEVNET_WALLET_PORT: String(ports.wallet)
   })
   running.push(devnet)
   const deadline = Date.now() + 280_000
@@ -528,7 +530,8 @@ describe("npm run devnet", () => {
         DEVNET_RELAYER_PORT: String(port),
         DEVNET_ATTESTOR_PORT: String(await freePort()),
         DEVNET_DOUBLES_PORT: String(await freePort()),
-        DEVNET_FACILITATOR_PORT: String(await freePort())
+        DEVNET_FACILITATOR_PORT: String(await freePort()),
+        DEVNET_WALLET_PORT: String(await freePort())
       })
       running.push(devnet)
       expect(await devnet.exited).toBe(1)

@@ -36,7 +36,8 @@ beforeAll(async () => {
     DEVNET_RELAYER_PORT: String(await freePort()),
     DEVNET_ATTESTOR_PORT: String(await freePort()),
     DEVNET_DOUBLES_PORT: String(await freePort()),
-    DEVNET_FACILITATOR_PORT: String(await freePort())
+    DEVNET_FACILITATOR_PORT: String(await freePort()),
+    DEVNET_WALLET_PORT: String(await freePort())
   })
   const deadline = Date.now() + 150_000
   while (!devnet.stdout().includes("devnet is up")) {

@@ -1,0 +1,91 @@
+/**
+ * Cross-origin calls from browser pages (src/http/cors.ts, `CORS_ALLOWED_ORIGINS`): off by default,
+ * so a page of any origin gets no allow header and its preflight is refused as any OPTIONS; a listed
+ * origin's preflight is answered 204 and each of its answers, refusals included, names it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { serverUrl } from "../../src/http/server.js"
+import { embeddedAttestor } from "../support/embeddedAttestor.js"
+
+const env = {
+  RPC_URL: "http://127.0.0.1:1",
+  FEE_VAULT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  SETTLEMENT_ASSET: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+  CHAIN_ID: "31337",
+  ATTESTOR_PRIVATE_KEY: `0x${"11".repeat(32)}`,
+  HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
+  PEPPER: `0x${"33".repeat(32)}`,
+  HOST: "127.0.0.1",
+  PORT: "0"
+}
+const PAGE = "http://localhost:5173"
+
+const lines: Array<string> = []
+const closed = embeddedAttestor(env, lines)
+const open = embeddedAttestor({ ...env, CORS_ALLOWED_ORIGINS: `${PAGE}, https://wallet.example` }, lines)
+let closedUrl = ""
+let openUrl = ""
+beforeAll(async () => {
+  closedUrl = await closed.runPromise(serverUrl)
+  openUrl = await open.runPromise(serverUrl)
+})
+afterAll(async () => {
+  await Promise.all([closed.dispose(), open.dispose()])
+})
+
+const preflight = (url: string, origin: string) =>
+  fetch(`${url}/v1/escrows`, {
+    method: "OPTIONS",
+    headers: {
+      origin,
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "content-type"
+    }
+  })
+
+const escrows = (url: string, origin: string) =>
+  fetch(`${url}/v1/escrows`, {
+    method: "POST",
+    headers: { origin, "content-type": "application/json" },
+    body: JSON.stringify({ session: "x" })
+  })
+
+describe("CORS", () => {
+  it("off by default: no allow header, the preflight refused 405", async () => {
+    const pre = await preflight(closedUrl, PAGE)
+    expect(pre.status).toBe(405)
+    expect(pre.headers.get("access-control-allow-origin")).toBeNull()
+    const res = await escrows(closedUrl, PAGE)
+    expect(res.status).toBe(400)
+    expect(res.headers.get("access-control-allow-origin")).toBeNull()
+  })
+
+  it("a listed origin: its preflight answered 204, its refusals readable by the page", async () => {
+    const pre = await preflight(openUrl, PAGE)
+    expect(pre.status).toBe(204)
+    expect(pre.headers.get("access-control-allow-origin")).toBe(PAGE)
+    expect(pre.headers.get("access-control-allow-methods")).toContain("POST")
+    expect(pre.headers.get("access-control-allow-headers")).toContain("content-type")
+    expect(pre.headers.get("access-control-allow-credentials")).toBeNull()
+    const res = await escrows(openUrl, PAGE)
+    expect(res.status).toBe(400)
+    expect(res.headers.get("access-control-allow-origin")).toBe(PAGE)
+    expect(await res.json()).toMatchObject({ code: "bad_request" })
+    const info = await fetch(`${openUrl}/v1/info`, { headers: { origin: "https://wallet.example" } })
+    expect(info.headers.get("access-control-allow-origin")).toBe("https://wallet.example")
+  })
+
+  it("an origin not listed gets nothing", async () => {
+    const pre = await preflight(openUrl, "http://localhost:5174")
+    expect(pre.status).toBe(405)
+    expect(pre.headers.get("access-control-allow-origin")).toBeNull()
+    const res = await escrows(openUrl, "https://evil.example")
+    expect(res.headers.get("access-control-allow-origin")).toBeNull()
+  })
+
+  it("an entry that is not an origin stops start-up, named", async () => {
+    const bad = embeddedAttestor({ ...env, CORS_ALLOWED_ORIGINS: "https://wallet.example/app" }, lines)
+    await expect(bad.runPromise(serverUrl)).rejects.toThrow(/CORS_ALLOWED_ORIGINS/)
+    await bad.dispose()
+  })
+})
