@@ -121,13 +121,7 @@ describe("the devnet wallet page in Chromium", () => {
     const row = page.locator(`tr[data-escrow="${id}"]`)
     await row.waitFor()
     await row.locator("button.bind").click()
-    await page.waitForFunction(
-      () => document.getElementById("status")?.textContent?.startsWith("Bind proposed"),
-      null,
-      {
-        timeout: 60_000
-      }
-    )
+    await page.locator("#status", { hasText: /^Bind proposed/ }).waitFor({ timeout: 60_000 })
     await expect(row.locator(".pending-owner").textContent()).resolves.toContain("(this page's key)")
     await expect(row.locator(".final-at").textContent()).resolves.not.toBe("—")
     expect(await refusal(page).isHidden()).toBe(true)

@@ -1,5 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
 /**
  * The devnet wallet page (docs/getting-started.md "The wallet page"): a recipient's whole journey
  * in a browser, written as a wallet should write it (docs/attestor.md "Writing a client"):
