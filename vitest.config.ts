@@ -1,8 +1,20 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
+/** The package's entry points, as a project that installs it imports them, from the sources here. */
+const entryPoint = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+
 export default defineConfig({
+  resolve: {
+    alias: {
+      "fee-vault-services/client": entryPoint("./src/client.ts"),
+      "fee-vault-services/relayer": entryPoint("./src/exports/relayer.ts"),
+      "fee-vault-services/attestor": entryPoint("./src/exports/attestor.ts"),
+      "fee-vault-services/testing": entryPoint("./src/exports/testing.ts")
+    }
+  },
   test: {
-    include: ["test/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     globalSetup: ["test/setup/global.ts"],
     // Each file starts its own anvil and database; two cores run two files at a time.
     pool: "forks",

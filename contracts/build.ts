@@ -130,9 +130,20 @@ async function compile(sources: Record<string, { content: string }>): Promise<Ar
   return result as Artifacts
 }
 
-/** Compiles the contracts, or reads the artifacts cached for exactly these sources and settings. */
+/**
+ * Where `npm run build` leaves the artifacts beside the compiled module (scripts/package-artifacts.ts):
+ * an installed package has no sources to compile, and needs no compiler.
+ */
+export const packagedArtifactsPath = path.join(contractsDir, "artifacts.json")
+
+/**
+ * Compiles the contracts, or reads the artifacts cached for exactly these sources and settings;
+ * with no sources beside this module (the installed package), the packaged artifacts.
+ */
 export async function loadArtifacts(): Promise<Artifacts> {
   const sources = await readSources()
+  if (Object.keys(sources).length === 0)
+    return JSON.parse(await readFile(packagedArtifactsPath, "utf8")) as Artifacts
   const file = path.join(cacheDir, `${cacheKey(sources)}.json`)
   try {
     return JSON.parse(await readFile(file, "utf8")) as Artifacts

@@ -15,14 +15,36 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Data, Effect, FiberRef, Schema } from "effect"
 import { bytesToHex, hexToBytes, sha256 } from "viem"
-import { type BindSignature, LoginChallenge, LoginSecret, SessionToken } from "../schema/attestor.js"
+import {
+  type BindSignature,
+  LoginChallenge,
+  LoginSecret,
+  type MessengerAuth,
+  SessionToken
+} from "../schema/attestor.js"
 import { RateLimited } from "../schema/errors.js"
 // The API assemblies, in one place: the only lines to change when their modules move.
 import { AttestorApi } from "./attestor/api/index.js"
+import { signWidgetPayload, widgetKey } from "./attestor/messenger.js"
 import { RelayerApi } from "./relayer/api/index.js"
 
-// The wire language: request and response schemas, ids, EIP-712 types and the tagged errors.
+// The vault's and the shield adapter's ABIs, for the calls a wallet makes itself (deposit, …).
+export { feeVaultAbi, shieldAdapterAbi } from "../contracts/abi.js"
+// The wire language: request and response schemas, ids (`computeId`, `ownerCommitment`,
+// `handleCommitment`, …), EIP-712 domains and types (`vaultDomain`, `vaultTypes`, …) and the
+// tagged errors.
 export * from "../schema/index.js"
+// A creator's hint (docs/protocol.md §6): sealed to each recipient's hint key, packed for
+// `TokenLaunched`, and the kind-2 id it commits to.
+export {
+  encodeBeneficiaryHint,
+  type HintPlaintext,
+  hintBeneficiaryId,
+  hintJson,
+  MAX_ENVELOPES,
+  sealBeneficiaryHint,
+  sealHint
+} from "./attestor/hints.js"
 export { AttestorApi, RelayerApi }
 
 export interface ClientOptions {
@@ -180,3 +202,17 @@ export const bindsFor = (
     ? Effect.succeed(binds)
     : Effect.fail(new ForeignBind({ beneficiaryId: foreign.beneficiaryId, newOwner: foreign.newOwner }))
 }
+
+// ---------------------------------------------------------------------------------------------
+// The devnet's messenger widget (docs/protocol.md §9)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A messenger login payload signed with a bot token, as the messenger's widget would hand it
+ * over: on the devnet, whose bot token is public, a client stands in for the widget with it. No
+ * production bot token belongs in a client.
+ */
+export const signDevnetWidgetPayload = (
+  botToken: string,
+  fields: Omit<MessengerAuth, "hash">
+): MessengerAuth => signWidgetPayload(widgetKey(botToken), fields)

@@ -1,0 +1,69 @@
+/**
+ * `fee-vault-services/relayer`: the relayer's layers and settings, for an operator's own Effect
+ * program that embeds the service, and for a project that composes part of it (the claim path,
+ * say) in its tests (docs/architecture.md "Entry points").
+ *
+ *   Layer.launch(RelayerLive)                     // the whole service, settings from the environment
+ *   writeServices.pipe(Layer.provide(...checks))  // the write endpoints' services over your stubs
+ *
+ * What it holds: the whole service and its parts (layers/relayer.ts); the settings, read from the
+ * environment or a `ConfigProvider` (docs/operations.md); the HTTP API and handlers; the write
+ * endpoints' services (`Claims`, `OwnerActions`, `BindTransactions`) over the one `Relay` step
+ * (docs/relayer.md §4), and each tag the write path stands on with its live layer, to keep or
+ * replace; the hot key's `TxSender`; the chain client and storage shared with the attestor.
+ * Re-exports only: each name stays defined beside the code it names.
+ */
+
+export {
+  RelayerLive,
+  relayerServer,
+  relayerServices,
+  writeChecks,
+  writePathLive,
+  writeServices
+} from "../../layers/relayer.js"
+export { ChainClient, type ChainClientShape, chainClientLayer } from "../chain/ChainClient.js"
+export { ChainId } from "../chain/chainId.js"
+export {
+  loadRelayerSettings,
+  RelayerSettings,
+  type RelayerSettingsShape,
+  relayerSettingsWarnings
+} from "../config/relayer.js"
+export {
+  AccountReader,
+  type AccountReaderShape,
+  type AccountSnapshot,
+  type VaultAccount
+} from "../relayer/AccountReader.js"
+export { RelayerApi } from "../relayer/api/index.js"
+export {
+  BindTransactions,
+  BindTransactionsLive,
+  type BindTransactionsShape
+} from "../relayer/BindTransactions.js"
+export { Claims, ClaimsLive, type ClaimsShape } from "../relayer/Claims.js"
+export {
+  FeeOracle,
+  type FeeOracleShape,
+  feeOracleLayer,
+  type Quote,
+  type QuoteRequest
+} from "../relayer/FeeOracle.js"
+export { RelayerHandlers } from "../relayer/handlers/index.js"
+export { OwnerActions, OwnerActionsLive, type OwnerActionsShape } from "../relayer/OwnerActions.js"
+export { Relay, type RelayShape } from "../relayer/Relay.js"
+export { RevertCooldowns } from "../relayer/RevertCooldowns.js"
+export { IdRateLimit } from "../relayer/rateLimits.js"
+export { NonceReservations } from "../relayer/reservations.js"
+export { TxPreflight, type TxPreflightShape } from "../relayer/simulate.js"
+export { DenyList } from "../relayer/validation/denyList.js"
+export { VaultSignatures, type VaultSignaturesShape } from "../relayer/validation/signatures.js"
+export { storageLayer } from "../store/sql.js"
+export {
+  type TxRequest,
+  TxSender,
+  type TxSenderShape,
+  type TxSubmitError,
+  txSenderLayer
+} from "../txsender/TxSender.js"
