@@ -8,7 +8,8 @@
  * own); the others stand by, follow the store and serve the same accounts, and take over when
  * the lock frees up.
  *
- * The writer's loop, once per step:
+ * The writer's loop, once per step (each choice is a pure decision of `decisions.ts`; this file
+ * reads the chain and the store, asks, and carries the answer out):
  * - backfill: blocks at least `confirmationDepth` below the head are final; their logs come in
  *   adaptive `eth_getLogs` ranges, each committed with the header of its last block;
  * - follow: newer blocks are fetched header by header, each checked against its parent, and
@@ -180,6 +181,7 @@ export class ChainMismatch extends Data.TaggedError("ChainMismatch")<{
   }
 }
 
+/** Headers a follow step reads at once. */
 const HEADER_CONCURRENCY = 4
 
 export const makeIndexer = (config: IndexerConfig) =>
