@@ -38,7 +38,7 @@ import {
   type SyncCounts
 } from "../indexer/follower.js"
 import { Indexer } from "../indexer/Indexer.js"
-import type { EventStoreShape } from "../store/EventStore.js"
+import type { EventStoreError, EventStoreShape } from "../store/EventStore.js"
 import { EventStore } from "../store/EventStore.js"
 import {
   decodeTokenLaunched,
@@ -165,7 +165,11 @@ export class HintFollower extends StoreFollower<HintProjection, HintOpener, Hint
 }
 
 /** The index rebuilt from scratch from the store: a fresh follower brought up to its coverage. */
-export const rebuildHintIndex = (store: EventStoreShape, options: HintFollowerOptions, opener: HintOpener) =>
+export const rebuildHintIndex = (
+  store: EventStoreShape,
+  options: HintFollowerOptions,
+  opener: HintOpener
+): Effect.Effect<HintFollower, EventStoreError> =>
   Effect.suspend(() => {
     const follower = new HintFollower(options)
     return Effect.as(follower.sync(store, opener), follower)
