@@ -1,16 +1,17 @@
 /**
  * The attestor's hint index (docs/attestor.md §4): the hint projection (`store/projections/hints.ts`)
  * kept equal to the fold of the event store's canonical `TokenLaunched` events, up to the blocks
- * the store covers. It reads the store the vault indexer writes, the way the indexer's own
- * Accounts follower does, and indexes nothing itself.
+ * the store covers. It is a projection plugged into the store's follower (src/indexer/follower.ts),
+ * the one the indexer's Accounts projection is plugged into: it reads the store the vault indexer
+ * writes and indexes nothing itself.
  *
- * Each sync reads, in one consistent snapshot of the store, the ranges and orphan markers
- * appended since the last one and the canonical launches of the blocks to add; a marker at or
- * below the covered block (a reorg, or a block coming back) takes the launches above it back
- * first. The hints are opened outside that transaction (decryption is the slow part, and the
- * embedded database has one connection), letting I/O in between launches, and the projection
- * changes in one synchronous step at the end: a reader never sees half a sync. A sync that fails
- * half-way makes the next one start over from the start block.
+ * Each sync reads, in one consistent snapshot of the store, what the follower asks for: the
+ * canonical launches of the blocks to add; a marker at or below the covered block (a reorg, or a
+ * block coming back) takes the launches above it back first. The hints are opened outside that
+ * transaction (decryption is the slow part, and the embedded database has one connection),
+ * letting I/O in between launches, and the projection changes in one synchronous step at the end:
+ * a reader never sees half a sync. A sync that fails after taking launches back makes the next
+ * one start over from the start block.
  *
  * A supervised fiber runs the syncs: whenever the indexer's projection changes (block, hash or
  * content), and at least every `resyncIntervalMs`. A failure is logged without account data,
@@ -30,10 +31,14 @@ import type { Address, Hex } from "viem"
 import { pollForChanges } from "../background/poll.js"
 import { supervised } from "../background/supervised.js"
 import { counter } from "../http/metrics.js"
+import {
+  type FollowedProjection,
+  StoreFollower,
+  type StoreFollowerOptions,
+  type SyncCounts
+} from "../indexer/follower.js"
 import { Indexer } from "../indexer/Indexer.js"
-import type { Coverage } from "../indexer/ranges.js"
-import { StoreCursor } from "../indexer/storeCursor.js"
-import type { EventStoreError, EventStoreShape, VaultRef } from "../store/EventStore.js"
+import type { EventStoreError, EventStoreShape } from "../store/EventStore.js"
 import { EventStore } from "../store/EventStore.js"
 import {
   decodeTokenLaunched,
@@ -45,32 +50,13 @@ import {
 import { countRejections, HintDecryptor } from "./HintDecryptor.js"
 import type { HintOpener, HintRejection } from "./hints.js"
 
-export interface HintFollowerOptions {
-  readonly ref: VaultRef
-  /** The indexer's start block: coverage is counted from here. */
-  readonly startBlock: number
-}
+export type HintFollowerOptions = StoreFollowerOptions
 
-export interface HintSyncOutcome {
+export interface HintSyncOutcome extends SyncCounts {
   /** Launches folded in by this sync. */
   readonly applied: number
-  /** Blocks taken back by this sync. */
-  readonly rewound: number
-  /** The index was rebuilt from the start block. */
-  readonly rebuilt: boolean
   /** Hints and envelopes set aside while opening this sync's launches. */
   readonly rejected: ReadonlyArray<HintRejection>
-}
-
-/** What one sync will do to the projection, decided from one consistent read of the store. */
-interface Plan {
-  readonly reset: boolean
-  /** Take back launches above this block first (before adding); none when nothing is taken back. */
-  readonly rewindTo: number | undefined
-  readonly target: Coverage | undefined
-  readonly launches: ReadonlyArray<TokenLaunched>
-  readonly malformed: number
-  readonly rewound: number
 }
 
 /** Launches opened between two chances for I/O to run. */
@@ -81,82 +67,72 @@ const letIoIn = Effect.async<void>((resume) => {
   return Effect.sync(() => clearImmediate(handle))
 })
 
+type HintChange = Omit<HintSyncOutcome, keyof SyncCounts>
+
 /**
- * Keeps a `HintProjection` equal to the fold of the store's canonical launches up to the store's
- * coverage. Only `sync` changes it, one at a time.
+ * The hint projection plugged into the store's follower: the canonical launches of the blocks to
+ * add are read inside the follower's consistent read; their hints are opened outside it
+ * (decryption is the slow part, and the embedded database has one connection), letting I/O in
+ * between launches; the projection changes only in the follower's last synchronous step, so a
+ * reader never sees half a sync.
  */
-export class HintFollower {
-  readonly projection = new HintProjection()
-  private readonly cursor: StoreCursor
-  private covered: Coverage | undefined
-  /** False from the first bookkeeping change of a sync until its projection change. */
-  private consistent = true
-  private changes = 0
+class FollowedHints implements FollowedProjection<HintProjection, HintOpener, HintChange, never> {
+  readonly model = new HintProjection()
+  /** The projection changes in one synchronous step: never half-way. */
+  readonly intact = true
 
-  constructor(readonly options: HintFollowerOptions) {
-    this.cursor = new StoreCursor(options.ref, options.startBlock)
-  }
-
-  /** Every block from the start block to this one is folded in. */
-  get coverage(): Coverage | undefined {
-    return this.covered
-  }
-
-  /** Changes whenever the index or its coverage changes. */
   get version(): number {
-    return this.changes + this.projection.version
+    return this.model.version
   }
 
-  /** The part of a sync inside one consistent read: bookkeeping and the launches to add. */
-  private plan(store: EventStoreShape): Effect.Effect<Plan, EventStoreError> {
-    return store.consistentRead(
-      Effect.gen(this, function* () {
-        const { ref, startBlock } = this.options
-        const reset = !this.consistent
-        const before = reset ? undefined : this.covered
-        this.consistent = false
-        const { target, keepAtMost: rewindTo } = yield* this.cursor.advance(store, before?.block)
-        if (target === undefined)
-          return { reset: true, rewindTo: undefined, target, launches: [], malformed: 0, rewound: 0 }
-        let from = startBlock
-        let keep: number | undefined
-        if (before !== undefined) {
-          keep = Math.min(rewindTo, target.block, before.block)
-          from = keep + 1
-          if (keep >= before.block) keep = undefined
-        }
-        const launches: Array<TokenLaunched> = []
-        let malformed = 0
-        if (target.block >= from)
-          yield* store.canonicalEvents(ref, from, target.block, (page) =>
-            Effect.sync(() => {
-              for (const e of page) {
-                if (e.eventName !== "TokenLaunched") continue
-                const decoded = decodeTokenLaunched(e)
-                if (Either.isLeft(decoded)) malformed++
-                else if (decoded.right !== undefined) launches.push(decoded.right)
-              }
-            })
-          )
-        const rewound = before === undefined || keep === undefined ? 0 : before.block - keep
-        return { reset: before === undefined, rewindTo: keep, target, launches, malformed, rewound }
-      })
-    )
+  /** The projection keeps every launch it holds, so it can always take blocks back. */
+  canRewindTo(): boolean {
+    return true
   }
 
-  /**
-   * Brings the index up to the store's current coverage, opening new launches with `opener`.
-   * Interrupted or failed, it leaves the index as it was and the next sync starts over.
-   */
-  sync(store: EventStoreShape, opener: HintOpener): Effect.Effect<HintSyncOutcome, EventStoreError> {
+  /** The hint index only reads the store the indexer writes. */
+  committedIn(): undefined {
+    return undefined
+  }
+
+  read: FollowedProjection<HintProjection, HintOpener, HintChange, never>["read"] = (
+    store,
+    ref,
+    plan,
+    opener
+  ) =>
+    Effect.gen(this, function* () {
+      const launches: Array<TokenLaunched> = []
+      let malformed = 0
+      const target = plan.target
+      if (target !== undefined && target.block >= plan.from)
+        yield* store.canonicalEvents(ref, plan.from, target.block, (page) =>
+          Effect.sync(() => {
+            for (const e of page) {
+              if (e.eventName !== "TokenLaunched") continue
+              const decoded = decodeTokenLaunched(e)
+              if (Either.isLeft(decoded)) malformed++
+              else if (decoded.right !== undefined) launches.push(decoded.right)
+            }
+          })
+        )
+      return this.open(plan, launches, malformed, opener)
+    })
+
+  /** Opens the launches' hints outside the store's read; answers the change to make. */
+  private open(
+    plan: { readonly startOver: boolean; readonly rewindTo: number | undefined },
+    launches: ReadonlyArray<TokenLaunched>,
+    malformed: number,
+    opener: HintOpener
+  ): Effect.Effect<() => HintChange> {
     return Effect.gen(this, function* () {
-      const plan = yield* this.plan(store)
       const rejected: Array<HintRejection> = []
-      for (let i = 0; i < plan.malformed; i++) rejected.push("event")
+      for (let i = 0; i < malformed; i++) rejected.push("event")
       const opened: Array<EscrowHint | undefined> = []
       // Wall time on purpose: this measures work done, to yield the CPU, not the protocol clock.
       let slice = Date.now()
-      for (const launch of plan.launches) {
+      for (const launch of launches) {
         const opening = opener(launch.beneficiaryId, launch.beneficiaryHint)
         opened.push(opening.hint)
         rejected.push(...opening.rejected)
@@ -165,24 +141,26 @@ export class HintFollower {
           slice = Date.now()
         }
       }
-      return yield* Effect.sync(() => {
-        const before = this.covered
-        if (plan.reset) this.projection.reset()
-        else if (plan.rewindTo !== undefined) this.projection.rewind(plan.rewindTo)
-        plan.launches.forEach((launch, i) => {
-          this.projection.apply(launch, opened[i])
+      return () => {
+        if (plan.startOver) this.model.reset()
+        else if (plan.rewindTo !== undefined) this.model.rewind(plan.rewindTo)
+        launches.forEach((launch, i) => {
+          this.model.apply(launch, opened[i])
         })
-        if (before?.block !== plan.target?.block || before?.hash !== plan.target?.hash) this.changes++
-        this.covered = plan.target
-        this.consistent = true
-        return {
-          applied: plan.launches.length,
-          rewound: plan.rewound,
-          rebuilt: plan.reset && before !== undefined,
-          rejected
-        } satisfies HintSyncOutcome
-      })
+        return { applied: launches.length, rejected }
+      }
     })
+  }
+}
+
+/**
+ * The store's follower with the hint projection plugged in: keeps a `HintProjection` equal to the
+ * fold of the store's canonical launches up to the store's coverage. Only `sync` changes it, one
+ * at a time; interrupted or failed, it leaves the index as it was.
+ */
+export class HintFollower extends StoreFollower<HintProjection, HintOpener, HintChange, never> {
+  constructor(options: HintFollowerOptions) {
+    super(options, new FollowedHints())
   }
 }
 
@@ -324,20 +302,7 @@ export const makeHintIndex = (config: HintIndexConfig) =>
 
     if (indexer.enabled) yield* Effect.forkScoped(run)
 
-    const read: HintIndexShape["read"] = (fn) =>
-      Effect.sync(() => {
-        const f = follower
-        const cov = f?.coverage
-        if (f === undefined || cov === undefined) return fn(undefined)
-        return fn({
-          chainId: f.options.ref.chainId,
-          vault: f.options.ref.vault,
-          block: cov.block,
-          hash: cov.hash,
-          version: f.version,
-          projection: f.projection
-        })
-      })
+    const read: HintIndexShape["read"] = (fn) => Effect.sync(() => fn(follower?.snapshot()))
 
     const status: HintIndexShape["status"] = Effect.flatMap(Ref.get(state), (s) =>
       read((snapshot) => ({ state: s, block: snapshot?.block, hash: snapshot?.hash }))

@@ -8,7 +8,8 @@
  * own); the others stand by, follow the store and serve the same accounts, and take over when
  * the lock frees up.
  *
- * The writer's loop, once per step:
+ * The writer's loop, once per step (each choice is a pure decision of `decisions.ts`; this file
+ * reads the chain and the store, asks, and carries the answer out):
  * - backfill: blocks at least `confirmationDepth` below the head are final; their logs come in
  *   adaptive `eth_getLogs` ranges, each committed with the header of its last block;
  * - follow: newer blocks are fetched header by header, each checked against its parent, and
@@ -29,7 +30,6 @@ import { supervised as runSupervised } from "../background/supervised.js"
 import { type ChainBlock, ChainClient } from "../chain/ChainClient.js"
 import { describeFailure } from "../logging.js"
 import {
-  type AppendBatch,
   type BlockHeader,
   EventStore,
   type Leadership,
@@ -38,9 +38,34 @@ import {
   type VaultRef
 } from "../store/EventStore.js"
 import type { AccountsProjection } from "../store/projections/AccountsProjection.js"
-import { type AccountState, applyToAccount, consumesNonce } from "../store/projections/accounts.js"
+import type { AccountState } from "../store/projections/accounts.js"
 import { decodeVaultEvent, isAccountEvent, type VaultEvent } from "../store/projections/vaultEvents.js"
-import { type Committed, ProjectionFollower } from "./follower.js"
+import { AccountsFollower } from "./AccountsFollower.js"
+import {
+  type BatchBounds,
+  backfillBatch,
+  checkFollowHeaders,
+  countedNonces,
+  DEFAULT_HEADER_PRUNE_INTERVAL,
+  followBatch,
+  headerRetentionOf,
+  logOffBranch,
+  nextReorgRead,
+  nonceCorrections,
+  pauseAfter,
+  planConsolidation,
+  planHeaderPrune,
+  planReorg,
+  planStep,
+  prunedAtAfter,
+  type StepOutcome,
+  type StepState,
+  startReorgWalk,
+  type TipCheck,
+  withChainBlock,
+  withStoredBlocks
+} from "./decisions.js"
+import type { Committed } from "./follower.js"
 import { STALE_AFTER_POLLS } from "./freshness.js"
 import { decodeVaultLog, makeLogFetcher, minedLog } from "./logs.js"
 import * as M from "./metrics.js"
@@ -156,24 +181,8 @@ export class ChainMismatch extends Data.TaggedError("ChainMismatch")<{
   }
 }
 
-/** How a step ended: it changed the index, found nothing new, or saw the chain move under it. */
-type StepOutcome = "progressed" | "idle" | "moved"
-
-/** Above this many remembered ranges the writer appends one range that sums up the final ones. */
-const RANGES_BEFORE_CONSOLIDATING = 256
-/** A chain that keeps moving during a follow step is looked at again after this long. */
-const MOVED_RETRY = Duration.millis(100)
+/** Headers a follow step reads at once. */
 const HEADER_CONCURRENCY = 4
-/** Most blocks one follow step fetches header by header. */
-const MAX_FOLLOW_SPAN = 256
-/** Blocks a reorg walk reads per window (see `handleReorg`). */
-const REORG_WINDOW = 256
-const DEFAULT_HEADER_PRUNE_INTERVAL = 1_000
-/**
- * Most headers one pruning deletes, so a backlog (a store that never pruned) goes away over
- * several follow steps instead of stalling one: the next commit prunes again until it is gone.
- */
-const HEADER_PRUNE_LIMIT = 10_000
 
 export const makeIndexer = (config: IndexerConfig) =>
   Effect.gen(function* () {
@@ -188,13 +197,10 @@ export const makeIndexer = (config: IndexerConfig) =>
     })
     const fetcher = yield* makeLogFetcher(chain, config.vault, { maxBlockRange: config.maxBlockRange })
     const depth = config.confirmationDepth
-    const headerRetention = Math.max(
-      depth,
-      config.headerRetentionBlocks ?? Math.max(depth, REORG_WINDOW) + REORG_WINDOW
-    )
+    const headerRetention = headerRetentionOf(depth, config.headerRetentionBlocks)
     const headerPruneInterval = Math.max(1, config.headerPruneIntervalBlocks ?? DEFAULT_HEADER_PRUNE_INTERVAL)
     const context = { settlementAsset: config.settlementAsset }
-    let follower: ProjectionFollower | undefined
+    let follower: AccountsFollower | undefined
 
     const setState = (state: M.IndexerState) =>
       Effect.zipRight(
@@ -214,7 +220,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         if (s.block !== undefined) yield* Metric.set(M.lagBlocks, Math.max(0, head - s.block))
       })
 
-    const sync = (f: ProjectionFollower, committed?: Committed) =>
+    const sync = (f: AccountsFollower, committed?: Committed) =>
       permit
         .withPermits(1)(f.sync(store, committed))
         .pipe(
@@ -252,20 +258,20 @@ export const makeIndexer = (config: IndexerConfig) =>
       parentHash: b.parentHash
     })
 
-    /** Stored events of logs; `moved` when a log's block is not the one the caller expects at its height. */
-    const toStoredEvents = (logs: ReadonlyArray<Log>, hashAt: (n: number) => Hex | undefined) =>
+    /** Stored events of logs; none when a log's block is not the one the step holds at its height. */
+    const toStoredEvents = (logs: ReadonlyArray<Log>, expectedAt: (n: number) => Hex | undefined) =>
       Effect.gen(function* () {
         const events: Array<StoredEvent> = []
         for (const raw of logs) {
           const log = yield* minedLog(raw)
-          const expected = hashAt(log.blockNumber)
-          if (expected !== undefined && expected !== log.blockHash) return Option.none<Array<StoredEvent>>()
+          if (logOffBranch(log, expectedAt)) return Option.none<Array<StoredEvent>>()
           events.push(yield* decodeVaultLog(log))
         }
         return Option.some(events)
       })
 
-    const writerFor = (ref: VaultRef, f: ProjectionFollower, leadership: Leadership) => {
+    /** The writer of one term: runs the steps `decisions.ts` plans, until the lock is lost or a step fails. */
+    const writerFor = (ref: VaultRef, f: AccountsFollower, leadership: Leadership) => {
       let tipVerified = false
       let lastConsolidationAt = 0
       let reconcileSkipping = false
@@ -281,18 +287,11 @@ export const makeIndexer = (config: IndexerConfig) =>
             if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
             if (decoded.right !== undefined) inputs.push(decoded.right)
           }
-          // Only nonce-consuming events move a counted nonce, so the accounts they touched are the
-          // ones to check; every other account's nonces were checked when they last moved.
-          const checked = new Set(inputs.filter(consumesNonce).map((input) => input.id))
-          if (checked.size === 0) return [] as Array<NonceReconciliation>
-          const expected = new Map<Hex, AccountState>()
-          for (const input of inputs)
-            if (checked.has(input.id))
-              expected.set(
-                input.id,
-                applyToAccount(context, expected.get(input.id) ?? f.projection.get(input.id), input)
-              )
-          const read = yield* Effect.either(readChainNonces(chain, config.vault, [...checked], toBlock))
+          const counted = countedNonces(context, inputs, (id) => f.projection.get(id))
+          if (counted.size === 0) return [] as Array<NonceReconciliation>
+          const read = yield* Effect.either(
+            readChainNonces(chain, config.vault, [...counted.keys()], toBlock)
+          )
           if (Either.isLeft(read)) {
             yield* Metric.increment(M.nonceChecksSkipped)
             // A node without the state of old blocks refuses every batch of a long backfill: say it once.
@@ -304,13 +303,7 @@ export const makeIndexer = (config: IndexerConfig) =>
             return [] as Array<NonceReconciliation>
           }
           reconcileSkipping = false
-          const corrections: Array<NonceReconciliation> = []
-          for (const [id, onChain] of read.right) {
-            const counted = expected.get(id)
-            if (counted === undefined) continue
-            if (counted.nonce !== onChain.nonce || counted.bindNonce !== onChain.bindNonce)
-              corrections.push({ blockNumber: toBlock, blockHash: toHash, id, ...onChain })
-          }
+          const corrections = nonceCorrections(counted, read.right, { block: toBlock, hash: toHash })
           if (corrections.length > 0) {
             yield* Metric.incrementBy(M.nonceMismatches, corrections.length)
             yield* Effect.logWarning(
@@ -320,21 +313,22 @@ export const makeIndexer = (config: IndexerConfig) =>
           return corrections
         })
 
-      const commit = (batch: Omit<AppendBatch, "reconciliations">) =>
+      const commit = (bounds: BatchBounds, events: ReadonlyArray<StoredEvent>) =>
         Effect.gen(function* () {
+          const batch = { ...bounds, events }
           const started = Date.now()
-          const reconciliations = yield* reconcile(batch.events, batch.toBlock, batch.toHash)
+          const reconciliations = yield* reconcile(events, batch.toBlock, batch.toHash)
           const reconciled = Date.now()
           const seq = yield* store.append(ref, f.expectedRangeSeq, { ...batch, reconciliations })
           const appended = Date.now()
-          yield* Metric.incrementBy(M.eventsIndexed, batch.events.length)
+          yield* Metric.incrementBy(M.eventsIndexed, events.length)
           yield* Metric.increment(M.batchesCommitted)
           yield* sync(f, { ...batch, seq, reconciliations })
           yield* Effect.logDebug("indexed a block range").pipe(
             Effect.annotateLogs({
               from: batch.fromBlock,
               to: batch.toBlock,
-              events: batch.events.length,
+              events: events.length,
               reconcile_ms: reconciled - started,
               append_ms: appended - reconciled,
               fold_ms: Date.now() - appended
@@ -346,16 +340,16 @@ export const makeIndexer = (config: IndexerConfig) =>
 
       /** Sums up the final part of the coverage in one range, so the store's range list stays short to read. */
       const consolidate = Effect.gen(function* () {
-        const cov = f.coverage
-        if (cov === undefined || f.ranges.size <= RANGES_BEFORE_CONSOLIDATING) return
-        const finalBlock = cov.block - depth
-        if (finalBlock - lastConsolidationAt < RANGES_BEFORE_CONSOLIDATING) return
-        lastConsolidationAt = finalBlock
-        const [last] = yield* store.storedBlocks(
-          ref,
-          Math.max(config.startBlock, finalBlock - 4 * depth - 256),
-          finalBlock
-        )
+        const plan = planConsolidation({
+          startBlock: config.startBlock,
+          confirmationDepth: depth,
+          coverage: f.coverage,
+          rangeCount: f.ranges.size,
+          lastConsolidationAt
+        })
+        if (plan === undefined) return
+        lastConsolidationAt = plan.finalBlock
+        const [last] = yield* store.storedBlocks(ref, plan.from, plan.to)
         if (last === undefined) return
         yield* store.append(ref, f.expectedRangeSeq, {
           fromBlock: config.startBlock,
@@ -375,17 +369,17 @@ export const makeIndexer = (config: IndexerConfig) =>
        */
       const pruneHeaders = Effect.gen(function* () {
         const tip = f.coverage?.block
-        if (tip === undefined || (prunedAt !== undefined && tip - prunedAt < headerPruneInterval)) return
-        const keepFromBlock = tip - headerRetention
-        if (keepFromBlock <= config.startBlock) return
-        const result = yield* store.pruneHeaders(ref, {
-          keepFromBlock,
-          window: headerRetention,
-          limit: HEADER_PRUNE_LIMIT
+        const plan = planHeaderPrune({
+          startBlock: config.startBlock,
+          tip,
+          prunedAt,
+          interval: headerPruneInterval,
+          retention: headerRetention
         })
+        if (tip === undefined || plan === undefined) return
+        const result = yield* store.pruneHeaders(ref, plan)
         yield* Metric.incrementBy(M.headersPruned, result.deleted)
-        // A full batch may have left more below the horizon: the next follow commit goes on.
-        if (result.deleted < HEADER_PRUNE_LIMIT) prunedAt = tip
+        prunedAt = prunedAtAfter(prunedAt, tip, result.deleted)
         yield* Effect.logDebug("pruned block headers").pipe(
           Effect.annotateLogs({ deleted: result.deleted, horizon: result.horizon ?? "none" })
         )
@@ -403,36 +397,29 @@ export const makeIndexer = (config: IndexerConfig) =>
         )
       )
 
+      /** Walks back to the common ancestor (`ReorgWalk`), then records what the walk abandoned. */
       const handleReorg = Effect.gen(function* () {
-        const start = config.startBlock
-        const top = Math.max(f.coverage?.block ?? start - 1, f.ranges.highest(f.isCanonical) ?? start - 1)
-        const abandoned: Array<{ number: number; hash: Hex }> = []
-        let ancestor: { number: number; hash: Hex } | undefined
-        for (let windowTop = top; ancestor === undefined && windowTop >= start; windowTop -= REORG_WINDOW) {
-          const stored = yield* store.storedBlocks(
-            ref,
-            Math.max(start, windowTop - REORG_WINDOW + 1),
-            windowTop
-          )
-          for (const b of stored) {
-            const onChain = yield* blockAt(b.number)
-            if (Option.isSome(onChain) && onChain.value.hash === b.hash) {
-              ancestor = b
-              break
-            }
-            abandoned.push(b)
-          }
+        const ranges = f.ranges.canonical(f.isCanonical)
+        let walk = startReorgWalk({ startBlock: config.startBlock, coverage: f.coverage, ranges })
+        for (let read = nextReorgRead(walk); read._tag !== "Done"; read = nextReorgRead(walk)) {
+          if (read._tag === "StoredBlocks")
+            walk = withStoredBlocks(walk, yield* store.storedBlocks(ref, read.from, read.to))
+          else walk = withChainBlock(walk, Option.getOrUndefined(yield* blockAt(read.block.number))?.hash)
         }
-        if (ancestor === undefined)
+        const plan = planReorg(walk, ranges)
+        if (plan.ancestor === undefined)
           yield* Effect.logError(
             "reorg reaches below every stored block; indexing again from the start block"
           )
-        const kept = ancestor === undefined ? [] : f.ranges.keptUpTo(ancestor, f.isCanonical)
-        yield* store.recordReorg(ref, f.expectedRangeSeq, { ancestor, abandoned, kept })
+        yield* store.recordReorg(ref, f.expectedRangeSeq, {
+          ancestor: plan.ancestor,
+          abandoned: plan.abandoned,
+          kept: plan.kept
+        })
         yield* Metric.increment(M.reorgs)
-        yield* Metric.incrementBy(M.orphanedBlocks, abandoned.length)
+        yield* Metric.incrementBy(M.orphanedBlocks, plan.abandoned.length)
         yield* Effect.logWarning("reorg: abandoned blocks marked orphaned").pipe(
-          Effect.annotateLogs({ orphaned: abandoned.length, ancestor: ancestor?.number ?? start - 1 })
+          Effect.annotateLogs({ orphaned: plan.abandoned.length, ancestor: plan.indexFrom - 1 })
         )
         yield* sync(f)
         tipVerified = true
@@ -443,18 +430,12 @@ export const makeIndexer = (config: IndexerConfig) =>
         Effect.gen(function* () {
           yield* setState("backfilling")
           const base = f.coverage?.hash
+          // The provider may answer a narrower range than asked: the commit ends where the logs do.
           const { toBlock, logs } = yield* fetcher.fetchSome(from, limit)
-          const end = yield* chain.getBlock({ blockNumber: BigInt(toBlock) })
-          const events = yield* toStoredEvents(logs, (n) => (n === toBlock ? end.hash : undefined))
+          const end = header(yield* chain.getBlock({ blockNumber: BigInt(toBlock) }))
+          const events = yield* toStoredEvents(logs, (n) => (n === end.number ? end.hash : undefined))
           if (Option.isNone(events)) return "moved" as const
-          return yield* commit({
-            fromBlock: from,
-            toBlock,
-            toHash: end.hash,
-            baseHash: base,
-            events: events.value,
-            headers: [header(end)]
-          })
+          return yield* commit(backfillBatch(from, end, base), events.value)
         })
 
       const follow = (from: number, to: number, head: ChainBlock) =>
@@ -466,63 +447,59 @@ export const makeIndexer = (config: IndexerConfig) =>
             (n) => (BigInt(n) === head.number ? Effect.succeed(Option.some(head)) : blockAt(n)),
             { concurrency: HEADER_CONCURRENCY }
           )
-          const headers: Array<ChainBlock> = []
-          for (const b of blocks) {
-            if (Option.isNone(b)) return "moved" as const
-            headers.push(b.value)
-          }
-          const first = headers[0] as ChainBlock
-          if (base !== undefined && first.parentHash !== base) return yield* handleReorg
-          for (let i = 1; i < headers.length; i++)
-            if ((headers[i] as ChainBlock).parentHash !== (headers[i - 1] as ChainBlock).hash)
-              return "moved" as const
+          const headers = blocks.map((b) => (Option.isSome(b) ? header(b.value) : undefined))
+          const check = checkFollowHeaders(base, headers)
+          if (check === "reorg") return yield* handleReorg
+          if (check === "moved") return "moved" as const
+          const read = headers as ReadonlyArray<BlockHeader>
           const logs = yield* fetcher.fetchAll(from, to)
-          const events = yield* toStoredEvents(logs, (n) => headers[n - from]?.hash)
+          const events = yield* toStoredEvents(logs, (n) => read[n - from]?.hash)
           if (Option.isNone(events)) return "moved" as const
-          const last = headers[headers.length - 1] as ChainBlock
-          const outcome = yield* commit({
-            fromBlock: from,
-            toBlock: to,
-            toHash: last.hash,
-            baseHash: base,
-            events: events.value,
-            headers: headers.map(header)
-          })
+          const outcome = yield* commit(followBatch(read, base), events.value)
           yield* pruneHeaders
           return outcome
         })
 
       const step = Effect.gen(function* () {
-        const cov = f.coverage
         const head = yield* chain.getBlock()
         const headNumber = Number(head.number)
         yield* setHead(headNumber)
-        if (cov !== undefined && !tipVerified) {
-          // A restart, or a new term as writer: the stored tip may have been abandoned meanwhile.
-          const onChain = yield* blockAt(cov.block)
-          if (Option.isNone(onChain) || onChain.value.hash !== cov.hash) return yield* handleReorg
-          tipVerified = true
+        const state = (tip: TipCheck): StepState => ({
+          startBlock: config.startBlock,
+          confirmationDepth: depth,
+          coverage: f.coverage,
+          ranges: f.ranges.canonical(f.isCanonical),
+          head: { number: headNumber, hash: head.hash },
+          tip
+        })
+        let plan = planStep(state(tipVerified ? "verified" : "unchecked"))
+        if (plan._tag === "VerifyTip") {
+          const onChain = yield* blockAt(plan.block)
+          plan = planStep(state({ onChain: Option.getOrUndefined(onChain)?.hash }))
+          if (plan._tag !== "Reorg") tipVerified = true
         }
-        const next = cov === undefined ? config.startBlock : cov.block + 1
-        if (next > headNumber) {
-          if (cov !== undefined && !(headNumber === cov.block && head.hash === cov.hash))
+        switch (plan._tag) {
+          case "Reorg":
             return yield* handleReorg
-          yield* setState("following")
-          return "idle" as const
+          case "Idle":
+            yield* setState("following")
+            return "idle" as const
+          case "Backfill":
+            return yield* backfill(plan.from, plan.to)
+          case "Follow":
+            return yield* follow(plan.from, plan.to, head)
+          case "VerifyTip":
+            // Planned again with the tip's hash: never asks twice.
+            return "moved" as const
         }
-        const gapEnd = (f.ranges.nextCovered(next, f.isCanonical) ?? Number.POSITIVE_INFINITY) - 1
-        const safe = headNumber - depth
-        if (next <= safe) return yield* backfill(next, Math.min(safe, gapEnd))
-        return yield* follow(next, Math.min(headNumber, gapEnd, next + MAX_FOLLOW_SPAN - 1), head)
       }) satisfies Effect.Effect<StepOutcome, unknown, unknown>
 
       return Effect.gen(function* () {
         yield* sync(f)
         while (true) {
           yield* leadership.check
-          const outcome = yield* step
-          if (outcome === "idle") yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
-          else if (outcome === "moved") yield* Effect.sleep(MOVED_RETRY)
+          const pause = pauseAfter(yield* step, config.pollIntervalMs)
+          if (pause > 0) yield* Effect.sleep(Duration.millis(pause))
         }
       })
     }
@@ -533,7 +510,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         const chainId = yield* resolveChainId
         const ref: VaultRef = { chainId, vault: config.vault }
         if (follower === undefined || follower.options.ref.chainId !== chainId)
-          follower = new ProjectionFollower({
+          follower = new AccountsFollower({
             ref,
             startBlock: config.startBlock,
             settlementAsset: config.settlementAsset,
@@ -571,18 +548,8 @@ export const makeIndexer = (config: IndexerConfig) =>
     const read: IndexerShape["read"] = (fn) =>
       permit.withPermits(1)(
         Effect.sync(() => {
-          const f = follower
-          const cov = f?.coverage
-          if (f === undefined || cov === undefined) return fn(undefined)
-          return fn({
-            chainId: f.options.ref.chainId,
-            vault: f.options.ref.vault,
-            block: cov.block,
-            hash: cov.hash,
-            version: f.version,
-            accounts: f.projection.accounts,
-            projection: f.projection
-          })
+          const snapshot = follower?.snapshot()
+          return fn(snapshot && { ...snapshot, accounts: snapshot.projection.accounts })
         })
       )
 

@@ -1,7 +1,8 @@
 /**
  * Fetching the vault's logs: `eth_getLogs` over block ranges whose size adapts to the provider
  * (halved on "too many results"/range errors and timeouts, grown again after successes, never
- * above the configured ceiling), and decoding each log into the event store's form.
+ * above the configured ceiling; the sizing is decided in `decisions.ts`), and decoding each log
+ * into the event store's form.
  */
 import { Data, Effect, Either, Metric, Ref } from "effect"
 import {
@@ -21,6 +22,7 @@ import {
   classifyRpcError
 } from "../chain/ChainClient.js"
 import type { StoredEvent } from "../store/EventStore.js"
+import { afterLogsAnswered, afterLogsRefused, initialSizer, logRequest } from "./decisions.js"
 import { countRpcError, rangeSize } from "./metrics.js"
 
 /** A vault log that matches no event of the vault's ABI. */
@@ -197,17 +199,6 @@ export interface LogRangeOptions {
   readonly maxBlockRange: number
 }
 
-interface SizerState {
-  /** Blocks per request now. */
-  readonly size: number
-  /** Where growth stops until enough successes show the provider takes more. */
-  readonly cap: number
-  readonly successesAtCap: number
-}
-
-/** Successes at the cap before the cap is raised again: event density changes along the chain. */
-const SUCCESSES_BEFORE_RAISING_CAP = 8
-
 export interface LogFetcher {
   /**
    * Logs of the vault from `fromBlock` up to at most `toBlock` in one request: the range is cut to
@@ -236,37 +227,26 @@ export const makeLogFetcher = (
   options: LogRangeOptions
 ): Effect.Effect<LogFetcher> =>
   Effect.gen(function* () {
-    const ceiling = Math.max(1, options.maxBlockRange)
-    const state = yield* Ref.make<SizerState>({ size: ceiling, cap: ceiling, successesAtCap: 0 })
-
-    const succeeded = Ref.update(state, (s): SizerState => {
-      if (s.size < s.cap) return { ...s, size: Math.min(s.cap, Math.ceil(s.size * 1.5)), successesAtCap: 0 }
-      const successes = s.successesAtCap + 1
-      if (successes < SUCCESSES_BEFORE_RAISING_CAP || s.cap >= ceiling)
-        return { ...s, successesAtCap: successes }
-      const cap = Math.min(ceiling, s.cap * 2)
-      return { size: cap, cap, successesAtCap: 0 }
-    })
+    const state = yield* Ref.make(initialSizer(options.maxBlockRange))
 
     const fetchSome: LogFetcher["fetchSome"] = (fromBlock, toBlock) =>
       Effect.gen(function* () {
         while (true) {
-          const { size } = yield* Ref.get(state)
-          const end = Math.min(toBlock, fromBlock + size - 1)
+          const request = logRequest(yield* Ref.get(state), fromBlock, toBlock)
           const attempt = yield* Effect.either(
-            chain.getLogs({ address: vault, fromBlock: BigInt(fromBlock), toBlock: BigInt(end) })
+            chain.getLogs({ address: vault, fromBlock: BigInt(request.from), toBlock: BigInt(request.to) })
           )
           if (Either.isRight(attempt)) {
-            yield* succeeded
-            yield* Metric.set(rangeSize, (yield* Ref.get(state)).size)
-            return { toBlock: end, logs: attempt.right }
+            const sizer = yield* Ref.updateAndGet(state, (s) => afterLogsAnswered(s, options.maxBlockRange))
+            yield* Metric.set(rangeSize, sizer.size)
+            return { toBlock: request.to, logs: attempt.right }
           }
           const error = attempt.left
           yield* countRpcError(classifyRpcError(error) === "other" ? error._tag : classifyRpcError(error))
-          if (!rangeTooLarge(error) || end === fromBlock) return yield* Effect.fail(error)
-          const half = Math.max(1, Math.floor((end - fromBlock + 1) / 2))
-          yield* Ref.set(state, { size: half, cap: half, successesAtCap: 0 })
-          yield* Metric.set(rangeSize, half)
+          const next = afterLogsRefused(request, rangeTooLarge(error))
+          if (next._tag === "GiveUp") return yield* Effect.fail(error)
+          yield* Ref.set(state, next.sizer)
+          yield* Metric.set(rangeSize, next.sizer.size)
         }
       })
 

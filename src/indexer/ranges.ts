@@ -14,6 +14,39 @@ export interface Coverage {
 
 export type IsCanonical = (hash: Hex) => boolean
 
+/** A range as the decisions need it: the blocks it covers and the hash of its last one. */
+export type RangeSpan = Omit<IndexedRange, "seq">
+
+/** First block after `block` that one of `ranges` covers: the end (exclusive) of the gap there. */
+export const nextCoveredIn = (ranges: ReadonlyArray<RangeSpan>, block: number): number | undefined => {
+  let next: number | undefined
+  for (const r of ranges)
+    if (r.fromBlock > block && (next === undefined || r.fromBlock < next)) next = r.fromBlock
+  return next
+}
+
+/** Highest block any of `ranges` reaches. */
+export const highestIn = (ranges: ReadonlyArray<RangeSpan>): number | undefined => {
+  let top: number | undefined
+  for (const r of ranges) if (top === undefined || r.toBlock > top) top = r.toBlock
+  return top
+}
+
+/**
+ * For a reorg back to `ancestor`: the ranges that reach past it shortened to end there, so what
+ * they covered up to the ancestor stays covered once their end is orphaned.
+ */
+export const keptUpToIn = (
+  ranges: ReadonlyArray<RangeSpan>,
+  ancestor: { readonly number: number; readonly hash: Hex }
+): Array<RangeSpan> => {
+  const kept: Array<RangeSpan> = []
+  for (const r of ranges)
+    if (r.fromBlock <= ancestor.number && r.toBlock > ancestor.number)
+      kept.push({ fromBlock: r.fromBlock, toBlock: ancestor.number, toHash: ancestor.hash })
+  return kept
+}
+
 export class RangeBook {
   private ranges: Array<IndexedRange> = []
 
@@ -35,7 +68,8 @@ export class RangeBook {
     }
   }
 
-  private valid(isCanonical: IsCanonical): Array<IndexedRange> {
+  /** The ranges whose last block is canonical, by first block (the longest first among equals). */
+  canonical(isCanonical: IsCanonical): Array<IndexedRange> {
     return this.ranges
       .filter((r) => isCanonical(r.toHash))
       .sort((a, b) => a.fromBlock - b.fromBlock || b.toBlock - a.toBlock)
@@ -45,7 +79,7 @@ export class RangeBook {
   coverage(isCanonical: IsCanonical): Coverage | undefined {
     let block = this.startBlock - 1
     let hash: Hex | undefined
-    for (const r of this.valid(isCanonical)) {
+    for (const r of this.canonical(isCanonical)) {
       if (r.fromBlock > block + 1) break
       if (r.toBlock > block) {
         block = r.toBlock
@@ -57,18 +91,12 @@ export class RangeBook {
 
   /** First block after `block` that a valid range already covers: the end (exclusive) of the gap there. */
   nextCovered(block: number, isCanonical: IsCanonical): number | undefined {
-    let next: number | undefined
-    for (const r of this.valid(isCanonical)) {
-      if (r.fromBlock > block && (next === undefined || r.fromBlock < next)) next = r.fromBlock
-    }
-    return next
+    return nextCoveredIn(this.canonical(isCanonical), block)
   }
 
   /** Highest block any valid range reaches. */
   highest(isCanonical: IsCanonical): number | undefined {
-    let top: number | undefined
-    for (const r of this.valid(isCanonical)) if (top === undefined || r.toBlock > top) top = r.toBlock
-    return top
+    return highestIn(this.canonical(isCanonical))
   }
 
   /**
@@ -76,11 +104,6 @@ export class RangeBook {
    * so what they covered up to the ancestor stays covered once their end is orphaned.
    */
   keptUpTo(ancestor: { readonly number: number; readonly hash: Hex }, isCanonical: IsCanonical) {
-    const kept: Array<Omit<IndexedRange, "seq">> = []
-    for (const r of this.valid(isCanonical)) {
-      if (r.fromBlock <= ancestor.number && r.toBlock > ancestor.number)
-        kept.push({ fromBlock: r.fromBlock, toBlock: ancestor.number, toHash: ancestor.hash })
-    }
-    return kept
+    return keptUpToIn(this.canonical(isCanonical), ancestor)
   }
 }

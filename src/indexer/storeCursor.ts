@@ -1,9 +1,8 @@
 /**
  * What a follower of the event store knows about the store's progress (the ranges indexed and the
  * orphan markers of reorgs), read incrementally: each `advance` reads what was appended since the
- * last one, in the caller's consistent read. Both followers of the store (the accounts projection,
- * src/indexer/follower.ts; the hint index, src/attestor/hintIndex.ts) keep one, so the range and
- * orphan bookkeeping exists once.
+ * last one, in the caller's consistent read. The store's follower (src/indexer/follower.ts) keeps
+ * one for whichever projection is plugged into it, so the range and orphan bookkeeping exists once.
  */
 import { Effect } from "effect"
 import type { Hex } from "viem"

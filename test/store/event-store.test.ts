@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Exit, Layer, Scope } from "effect"
 import { getAddress, type Hex, keccak256, numberToHex, stringToHex } from "viem"
-import { ProjectionFollower } from "../../src/indexer/follower.js"
+import { AccountsFollower } from "../../src/indexer/AccountsFollower.js"
 import {
   type AppendBatch,
   EventStore,
@@ -74,9 +74,9 @@ const batch = (from: number, to: number, branch: string, events: StoredEvent[] =
 })
 
 const follower = (ref: VaultRef, confirmationDepth = 64) =>
-  new ProjectionFollower({ ref, startBlock: START, settlementAsset: USDT, confirmationDepth })
+  new AccountsFollower({ ref, startBlock: START, settlementAsset: USDT, confirmationDepth })
 
-const accountsOf = (f: ProjectionFollower) => new Map(f.projection.accounts)
+const accountsOf = (f: AccountsFollower) => new Map(f.projection.accounts)
 
 let vaultCounter = 0
 /** Each test indexes its own vault, so tests sharing a database do not see each other. */
