@@ -2,9 +2,10 @@
  * `npm run bench`: every benchmark in turn, each in its own process (so one's memory and JIT state
  * never colour the next), then the table of bench/results.json.
  *
- * BENCH_ONLY=quote,commitment,claim,idle,indexer runs a subset. With DATABASE_URL set, the
- * relayers of the quote and claim benches run on it (BENCH_DATABASE_URL, bench/lib/devnet.ts). A
- * bench that fails is reported and the others still run; the exit code says whether all passed.
+ * BENCH_ONLY=quote,commitment,claim,idle,indexer,soak runs a subset; the soak (five minutes of
+ * faults, PostgreSQL required) runs only when named there. With DATABASE_URL set, the relayers of
+ * the quote and claim benches run on it (BENCH_DATABASE_URL, bench/lib/devnet.ts). A bench that
+ * fails is reported and the others still run; the exit code says whether all passed.
  */
 import { spawn } from "node:child_process"
 import { join } from "node:path"
@@ -17,8 +18,12 @@ const BENCHES = {
   commitment: "bench/attestor/commitment.ts",
   claim: "bench/relayer/claim.ts",
   idle: "bench/memory/idle.ts",
-  indexer: "bench/indexer/main.ts"
+  indexer: "bench/indexer/main.ts",
+  soak: "bench/soak.ts"
 } as const
+
+/** Run only when BENCH_ONLY names them: the soak takes five minutes more and needs PostgreSQL. */
+const OPT_IN: ReadonlySet<string> = new Set(["soak"])
 
 /**
  * With DATABASE_URL (and no BENCH_DATABASE_URL), the relayers of the HTTP and claim benches run on
@@ -33,7 +38,9 @@ const benchDatabase =
 ensureBuild()
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim())
-const selected = Object.entries(BENCHES).filter(([name]) => only === undefined || only.includes(name))
+const selected = Object.entries(BENCHES).filter(([name]) =>
+  only === undefined ? !OPT_IN.has(name) : only.includes(name)
+)
 const failed: string[] = []
 const started = performance.now()
 for (const [name, script] of selected) {

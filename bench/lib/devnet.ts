@@ -63,6 +63,11 @@ export interface RunOptions {
   readonly nodeArgs?: ReadonlyArray<string>
   /** From bench/.build with plain node (after `ensureBuild`), instead of tsx on the source. */
   readonly bundled?: boolean
+  /**
+   * A PostgreSQL database the relayer shares with others (replicas), left as it is when it stops,
+   * instead of a schema of its own on BENCH_DATABASE_URL.
+   */
+  readonly sharedDatabaseUrl?: string
 }
 
 const script = (source: string, options: RunOptions) =>
@@ -84,7 +89,7 @@ export const startRelayer = async (
 ): Promise<Server> => {
   // BENCH_DATABASE_URL runs the relayer on PostgreSQL instead of the embedded database.
   const database =
-    process.env.BENCH_DATABASE_URL === undefined
+    process.env.BENCH_DATABASE_URL === undefined || options.sharedDatabaseUrl !== undefined
       ? undefined
       : // A schema of its own, dropped when it stops: a store left by an earlier run (another
         // chain under the same hot key) must not be what it resumes.
@@ -95,6 +100,7 @@ export const startRelayer = async (
       ...SERVICE_ALLOCATOR_ENV,
       ...relayerEnv(devnet.chain, devnet.relayerPort),
       ...(database === undefined ? {} : { DATABASE_URL: database.url }),
+      ...(options.sharedDatabaseUrl === undefined ? {} : { DATABASE_URL: options.sharedDatabaseUrl }),
       ...overrides
     },
     readyPath: "/v1/config",

@@ -55,6 +55,8 @@ export interface Server {
   readonly cpuMs: () => number
   /** SIGTERM, then waits for the exit (so a `--cpu-prof` profile is written). */
   readonly stop: () => Promise<void>
+  /** SIGKILL (`kill -9`: nothing of the process runs after it), then waits for the exit. */
+  readonly kill: () => Promise<void>
   readonly output: () => string
 }
 
@@ -194,6 +196,10 @@ export const startServer = async (options: StartOptions): Promise<Server> => {
       const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
       await exit
       clearTimeout(timer)
+    },
+    kill: async () => {
+      if (exited === undefined) child.kill("SIGKILL")
+      await exit
     },
     output: () => stderr
   }

@@ -39,7 +39,9 @@ export const ROW_ORDER = [
   "idle_rss",
   "accounts_peak_rss_pglite",
   "accounts_peak_rss_postgres",
-  "backfill_vs_getlogs"
+  "backfill_vs_getlogs",
+  "soak_5xx_outside_faults",
+  "soak_claims_mined_once"
 ] as const
 export type RowKey = (typeof ROW_ORDER)[number]
 

@@ -75,7 +75,10 @@ export interface NonceReservationsShape {
    * no stored transaction leaves its nonces to expire unlinked. None when nothing is stored.
    */
   readonly linkOnStore: (reservation: Reservation) => TxRequest["storedWith"]
-  /** Frees the rows (nothing was sent). Never fails: unreleased rows expire after `unsentTtl`. */
+  /**
+   * Frees the rows (nothing was sent). Never fails: a delete the database does not answer is tried
+   * again in the background; rows it never frees expire after `unsentTtl`.
+   */
   readonly release: (reservation: Reservation) => Effect.Effect<void>
   /**
    * The first hash of the transaction this relayer stored for the call `data` to `vault`, unless
@@ -101,6 +104,9 @@ const freshHolderKey = () => BigInt.asUintN(62, randomBytes(8).readBigUInt64BE()
 
 /** How long a row with no transaction yet holds: longer than any request takes to reach the sender. */
 export const DEFAULT_UNSENT_TTL = Duration.minutes(2)
+
+/** How often a release the database did not answer is tried again. */
+const RELEASE_RETRY_INTERVAL = Duration.seconds(1)
 
 class Held extends Data.TaggedError("Held")<{ readonly key: ReservationKey }> {}
 
@@ -191,10 +197,14 @@ export const makeNonceReservations = (
     readonly unsentTtl?: Duration.DurationInput
     /** Without one, an unlinked row holds until the unsent TTL whoever took it. */
     readonly holder?: ReservationHolder
+    /** How often a release the database did not answer is tried again. */
+    readonly releaseRetryInterval?: Duration.DurationInput
   } = {}
 ) =>
   Effect.map(SqlClient, (sql): NonceReservationsShape => {
-    const ttl = `${Duration.toMillis(options.unsentTtl ?? DEFAULT_UNSENT_TTL)} milliseconds`
+    const unsentTtl = Duration.decode(options.unsentTtl ?? DEFAULT_UNSENT_TTL)
+    const releaseRetryInterval = Duration.decode(options.releaseRetryInterval ?? RELEASE_RETRY_INTERVAL)
+    const ttl = `${Duration.toMillis(unsentTtl)} milliseconds`
     // Liveness reads other tables, and a statement's subqueries read the snapshot it started
     // with, while ON CONFLICT and a DELETE's recheck read a row's newest version: a statement
     // that began just before a store committed meets the store's link but not the transaction
@@ -296,14 +306,37 @@ export const makeNonceReservations = (
         WHERE vault = ${reservation.vault} AND account_id = ${reservation.accountId}
           AND token = ${reservation.token}`
 
-    const release: NonceReservationsShape["release"] = (reservation) =>
+    const deleteRows = (reservation: Reservation) =>
       sql`
         DELETE FROM relayer_nonce_reservations
         WHERE vault = ${reservation.vault} AND account_id = ${reservation.accountId}
-          AND token = ${reservation.token}`.pipe(
+          AND token = ${reservation.token}`
+    // A release the database did not answer (an outage) is tried again in the background until
+    // it does, within the unsent TTL: this process's holder lock is taken again under the same
+    // key after the outage, so the rows would otherwise hold the request's nonces, and refuse its
+    // client's retries as "being processed", for the whole TTL (docs/operations.md "Replicas on
+    // one PostgreSQL"). The token makes a late delete harmless to a later taker.
+    const release: NonceReservationsShape["release"] = (reservation) =>
+      deleteRows(reservation).pipe(
         Effect.asVoid,
         Effect.catchAll(() =>
-          Effect.logWarning("nonce reservations: could not release a reservation; it expires unlinked")
+          Effect.logWarning(
+            "nonce reservations: could not release a reservation; trying again until the database answers"
+          ).pipe(
+            Effect.zipRight(
+              deleteRows(reservation).pipe(
+                Effect.retry(Schedule.spaced(releaseRetryInterval).pipe(Schedule.upTo(unsentTtl))),
+                Effect.tapError(() =>
+                  Effect.logWarning(
+                    "nonce reservations: a reservation could not be released; it expires unlinked"
+                  )
+                ),
+                Effect.ignore,
+                Effect.forkDaemon
+              )
+            ),
+            Effect.asVoid
+          )
         )
       )
 

@@ -492,6 +492,52 @@ for (const database of testDatabases()) {
         })
       )
 
+      // A database outage while a refused request releases its nonces: once the database answers
+      // again the nonces are free, not held as "being processed" for the unsent TTL (the holder
+      // takes its lock again under the same key, so its rows are not a gone process's).
+      it.effect("a release the database did not answer frees the keys once it answers again", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient
+          // Deletes of the tokens listed in `refusing` fail, as statements do while the database is away.
+          const refusing = `refusing_${randomBytes(4).toString("hex")}`
+          yield* sql.unsafe(`CREATE TABLE ${refusing} (token text PRIMARY KEY)`)
+          yield* sql.unsafe(`CREATE FUNCTION ${refusing}() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF EXISTS (SELECT 1 FROM ${refusing} WHERE token = OLD.token) THEN
+                RAISE EXCEPTION 'the database is not answering';
+              END IF;
+              RETURN OLD;
+            END $$`)
+          yield* sql.unsafe(`CREATE TRIGGER ${refusing} BEFORE DELETE ON relayer_nonce_reservations
+            FOR EACH ROW EXECUTE FUNCTION ${refusing}()`)
+          const scope = yield* Scope.make()
+          const reservations = yield* makeNonceReservations({
+            holder: yield* Scope.extend(reservationHolder, scope),
+            releaseRetryInterval: "1 second"
+          })
+          const id = freshId()
+          const taken = yield* reservations.take(VAULT, id, [nonce(0n)])
+          yield* sql.unsafe(`INSERT INTO ${refusing} (token) VALUES ('${taken.token}')`)
+          yield* reservations.release(taken)
+          const held = Effect.map(refusal(reservations.take(VAULT, id, [nonce(0n)])), (r) => r?.message)
+          expect(yield* held).toMatch(/being processed/)
+
+          yield* sql.unsafe(`DELETE FROM ${refusing}`)
+          // Well inside the unsent TTL (two minutes): ten seconds by the test clock.
+          let free = false
+          for (let s = 0; s < 10 && !free; s++) {
+            yield* TestClock.adjust("1 second")
+            yield* sleep(50)
+            free = (yield* held) === undefined
+          }
+          expect(free).toBe(true)
+          yield* sql.unsafe(`DROP TRIGGER ${refusing} ON relayer_nonce_reservations`)
+          yield* sql.unsafe(`DROP FUNCTION ${refusing}()`)
+          yield* sql.unsafe(`DROP TABLE ${refusing}`)
+          yield* Scope.close(scope, Exit.void)
+        })
+      )
+
       it.effect("a request's transaction is found by its call, unless it was dropped", () =>
         Effect.gen(function* () {
           const reservations = yield* makeNonceReservations()
