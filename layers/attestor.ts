@@ -2,6 +2,7 @@
  * The attestor process: settings, storage, chain client, vault indexer, hint index and HTTP
  * server. Tests and the devnet compose the same layer; only the settings differ.
  */
+import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { AttestationStore } from "../src/attestor/AttestationStore.js"
 import { AttestorApi } from "../src/attestor/api/index.js"
@@ -13,23 +14,38 @@ import { attestorOutcomes } from "../src/attestor/metrics.js"
 import { FedsocialLogins } from "../src/attestor/oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
 import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
+import { ProposalStore } from "../src/attestor/ProposalStore.js"
 import { PublicCommitments } from "../src/attestor/PublicCommitments.js"
 import { PaymentStore } from "../src/attestor/payments/PaymentStore.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
-import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
-import { chainClientLayer } from "../src/chain/ChainClient.js"
+import { VetoWatcher } from "../src/attestor/VetoWatcher.js"
+import { type ChainClient, chainClientLayer } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
-import { AttestorSettings } from "../src/config/attestor.js"
+import { AttestorSettings, type AttestorSettingsShape } from "../src/config/attestor.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
+import { TxSender } from "../src/txsender/TxSender.js"
+
+/**
+ * The attestor key's transaction sender, with `AUTO_VETO` only: the veto watcher sends its vetoes
+ * with it and `/v1/health` reports it. Its lock is `attestor-tx-sender:<address>`, apart from any
+ * relayer's. Typed as providing nothing: both readers find it with `Effect.serviceOption`.
+ */
+export const attestorKeySender = (
+  settings: AttestorSettingsShape
+): Layer.Layer<never, never, ChainClient | SqlClient> =>
+  settings.autoVeto
+    ? TxSender.layer({ service: "attestor", key: settings.signingKey, settings })
+    : Layer.empty
 
 /**
  * Everything below the HTTP server, given the settings: the chain, the attestor's own database
  * with its sessions and handle-lookup payments, the vault indexer writing its event store, the hint index folding its
- * `TokenLaunched` events, and the veto watcher judging the pending bind proposals.
+ * `TokenLaunched` events, and the veto watcher judging the pending bind proposals (and, with
+ * `AUTO_VETO`, the attestor key's sender it vetoes with).
  */
 export const attestorServices = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) => {
@@ -46,7 +62,7 @@ export const attestorServices = Layer.unwrapEffect(
       })
     )
     const indexer = indexerLayer(indexerConfigOf(settings))
-    return vetoWatcherLayer().pipe(
+    return VetoWatcher.layer().pipe(
       Layer.provideMerge(
         Layer.mergeAll(
           hintIndexLayer({ startBlock: settings.indexerStartBlock }),
@@ -54,7 +70,9 @@ export const attestorServices = Layer.unwrapEffect(
           OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
           PublicCommitments.layer,
           PaymentStore.layer,
-          AttestationStore.layer
+          AttestationStore.layer,
+          ProposalStore.layer,
+          attestorKeySender(settings)
         )
       ),
       Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer)),
