@@ -6,6 +6,8 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { AttestationStore } from "../src/attestor/AttestationStore.js"
 import { AttestorApi } from "../src/attestor/api/index.js"
+import { BindSignatures } from "../src/attestor/BindSignatures.js"
+import { Commitments } from "../src/attestor/Commitments.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
 import { AttestorHandlers } from "../src/attestor/handlers/index.js"
 import { HandleLookups } from "../src/attestor/handles/HandleLookups.js"
@@ -16,8 +18,10 @@ import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
 import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
 import { ProposalStore } from "../src/attestor/ProposalStore.js"
 import { PublicCommitments } from "../src/attestor/PublicCommitments.js"
+import { PublicHandles } from "../src/attestor/PublicHandles.js"
 import { PaymentStore } from "../src/attestor/payments/PaymentStore.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
+import { SessionEscrows } from "../src/attestor/SessionEscrows.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../src/attestor/VetoWatcher.js"
 import { type ChainClient, chainClientLayer } from "../src/chain/ChainClient.js"
@@ -82,11 +86,23 @@ export const attestorServices = Layer.unwrapEffect(
   })
 )
 
+/**
+ * The endpoints' services (docs/attestor.md §4): commitments, public handles, a session's escrows
+ * and the bind signatures over them. They need the settings, the stores and indexes above, the
+ * handle lookups and the chain id.
+ */
+export const attestorEndpoints = Layer.mergeAll(
+  Commitments.layer,
+  PublicHandles.layer,
+  BindSignatures.layer
+).pipe(Layer.provideMerge(SessionEscrows.layer))
+
 export const attestorServer = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) =>
     serveApi(
       AttestorApi,
       AttestorHandlers.pipe(
+        Layer.provide(attestorEndpoints),
         Layer.provide(HandleLookups.layer),
         Layer.provide(ChainId.layer(settings.chainId)),
         Layer.provide(

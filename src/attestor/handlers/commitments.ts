@@ -1,16 +1,10 @@
-/**
- * The handler of `POST /v1/commitment` (src/attestor/api/commitments.ts), with the handle lookups
- * of the settings' mode (`HandleLookups`).
- */
+/** The handler of `POST /v1/commitment` (src/attestor/api/commitments.ts): the `Commitments` service. */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { type CommitmentResponse, isUserId } from "../../../schema/attestor.js"
-import { wasmKeccak256 } from "../../chain/keccak.js"
-import { AttestorSettings } from "../../config/attestor.js"
 import { AttestorApi } from "../api/index.js"
-import { commitmentKeys, commitRequest } from "../commitment.js"
-import { HandleLookups } from "../handles/HandleLookups.js"
+import { Commitments } from "../Commitments.js"
 import { answerWithPayment } from "./payment.js"
 
 /**
@@ -29,18 +23,12 @@ export const renderedCommitment = (
   isUserId(answer.userId) ? HttpServerResponse.unsafeJson(answer) : answer
 
 export const AttestorCommitmentsLive = HttpApiBuilder.group(AttestorApi, "commitments", (handlers) =>
-  Effect.gen(function* () {
-    const settings = yield* AttestorSettings
-    const commit = commitRequest(
-      commitmentKeys(
-        Redacted.value(settings.signingKey),
-        Redacted.value(settings.pepper),
-        yield* wasmKeccak256
-      ),
-      (yield* HandleLookups).lookup
+  Effect.map(Commitments, (commitments) =>
+    handlers.handle("commitment", ({ payload, headers }) =>
+      Effect.map(
+        answerWithPayment(commitments.commit(payload, headers["payment-signature"])),
+        renderedCommitment
+      )
     )
-    return handlers.handle("commitment", ({ payload, headers }) =>
-      Effect.map(answerWithPayment(commit(payload, headers["payment-signature"])), renderedCommitment)
-    )
-  })
+  )
 )
