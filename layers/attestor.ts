@@ -2,9 +2,12 @@
  * The attestor process: settings, storage, chain client, vault indexer, hint index and HTTP
  * server. Tests and the devnet compose the same layer; only the settings differ.
  */
+import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { AttestationStore } from "../src/attestor/AttestationStore.js"
 import { AttestorApi } from "../src/attestor/api/index.js"
+import { BindSignatures } from "../src/attestor/BindSignatures.js"
+import { Commitments } from "../src/attestor/Commitments.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
 import { AttestorHandlers } from "../src/attestor/handlers/index.js"
 import { HandleLookups } from "../src/attestor/handles/HandleLookups.js"
@@ -13,23 +16,40 @@ import { attestorOutcomes } from "../src/attestor/metrics.js"
 import { FedsocialLogins } from "../src/attestor/oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
 import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
+import { ProposalStore } from "../src/attestor/ProposalStore.js"
 import { PublicCommitments } from "../src/attestor/PublicCommitments.js"
+import { PublicHandles } from "../src/attestor/PublicHandles.js"
 import { PaymentStore } from "../src/attestor/payments/PaymentStore.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
+import { SessionEscrows } from "../src/attestor/SessionEscrows.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
-import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
-import { chainClientLayer } from "../src/chain/ChainClient.js"
+import { VetoWatcher } from "../src/attestor/VetoWatcher.js"
+import { type ChainClient, chainClientLayer } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
-import { AttestorSettings } from "../src/config/attestor.js"
+import { AttestorSettings, type AttestorSettingsShape } from "../src/config/attestor.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
+import { TxSender } from "../src/txsender/TxSender.js"
+
+/**
+ * The attestor key's transaction sender, with `AUTO_VETO` only: the veto watcher sends its vetoes
+ * with it and `/v1/health` reports it. Its lock is `attestor-tx-sender:<address>`, apart from any
+ * relayer's. Typed as providing nothing: both readers find it with `Effect.serviceOption`.
+ */
+export const attestorKeySender = (
+  settings: AttestorSettingsShape
+): Layer.Layer<never, never, ChainClient | SqlClient> =>
+  settings.autoVeto
+    ? TxSender.layer({ service: "attestor", key: settings.signingKey, settings })
+    : Layer.empty
 
 /**
  * Everything below the HTTP server, given the settings: the chain, the attestor's own database
  * with its sessions and handle-lookup payments, the vault indexer writing its event store, the hint index folding its
- * `TokenLaunched` events, and the veto watcher judging the pending bind proposals.
+ * `TokenLaunched` events, and the veto watcher judging the pending bind proposals (and, with
+ * `AUTO_VETO`, the attestor key's sender it vetoes with).
  */
 export const attestorServices = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) => {
@@ -46,7 +66,7 @@ export const attestorServices = Layer.unwrapEffect(
       })
     )
     const indexer = indexerLayer(indexerConfigOf(settings))
-    return vetoWatcherLayer().pipe(
+    return VetoWatcher.layer().pipe(
       Layer.provideMerge(
         Layer.mergeAll(
           hintIndexLayer({ startBlock: settings.indexerStartBlock }),
@@ -54,7 +74,9 @@ export const attestorServices = Layer.unwrapEffect(
           OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
           PublicCommitments.layer,
           PaymentStore.layer,
-          AttestationStore.layer
+          AttestationStore.layer,
+          ProposalStore.layer,
+          attestorKeySender(settings)
         )
       ),
       Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer)),
@@ -64,11 +86,23 @@ export const attestorServices = Layer.unwrapEffect(
   })
 )
 
+/**
+ * The endpoints' services (docs/attestor.md §4): commitments, public handles, a session's escrows
+ * and the bind signatures over them. They need the settings, the stores and indexes above, the
+ * handle lookups and the chain id.
+ */
+export const attestorEndpoints = Layer.mergeAll(
+  Commitments.layer,
+  PublicHandles.layer,
+  BindSignatures.layer
+).pipe(Layer.provideMerge(SessionEscrows.layer))
+
 export const attestorServer = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) =>
     serveApi(
       AttestorApi,
       AttestorHandlers.pipe(
+        Layer.provide(attestorEndpoints),
         Layer.provide(HandleLookups.layer),
         Layer.provide(ChainId.layer(settings.chainId)),
         Layer.provide(

@@ -26,7 +26,7 @@ import { DenyList } from "../src/relayer/validation/denyList.js"
 import { VaultSignatures } from "../src/relayer/validation/signatures.js"
 import { eventStoreLayer } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
-import { txSenderLayer } from "../src/txsender/TxSender.js"
+import { SettledTxObserver, TxSender } from "../src/txsender/TxSender.js"
 
 /**
  * The relayed write endpoints' services (docs/relayer.md §4): claims, owner actions and bind
@@ -72,7 +72,13 @@ export const relayerServices = Layer.unwrapEffect(
     return accountsFeedLayer.pipe(
       Layer.provideMerge(indexer),
       // The sender tells the revert cooldowns what it finds mined (docs/relayer.md §8).
-      Layer.provideMerge(txSenderLayer.pipe(Layer.provide(RevertCooldowns.observer))),
+      Layer.provideMerge(
+        Layer.unwrapEffect(
+          Effect.map(SettledTxObserver, (onSettled) =>
+            TxSender.layer({ service: "relayer", key: settings.hotKey, settings, onSettled })
+          )
+        ).pipe(Layer.provide(RevertCooldowns.observer))
+      ),
       Layer.provideMerge(RevertCooldowns.layer),
       Layer.provideMerge(base),
       Layer.merge(startupWarnings)

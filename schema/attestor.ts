@@ -19,7 +19,7 @@ import {
   Uint256,
   UnixSecondsString
 } from "./primitives.js"
-import { IndexerHealth, RegisterHandle } from "./relayer.js"
+import { IndexerHealth, RegisterHandle, SenderHealth } from "./relayer.js"
 
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
@@ -263,7 +263,8 @@ export type VetoWatcherHealth = typeof VetoWatcherHealth.Type
 
 /**
  * `{ ok: true }` of docs/attestor.md, plus whether the chain answers (absent without an indexer), the vault
- * indexer's, the hint index's and the veto watcher's state. `ok` is true whenever the process
+ * indexer's, the hint index's and the veto watcher's state, and with `AUTO_VETO` the attestor
+ * key's sender (absent while its store or the chain cannot say). `ok` is true whenever the process
  * serves: commitments, logins and `/v1/info` need no chain.
  */
 export const AttestorHealthResponse = Schema.Struct({
@@ -271,7 +272,8 @@ export const AttestorHealthResponse = Schema.Struct({
   chain: optional(Schema.Literal("reachable", "unreachable")),
   indexer: optional(IndexerHealth),
   hints: optional(HintIndexHealth),
-  vetoWatcher: optional(VetoWatcherHealth)
+  vetoWatcher: optional(VetoWatcherHealth),
+  sender: optional(SenderHealth)
 }).annotations({ identifier: "AttestorHealthResponse" })
 export type AttestorHealthResponse = typeof AttestorHealthResponse.Type
 

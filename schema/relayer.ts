@@ -385,7 +385,8 @@ export const IndexerHealth = Schema.Struct({
 export type IndexerHealth = typeof IndexerHealth.Type
 
 /**
- * The relayer's hot key as health reports it, and nothing about any other account: its address,
+ * A service's sending key as health reports it (the relayer's hot key, the attestor's key with
+ * `AUTO_VETO`), and nothing about any other account: its address,
  * how many of its transactions are pending, the nonce its next transaction gets, and its native
  * balance in wei (as of the sender's last reconciliation with the chain).
  */

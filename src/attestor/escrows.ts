@@ -1,6 +1,7 @@
 /**
- * `POST /v1/escrows` `{ session, loginSecret? }` → `{ escrows: Escrow[] }` (docs/attestor.md §4 "POST
- * /v1/escrows and POST /v1/bind", §5).
+ * The escrows of a user as this attestor's indexes know them, for `POST /v1/escrows` `{ session,
+ * loginSecret? }` → `{ escrows: Escrow[] }` and `POST /v1/bind` (docs/attestor.md §4 "POST
+ * /v1/escrows and POST /v1/bind", §5); the service answering them is `SessionEscrows`.
  *
  * 1. The session must be valid: an unknown or expired token, or a `loginSecret` missing, wrong
  *    or unexpected for the session's login (`authenticate`), is 401 `invalid_session` (checked
@@ -31,17 +32,16 @@
  */
 import { Duration, Effect, Option, Schema } from "effect"
 import type { Hex } from "viem"
-import { Escrow, type EscrowsResponse, platformIdOf, type Visibility } from "../../schema/attestor.js"
+import { Escrow, type Visibility } from "../../schema/attestor.js"
 import { Unavailable } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
-import type { ChainClient } from "../chain/ChainClient.js"
+import { ChainClient, type ChainClientShape } from "../chain/ChainClient.js"
 import { isStale, requireServable } from "../indexer/freshness.js"
-import { Indexer, type IndexerStatus } from "../indexer/Indexer.js"
+import type { IndexerShape, IndexerStatus } from "../indexer/Indexer.js"
 import type { AccountState } from "../store/projections/accounts.js"
 import type { Escrow as HintEscrow } from "../store/projections/hints.js"
-import { HintIndex, type HintIndexStatus } from "./hintIndex.js"
-import { PublicCommitments } from "./PublicCommitments.js"
-import type { StoredSession } from "./SessionStore.js"
+import type { HintIndexShape, HintIndexStatus } from "./hintIndex.js"
+import type { PublicCommitmentsShape } from "./PublicCommitments.js"
 
 // ---------------------------------------------------------------------------------------------
 // Visibility
@@ -88,22 +88,31 @@ export const INDEX_STALE_CHAIN_DOWN = "the attestor's index is stale and the cha
 export const indexIsStale = (indexer: IndexerStatus, hints: HintIndexStatus, nowMs = Date.now()): boolean =>
   isStale(indexer, nowMs) || isStale(hints, nowMs)
 
+/** What the escrows are read from: both indexes, the public commitments, and the chain for staleness. */
+export interface EscrowSources {
+  readonly indexer: IndexerShape
+  readonly hints: HintIndexShape
+  readonly publics: PublicCommitmentsShape
+  readonly chain: ChainClientShape
+}
+
 /**
  * The escrows of `(platformId, userId)`, restricted to `ids` when there are some, with their
  * account states; 503 `unavailable` before the indexes are ready, or when they are stale and the
  * chain does not answer.
  */
 export const indexedEscrows = (
+  { indexer, hints, publics, chain }: EscrowSources,
   platformId: number,
   userId: string,
   ids: ReadonlyArray<Hex>
-): Effect.Effect<IndexedEscrows, Unavailable, Indexer | HintIndex | ChainClient | PublicCommitments> =>
+): Effect.Effect<IndexedEscrows, Unavailable> =>
   Effect.gen(function* () {
-    const indexer = yield* Indexer
-    const hints = yield* HintIndex
     const notReady = new Unavailable({ message: INDEX_NOT_READY })
     const [indexerStatus, hintStatus] = yield* Effect.all([indexer.status, hints.status])
-    yield* requireServable([indexerStatus, hintStatus], INDEX_STALE_CHAIN_DOWN)
+    yield* requireServable([indexerStatus, hintStatus], INDEX_STALE_CHAIN_DOWN).pipe(
+      Effect.provideService(ChainClient, chain)
+    )
     const found = yield* hints.escrowsOf(platformId, userId)
     if (Option.isNone(found)) return yield* Effect.fail(notReady)
     const wanted = new Set(ids.map((id) => id.toLowerCase()))
@@ -133,14 +142,14 @@ export const indexedEscrows = (
       accounts = yield* readAccounts
     }
     if (accounts === undefined) return yield* Effect.fail(notReady)
-    const publics = yield* (yield* PublicCommitments).publicAmong(escrows.map((e) => e.hint.handleCommitment))
+    const publicOnes = yield* publics.publicAmong(escrows.map((e) => e.hint.handleCommitment))
     return {
       hintBlock,
       accountBlock: accounts.block,
       escrows: accounts.states.map(
         (state): IndexedEscrow => ({
           ...state,
-          visibility: publics.has(state.escrow.hint.handleCommitment.toLowerCase()) ? "public" : "private"
+          visibility: publicOnes.has(state.escrow.hint.handleCommitment.toLowerCase()) ? "public" : "private"
         })
       )
     }
@@ -170,11 +179,3 @@ export const escrowOf = (indexed: IndexedEscrow): Escrow => {
     visibility: escrowVisibility(indexed)
   })
 }
-
-/** The escrows of a valid session, as `/v1/escrows` lists them. */
-export const sessionEscrows = (
-  session: StoredSession
-): Effect.Effect<EscrowsResponse, Unavailable, Indexer | HintIndex | ChainClient | PublicCommitments> =>
-  Effect.map(indexedEscrows(platformIdOf(session.platform), session.userId, session.ids), (found) => ({
-    escrows: found.escrows.map(escrowOf)
-  }))

@@ -334,6 +334,8 @@ const nodeServer =
     )
     holdUntilServed(server)
     // Before any `request` listener: a refused or replayed request never reaches the platform's handler.
+    // The replay serves bytes a route already answered (cachedAnswers.ts); a route that renders
+    // its own body for HttpApiBuilder uses precomputed.ts instead (docs/architecture.md).
     const emit = server.emit
     server.emit = function (this: Server, event: string | symbol, ...args: Array<unknown>) {
       if (

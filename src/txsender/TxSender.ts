@@ -1,6 +1,7 @@
 /**
- * The hot key's transaction sender, used by the relayer for its requests and by the attestor for
- * vetoes: the `TxSender` service, its layers, and the shell that runs it. It is the only owner of
+ * A service key's transaction sender, used by the relayer for its requests (the hot key) and by
+ * the attestor for vetoes (its signing key): the `TxSender` service, its layer, and the shell that
+ * runs it. Nothing here knows which service runs it but the name it is given. It is the only owner of
  * the key's nonce. Submissions queue up for one fiber that, holding the key's lock (`lock.ts`),
  * allocates the next nonce, signs, stores the signed transaction and only then broadcasts it
  * (`submit.ts`). A second fiber, the monitor (`monitor.ts`), reconciles with the chain at start
@@ -24,7 +25,6 @@ import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxStatus } from "../../schema/relayer.js"
 import { supervised } from "../background/supervised.js"
 import type { ChainClient, ChainRequestError } from "../chain/ChainClient.js"
-import { RelayerSettings } from "../config/relayer.js"
 import type { TxSenderSettings } from "../config/settings.js"
 import { stubLayer } from "../testing/stub.js"
 import {
@@ -68,15 +68,38 @@ export {
 
 import { CHAIN_UNAVAILABLE } from "../chain/errors.js"
 
-export class TxSender extends Context.Tag("TxSender")<TxSender, TxSenderShape>() {}
+/** What a service gives its sender: who it is, the key, and its `TX_*` settings. */
+export interface TxSenderConfig {
+  /** The `service` label of the sender's metrics, and the name of its key's lock (`lockNameOf`). */
+  readonly service: SenderService
+  readonly key: Redacted.Redacted<Hex>
+  readonly settings: TxSenderSettings & { readonly chainId: Option.Option<number> }
+  /** Told of the requests each monitor round finds mined (the relayer's revert cooldowns). */
+  readonly onSettled?: SettledObserver | undefined
+}
 
-/** What the relayer's sender tells of the requests it finds mined (src/relayer/RevertCooldowns.ts). */
+export class TxSender extends Context.Tag("TxSender")<TxSender, TxSenderShape>() {
+  /**
+   * The sender of `config.key` and its health view (`HotKeyState`); its fibers stop when the
+   * layer's scope closes.
+   */
+  static layer(config: TxSenderConfig): Layer.Layer<TxSender | HotKeyState, never, ChainClient | SqlClient> {
+    return Layer.scopedContext(
+      txSenderContext({
+        ...txSenderOptions(config.service, config.key, config.settings),
+        onSettled: config.onSettled
+      })
+    )
+  }
+}
+
+/** What a sender tells of the requests it finds mined (the relayer's revert cooldowns use it). */
 export class SettledTxObserver extends Context.Tag("SettledTxObserver")<
   SettledTxObserver,
   SettledObserver
 >() {}
 
-/** The hot key's state for health, from the same sender: nothing about any other account. */
+/** The sending key's state for health, from the same sender: nothing about any other account. */
 export class HotKeyState extends Context.Tag("HotKeyState")<
   HotKeyState,
   { readonly state: Effect.Effect<SenderState, Unavailable> }
@@ -102,7 +125,10 @@ export interface TxSenderOptions {
    * stops watching it for reorgs. Default `DEFAULT_TX_CONFIRMATIONS`.
    */
   readonly confirmations?: number
-  /** Which service runs the sender: the `service` label of its metrics. Default `relayer`. */
+  /**
+   * Which service runs the sender: the `service` label of its metrics and the name of its key's
+   * lock (`lockNameOf`). Default `relayer`.
+   */
   readonly service?: SenderService
   /** Told of the requests each monitor round finds mined, before it records them. */
   readonly onSettled?: SettledObserver | undefined
@@ -115,6 +141,13 @@ export const DEFAULT_TX_CONFIRMATIONS = 12
 
 const asBytes32 = (hash: Hex): Bytes32 => hash.toLowerCase() as Bytes32
 
+/**
+ * The name the key's advisory lock is derived from: one per service, so the replicas of one
+ * service exclude each other. The relayer's is the name it has always had.
+ */
+export const lockNameOf = (service: SenderService, address: Hex): string =>
+  `${service}-tx-sender:${address.toLowerCase()}`
+
 /** The sender and its health view; the sender's fibers stop when the scope closes. */
 export const makeTxSenderWithState = (
   options: TxSenderOptions
@@ -124,16 +157,17 @@ export const makeTxSenderWithState = (
   ChainClient | SqlClient | Scope.Scope
 > =>
   Effect.gen(function* () {
+    const service = options.service ?? "relayer"
     const core = yield* makeSenderCore({
       ...options,
-      service: options.service ?? "relayer",
+      service,
       // A round's reading stands in for the chain until two rounds were missed.
       freshForMs: 3 * Duration.toMillis(options.pollInterval)
     })
     const { chain, store, address } = core
     const lockWait = options.lockTimeout ?? Duration.seconds(5)
     const withLock: KeyLock = yield* makeKeyLock({
-      key: advisoryKey(`relayer-tx-sender:${address.toLowerCase()}`),
+      key: advisoryKey(lockNameOf(service, address)),
       timeout: lockWait,
       embedded: core.embedded,
       onLost: core.metrics.recordLockLost,
@@ -297,11 +331,6 @@ const storeOrChainUnavailable = (error: { readonly _tag: string }) =>
     message: error._tag === "TxStoreError" ? "the transaction store is not answering" : CHAIN_UNAVAILABLE
   })
 
-export const makeTxSender = (
-  options: TxSenderOptions
-): Effect.Effect<TxSenderShape, never, ChainClient | SqlClient | Scope.Scope> =>
-  Effect.map(makeTxSenderWithState(options), (made) => made.sender)
-
 const txSenderContext = (options: TxSenderOptions) =>
   Effect.map(makeTxSenderWithState(options), ({ sender, state }) =>
     Context.make(TxSender, sender).pipe(Context.add(HotKeyState, { state }))
@@ -324,17 +353,6 @@ export const txSenderOptions = (
   lockTimeout: Duration.millis(settings.txLockWaitMs),
   rpcDeadline: Duration.millis(settings.txRpcTimeoutMs)
 })
-
-/** The sender of the relayer's hot key; its fibers stop when the layer's scope closes. */
-export const txSenderLayer: Layer.Layer<
-  TxSender | HotKeyState,
-  never,
-  ChainClient | SqlClient | RelayerSettings | SettledTxObserver
-> = Layer.scopedContext(
-  Effect.flatMap(Effect.all([RelayerSettings, SettledTxObserver]), ([settings, onSettled]) =>
-    txSenderContext({ ...txSenderOptions("relayer", settings.hotKey, settings), onSettled })
-  )
-)
 
 /** The sender with explicit options, for tests that tune its timing. */
 export const txSenderLayerWith = (

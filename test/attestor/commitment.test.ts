@@ -5,7 +5,7 @@
  * Also the start-up refusal of HANDLE_LOOKUP_MODE values this version cannot serve.
  */
 import { createHmac } from "node:crypto"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import {
   ConfigProvider,
   Effect,
@@ -30,7 +30,7 @@ import {
   commitmentKeys,
   freshNonce
 } from "../../src/attestor/commitment.js"
-import { renderedCommitment } from "../../src/attestor/handlers/commitments.js"
+import { commitmentAnswer } from "../../src/attestor/handlers/commitments.js"
 import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
@@ -40,6 +40,7 @@ import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, loadAttestorSettings } from "../../src/config/attestor.js"
 import { formatConfigError } from "../../src/config/settings.js"
+import { encodedBody, renderedBody } from "../../src/http/precomputed.js"
 import { serverUrl } from "../../src/http/server.js"
 import { Indexer } from "../../src/indexer/Indexer.js"
 import { storageLayer } from "../../src/store/sql.js"
@@ -218,15 +219,9 @@ describe("POST /v1/commitment with a numeric userId", () => {
   })
 })
 
-describe("the commitment's answer, rendered without encoding it again", () => {
+describe("the commitment's answer, rendered without encoding it again (src/http/precomputed.ts)", () => {
   const keys = commitmentKeys(SIGNING_KEY, Buffer.from(PEPPER.slice(2), "hex"))
-  const encodedJson = (answer: CommitmentResponse) =>
-    JSON.stringify(Schema.encodeSync(CommitmentResponse)(answer))
-  const bodyText = (response: unknown) => {
-    if (!HttpServerResponse.isServerResponse(response)) throw new Error("not a rendered response")
-    if (response.body._tag !== "Uint8Array") throw new Error(`a ${response.body._tag} body`)
-    return new TextDecoder().decode(response.body.body)
-  }
+  const encodedJson = (answer: CommitmentResponse) => encodedBody(commitmentAnswer, answer)
 
   it("is the schema's encoding byte for byte, for any platform, user id and nonce", () => {
     fc.assert(
@@ -236,8 +231,8 @@ describe("the commitment's answer, rendered without encoding it again", () => {
         fc.uint8Array({ minLength: 32, maxLength: 32 }),
         (platform, userId, nonce) => {
           const answer = commitmentFor(keys, platform, userId, toHex(nonce))
-          const response = renderedCommitment(answer)
-          expect(bodyText(response)).toBe(encodedJson(answer))
+          const response = commitmentAnswer.render(answer)
+          expect(renderedBody(response)).toBe(encodedJson(answer))
           expect((response as HttpServerResponse.HttpServerResponse).status).toBe(200)
         }
       )
@@ -246,7 +241,7 @@ describe("the commitment's answer, rendered without encoding it again", () => {
 
   it("leaves a user id that is not canonical to the schema's encoding, which refuses it", () => {
     const answer = commitmentFor(keys, "messenger", "0123", toHex(new Uint8Array(32)))
-    expect(renderedCommitment(answer)).toBe(answer)
+    expect(commitmentAnswer.render(answer)).toBe(answer)
     expect(() => Schema.encodeSync(CommitmentResponse)(answer)).toThrow()
   })
 

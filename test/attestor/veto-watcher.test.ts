@@ -1,33 +1,19 @@
 /**
- * The veto watcher (src/attestor/VetoWatcher.ts): the decision rule (attested, unattested,
- * revoked, unknown id with and without VETO_UNKNOWN_IDS, already handled), the record of judged
- * proposals (migration 0022) on each test database, and passes over stubbed indexes, chain and
+ * The veto watcher (src/attestor/VetoWatcher.ts): the record of judged proposals
+ * (src/attestor/ProposalStore.ts, migration 0022) on each test database, and passes over stubbed indexes, chain and
  * sender with the real attestation store: one veto per unattested proposal, never a second one
  * (not on the next pass, not after a restart), a contested owner's proposal vetoed, a proposal
  * whose only attestation was recorded after it was mined vetoed, a
  * simulation that reverts sending nothing, a sender's refusal retried, AUTO_VETO off only counting.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { describe, expect, it, layer } from "@effect/vitest"
+import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Metric, Option } from "effect"
 import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem"
-import {
-  AttestationStore,
-  makeAttestationStore,
-  type StoredAttestation
-} from "../../src/attestor/AttestationStore.js"
+import { AttestationStore, makeAttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex, type HintSnapshot } from "../../src/attestor/hintIndex.js"
-import {
-  bindProposals,
-  decide,
-  makeProposalStore,
-  makeVetoWatcher,
-  type Proposal,
-  pendingProposals,
-  STALE_CLAIM_SECONDS,
-  verdictOf,
-  vetoes
-} from "../../src/attestor/VetoWatcher.js"
+import { makeProposalStore, STALE_CLAIM_SECONDS } from "../../src/attestor/ProposalStore.js"
+import { bindProposals, makeVetoWatcher, vetoes } from "../../src/attestor/VetoWatcher.js"
 import { ChainReverted, ChainUnavailable } from "../../src/chain/ChainClient.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { type AccountsSnapshot, Indexer } from "../../src/indexer/Indexer.js"
@@ -41,124 +27,6 @@ const newId = (): Hex => keccak256(numberToHex(++counter))
 const newOwner = (): Address => getAddress(numberToHex(0xbeef0000 + ++counter, { size: 20 }))
 const VAULT = getAddress(numberToHex(0x7a017, { size: 20 }))
 const ATTESTOR = getAddress(numberToHex(0xa77e5, { size: 20 }))
-
-const attestation = (p: Proposal, overrides: Partial<StoredAttestation> = {}): StoredAttestation => ({
-  id: p.id,
-  newOwner: p.newOwner,
-  bindNonce: p.bindNonce,
-  deadline: 1_700_000_000n,
-  visibility: "private",
-  revoked: false,
-  issuedAt: 1,
-  ...overrides
-})
-
-describe("the decision rule", () => {
-  const p: Proposal = { id: newId(), newOwner: newOwner(), bindNonce: 3n }
-  /** When the proposal was mined: after every attestation here (issued at 1) unless a test says. */
-  const MINED = 100
-
-  it("attested: an unrevoked attestation of the id, new owner and bind nonce, whatever the case", () => {
-    expect(verdictOf(p, true, false, [attestation(p)], [], MINED)).toBe("attested")
-    const upper = attestation(p, {
-      id: p.id.toUpperCase().replace("0X", "0x") as Hex,
-      newOwner: p.newOwner.toLowerCase() as Address
-    })
-    expect(verdictOf(p, true, false, [upper], [], MINED)).toBe("attested")
-  })
-
-  it("unattested: no attestation, another owner's, another bind nonce's, or a revoked one", () => {
-    expect(verdictOf(p, true, false, [], [], MINED)).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p, { newOwner: newOwner() })], [], MINED)).toBe(
-      "unattested"
-    )
-    expect(verdictOf(p, true, false, [attestation(p, { bindNonce: 2n })], [], MINED)).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p, { revoked: true })], [], MINED)).toBe("unattested")
-    expect(
-      verdictOf(
-        p,
-        true,
-        false,
-        [attestation(p, { revoked: true }), attestation(p, { deadline: 5n })],
-        [],
-        MINED
-      )
-    ).toBe("attested")
-  })
-
-  it("unattested: a new owner contested for the id, whatever its attestations; another contested owner changes nothing", () => {
-    const contested = [newOwner(), p.newOwner.toLowerCase() as Address]
-    expect(verdictOf(p, true, false, [attestation(p)], contested, MINED)).toBe("unattested")
-    expect(
-      verdictOf(p, true, false, [attestation(p), attestation(p, { deadline: 5n })], contested, MINED)
-    ).toBe("unattested")
-    expect(verdictOf(p, false, true, [attestation(p)], contested, MINED)).toBe("unattested")
-    expect(verdictOf(p, true, false, [attestation(p)], [newOwner()], MINED)).toBe("attested")
-    // An id the hint index does not know stays unknown without VETO_UNKNOWN_IDS.
-    expect(verdictOf(p, false, false, [attestation(p)], contested, MINED)).toBe("unknown_id")
-  })
-
-  it("unattested: an attestation issued after the proposal was mined, or a proposal whose block is not known", () => {
-    // Issued in the proposal's block's second: it may be the one the proposal carries.
-    expect(verdictOf(p, true, false, [attestation(p, { issuedAt: MINED })], [], MINED)).toBe("attested")
-    // Issued after: a replica whose index did not show the pending bind signed it later.
-    expect(verdictOf(p, true, false, [attestation(p, { issuedAt: MINED + 1 })], [], MINED)).toBe("unattested")
-    expect(
-      verdictOf(p, true, false, [attestation(p, { issuedAt: MINED + 1 }), attestation(p)], [], MINED)
-    ).toBe("attested")
-    expect(verdictOf(p, true, false, [attestation(p)], [], undefined)).toBe("unattested")
-  })
-
-  it("unknown id: only counted without VETO_UNKNOWN_IDS, judged like any other with it", () => {
-    expect(verdictOf(p, false, false, [], [], MINED)).toBe("unknown_id")
-    expect(verdictOf(p, false, true, [], [], MINED)).toBe("unattested")
-    expect(verdictOf(p, false, true, [attestation(p)], [], MINED)).toBe("attested")
-  })
-
-  it("decide: counts a new or changed verdict, vetoes an unattested proposal once, with AUTO_VETO only", () => {
-    expect(decide("unattested", undefined, true)).toEqual({ count: true, veto: true })
-    expect(decide("unattested", undefined, false)).toEqual({ count: true, veto: false })
-    expect(decide("unattested", { verdict: "unattested", veto: "none" }, true)).toEqual({
-      count: false,
-      veto: true
-    })
-    expect(decide("unattested", { verdict: "attested", veto: "none" }, true)).toEqual({
-      count: true,
-      veto: true
-    })
-    for (const veto of ["sending", "sent"] as const)
-      expect(decide("unattested", { verdict: "unattested", veto }, true)).toEqual({
-        count: false,
-        veto: false
-      })
-    // Written by earlier versions when the simulation reverted: tried again.
-    expect(decide("unattested", { verdict: "unattested", veto: "skipped" }, true)).toEqual({
-      count: false,
-      veto: true
-    })
-    expect(decide("attested", undefined, true)).toEqual({ count: true, veto: false })
-    expect(decide("attested", { verdict: "attested", veto: "none" }, true)).toEqual({
-      count: false,
-      veto: false
-    })
-    expect(decide("unknown_id", undefined, true)).toEqual({ count: true, veto: false })
-  })
-
-  it("pending proposals: accounts with a pending owner, at the bind nonce proposeBind consumed", () => {
-    const id = newId()
-    const owner = newOwner()
-    const pending: AccountState = {
-      ...emptyAccount(id),
-      pendingOwner: owner,
-      pendingReadyAt: 10n,
-      pendingBlock: 7,
-      bindNonce: 2n
-    }
-    expect(pendingProposals([pending, emptyAccount(newId())])).toEqual([
-      { id, newOwner: owner, bindNonce: 1n, block: 7 }
-    ])
-  })
-})
 
 const withMigrations = (database: ReturnType<typeof testDatabases>[number]) =>
   Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer))

@@ -10,6 +10,7 @@
  *    step 1 is vetoed (`BindCancelled(id, attestor, true)`, pending owner back to zero); so is a
  *    fresh forged one; a proposal made with the signature `POST /v1/bind` issued is not; a contest
  *    of that one from another stealth owner revokes its attestation, and the watcher vetoes it.
+ *    `/v1/health` shows the attestor key's sender then, and none with AUTO_VETO off.
  */
 import { Effect } from "effect"
 import { type Address, type Hex, parseAbiItem, zeroAddress } from "viem"
@@ -151,6 +152,8 @@ describe("the veto watcher on the devnet", () => {
     )
     await indexed(await head())
     expect((await health()).vetoWatcher).toMatchObject({ state: "ready", autoVeto: false })
+    // No sender without AUTO_VETO, so health shows none.
+    expect((await health()).sender).toBeUndefined()
     expect(await metric("attestor_vetoes_total", "outcome", "sent")).toBe(0)
     expect(await attestorNonce()).toBe(nonceBefore)
     expect((await net.vaultAccount(first)).pendingOwner).toBe(forgedOwner)
@@ -214,5 +217,10 @@ describe("the veto watcher on the devnet", () => {
     await vetoed(third)
     expect(await vetoedBy(third)).toEqual([{ by: attestorKey.address, vetoed: true }])
     expect((await health()).vetoWatcher).toMatchObject({ state: "ready", autoVeto: true })
+    // Health shows the attestor key's sender as the relayer's shows its hot key: three vetoes sent.
+    const { sender } = await health()
+    expect(sender).toMatchObject({ address: attestorKey.address, pending: expect.any(Number) })
+    expect(sender?.nextNonce).toBe(BigInt(await attestorNonce()))
+    expect(sender?.balance).toBeGreaterThan(0n)
   })
 })

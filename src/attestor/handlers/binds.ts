@@ -1,12 +1,9 @@
-/** The handler of `POST /v1/bind` (src/attestor/api/binds.ts): signatures for the session's escrows. */
+/** The handler of `POST /v1/bind` (src/attestor/api/binds.ts): the `BindSignatures` service. */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { AttestorApi } from "../api/index.js"
-import { bindConfig, signBinds } from "../bindSigning.js"
+import { BindSignatures } from "../BindSignatures.js"
 
 export const AttestorBindsLive = HttpApiBuilder.group(AttestorApi, "binds", (handlers) =>
-  Effect.map(bindConfig, (config) => {
-    const sign = signBinds(config)
-    return handlers.handle("bind", ({ payload }) => sign(payload))
-  })
+  Effect.map(BindSignatures, (binds) => handlers.handle("bind", ({ payload }) => binds.sign(payload)))
 )

@@ -4,16 +4,23 @@
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, FiberRef, Redacted, Schema } from "effect"
+import { Effect, FiberRef, Redacted } from "effect"
 import { privateKeyToAccount } from "viem/accounts"
 import { AddressFromSelf, ZeroAddress } from "../../../schema/primitives.js"
 import { QuoteResponse } from "../../../schema/relayer.js"
 import { ChainId } from "../../chain/chainId.js"
 import { RelayerSettings } from "../../config/relayer.js"
 import { cacheAnswer } from "../../http/cachedAnswers.js"
+import { precomputed } from "../../http/precomputed.js"
 import { RelayerApi } from "../api/index.js"
 import { FeeOracle, type Quote } from "../FeeOracle.js"
 import { recordQuoteServed, unsafeRecordQuoteServed } from "../fees/metrics.js"
+
+/**
+ * A quote's answer, encoded once (src/http/precomputed.ts): every client asking the same question
+ * in the quote's lifetime gets the same bytes and headers without the schema work on each request.
+ */
+export const quoteAnswer = precomputed(QuoteResponse)
 
 export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
   Effect.gen(function* () {
@@ -30,14 +37,10 @@ export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
     const chainId = (yield* ChainId).get
 
     /**
-     * A cached quote's answer, encoded once per quote: `QuoteResponse` encoded and written as JSON
-     * exactly as HttpApiBuilder does for a handler's value (which passes a response through as it
-     * is), so every client asking the same question in the quote's lifetime gets the same bytes
-     * and headers without the schema work on each request. Kept by the oracle's quote object
-     * (a new quote is a new object), for the question it answered.
+     * A cached quote's rendered answer (`quoteAnswer`), kept by the oracle's quote object (a new
+     * quote is a new object), for the question it answered.
      */
     const encoded = new WeakMap<Quote, QuoteAnswer>()
-    const encodeResponse = Schema.encode(QuoteResponse)
 
     return handlers
       .handle("config", () =>
@@ -93,10 +96,9 @@ export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
             gasPrice: quote.gasPrice,
             validUntil: quote.validUntil
           }
-          const body = yield* Effect.either(encodeResponse(answer))
-          // Left to HttpApiBuilder, which fails it as it always has.
-          if (body._tag === "Left") return answer
-          const response = HttpServerResponse.unsafeJson(body.right)
+          const response = quoteAnswer.render(answer)
+          // Not rendered: left to HttpApiBuilder, which fails it as it always has.
+          if (!HttpServerResponse.isServerResponse(response)) return answer
           encoded.set(quote, {
             chainId: id,
             asset: query.asset,
