@@ -65,5 +65,5 @@ export {
   TxSender,
   type TxSenderShape,
   type TxSubmitError,
-  txSenderLayer
+  txSenderOptions
 } from "../txsender/TxSender.js"
