@@ -20,6 +20,7 @@ import { SessionStore } from "../src/attestor/SessionStore.js"
 import { vetoWatcherLayer } from "../src/attestor/VetoWatcher.js"
 import { chainClientLayer } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
+import { devnetChainClockLayer } from "../src/chain/devnetChainClock.js"
 import { AttestorSettings } from "../src/config/attestor.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
@@ -97,7 +98,19 @@ export const attestorServer = Layer.unwrapEffect(
   )
 )
 
+/**
+ * Under `DEVNET_CHAIN_CLOCK` the requests are served on the devnet chain's clock, so every deadline
+ * the attestor signs or checks is the chain's (docs/protocol.md §9 "The devnet's clock"); the
+ * background work below the server keeps the wall clock.
+ */
+export const attestorClock = Layer.unwrapEffect(
+  Effect.map(AttestorSettings, (settings) =>
+    settings.devnetChainClock ? devnetChainClockLayer(settings.rpcUrl.href) : Layer.empty
+  )
+)
+
 export const AttestorLive = attestorServer.pipe(
+  Layer.provide(attestorClock),
   Layer.provide(attestorServices),
   Layer.provide(AttestorSettings.layer)
 )

@@ -14,6 +14,7 @@ import {
   DEVNET_TRANSFER_METHOD,
   type DevnetChain,
   devnetChain,
+  devnetClockEnv,
   devnetFacilitator,
   devnetStandIns,
   fedsocialEnv,
@@ -146,7 +147,9 @@ const program = Effect.gen(function* () {
         // Quoted as stock @x402/evm clients pay (docs/protocol.md §9).
         ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
         // Vetoes paid by the attestor's key, account #2 (docs/protocol.md §9).
-        ...autoVetoEnv
+        ...autoVetoEnv,
+        // Deadlines by the chain's clock, which a skipped bind delay moves ahead (docs/protocol.md §9).
+        ...devnetClockEnv
       })
     ],
     { concurrency: 2 }

@@ -175,6 +175,25 @@ const leaves = (e: ConfigError.ConfigError): Array<string> => {
   }
 }
 
+/**
+ * Reads every part, and fails with all their refusals at once (ConfigError `And`), so one start-up
+ * line names every missing or bad setting instead of the first one.
+ */
+export const allSettings = <const P extends Record<string, Effect.Effect<unknown, ConfigError.ConfigError>>>(
+  parts: P
+): Effect.Effect<{ -readonly [K in keyof P]: Effect.Effect.Success<P[K]> }, ConfigError.ConfigError> =>
+  (
+    Effect.all(parts as Record<string, Effect.Effect<unknown, ConfigError.ConfigError>>, {
+      mode: "validate"
+    }) as Effect.Effect<Record<string, unknown>, Record<string, Option.Option<ConfigError.ConfigError>>>
+  ).pipe(
+    Effect.mapError((results) =>
+      Object.values(results)
+        .flatMap((result) => (Option.isSome(result) ? [result.value] : []))
+        .reduce((all, error) => ConfigError.And(all, error))
+    )
+  ) as never
+
 /** One line naming every bad setting and what is wrong with it. */
 export const formatConfigError = (e: ConfigError.ConfigError): string => [...new Set(leaves(e))].join("; ")
 
