@@ -5,6 +5,7 @@
 import { Effect, Layer, Option } from "effect"
 import { AttestationStore } from "../src/attestor/AttestationStore.js"
 import { AttestorApi } from "../src/attestor/api/index.js"
+import { attestorRoleCheckLayer } from "../src/attestor/attestorRoleCheck.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
 import { AttestorHandlers } from "../src/attestor/handlers/index.js"
 import { HandleLookups } from "../src/attestor/handles/HandleLookups.js"
@@ -58,7 +59,7 @@ export const attestorServices = Layer.unwrapEffect(
           AttestationStore.layer
         )
       ),
-      Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer)),
+      Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer, attestorRoleCheckLayer)),
       Layer.provideMerge(eventStoreLayer),
       Layer.provideMerge(base)
     )

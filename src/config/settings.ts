@@ -311,7 +311,18 @@ export const serviceSettings = (defaults: {
   rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
   rpcCircuitFailures: nonNegativeInt("RPC_CIRCUIT_FAILURES", 3, 1_000),
   rpcCircuitProbeMs: positiveInt("RPC_CIRCUIT_PROBE_MS", 2_000, 600_000),
-  databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
+  databaseUrl: Config.option(
+    Config.nonEmptyString("DATABASE_URL").pipe(
+      // Refused by shape only; the refusal never repeats the value, which may hold a password.
+      Config.mapOrFail((s) =>
+        URL.canParse(s) && /^postgres(ql)?:$/.test(new URL(s).protocol)
+          ? Either.right(Redacted.make(s))
+          : Either.left(
+              ConfigError.InvalidData([], "not a URL: expected postgres://user:password@host:5432/database")
+            )
+      )
+    )
+  ),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(defaults.dataDir)),
   chainId: optionalPositiveInt("CHAIN_ID"),
   metricsToken: optionalSecret("METRICS_TOKEN"),
