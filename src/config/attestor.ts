@@ -105,7 +105,7 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly fedsocial: Option.Option<FedsocialSettings>
   /**
    * The attestor's origin as browsers and providers reach it (`PUBLIC_URL`; default
-   * `http://HOST:PORT`): the OAuth callbacks are `<publicUrl>/v1/oauth/<platform>/callback`.
+   * `http://HOST:PORT`, required when HOST is a wildcard such as 0.0.0.0): the OAuth callbacks are `<publicUrl>/v1/oauth/<platform>/callback`.
    */
   readonly publicUrl: string
   /**
@@ -359,11 +359,11 @@ const publicUrl = Config.option(Config.string("PUBLIC_URL")).pipe(
  * A wildcard `HOST` (0.0.0.0, ::) names no address, so the setting is required then.
  */
 const derivedPublicUrl = (host: string, port: number): Effect.Effect<string, ConfigError.ConfigError> =>
-  host === "0.0.0.0" || host === "::" || host === "" || port === 0
+  host === "0.0.0.0" || host === "::" || host === ""
     ? Effect.fail(
         ConfigError.MissingData(
           ["PUBLIC_URL"],
-          `required when HOST is ${host === "" ? "empty" : host} or PORT is 0: the attestor's origin as browsers and providers reach it, such as https://attestor.example`
+          `required when HOST is ${host === "" ? "empty" : host} (every address): the attestor's origin as browsers and providers reach it, such as https://attestor.example`
         )
       )
     : Effect.succeed(`http://${host.includes(":") ? `[${host}]` : host}:${port}`)
