@@ -6,6 +6,7 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { AttestationStore } from "../src/attestor/AttestationStore.js"
 import { AttestorApi } from "../src/attestor/api/index.js"
+import { attestorRoleCheckLayer } from "../src/attestor/attestorRoleCheck.js"
 import { BindSignatures } from "../src/attestor/BindSignatures.js"
 import { Commitments } from "../src/attestor/Commitments.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
@@ -26,6 +27,7 @@ import { SessionStore } from "../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../src/attestor/VetoWatcher.js"
 import { type ChainClient, chainClientLayer } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
+import { devnetChainClockLayer } from "../src/chain/devnetChainClock.js"
 import { AttestorSettings, type AttestorSettingsShape } from "../src/config/attestor.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
@@ -79,7 +81,7 @@ export const attestorServices = Layer.unwrapEffect(
           attestorKeySender(settings)
         )
       ),
-      Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer)),
+      Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer, attestorRoleCheckLayer)),
       Layer.provideMerge(eventStoreLayer),
       Layer.provideMerge(base)
     )
@@ -131,7 +133,19 @@ export const attestorServer = Layer.unwrapEffect(
   )
 )
 
+/**
+ * Under `DEVNET_CHAIN_CLOCK` the requests are served on the devnet chain's clock, so every deadline
+ * the attestor signs or checks is the chain's (docs/protocol.md §9 "The devnet's clock"); the
+ * background work below the server keeps the wall clock.
+ */
+export const attestorClock = Layer.unwrapEffect(
+  Effect.map(AttestorSettings, (settings) =>
+    settings.devnetChainClock ? devnetChainClockLayer(settings.rpcUrl.href) : Layer.empty
+  )
+)
+
 export const AttestorLive = attestorServer.pipe(
+  Layer.provide(attestorClock),
   Layer.provide(attestorServices),
   Layer.provide(AttestorSettings.layer)
 )

@@ -316,6 +316,13 @@ export const writeDevnetFile = (chain: DevnetChain, urls: ServiceUrls) =>
  */
 export const autoVetoEnv: Record<string, string> = { AUTO_VETO: "true" }
 
+/**
+ * The devnet attestor's clock is the chain's (docs/protocol.md §9 "The devnet's clock"): a test or
+ * example that skips a bind delay with `evm_increaseTime` leaves the chain ahead of this machine,
+ * and deadlines signed after that must still lie ahead on chain.
+ */
+export const devnetClockEnv: Record<string, string> = { DEVNET_CHAIN_CLOCK: "true" }
+
 /** The relayer's settings on the devnet, as environment variables. */
 export const relayerEnv = (chain: DevnetChain, port: number): Record<string, string> => ({
   RPC_URL: chain.anvil.rpcUrl,

@@ -125,53 +125,62 @@ export const mined = async (publicClient: PublicClient, hash: Hex): Promise<Tran
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /**
+ * Asks `ready` until it gives an answer, waiting longer each time (100 ms doubling up to 2 s), so
+ * a wait of a few blocks costs the services a few requests, not one every 200 ms.
+ */
+const pollUntil = async <A>(
+  ready: () => Promise<A | undefined>,
+  timeout: string,
+  withinMs = 120_000
+): Promise<A> => {
+  const until = Date.now() + withinMs
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+    const answer = await ready()
+    if (answer !== undefined) return answer
+    if (Date.now() > until) throw new Error(timeout)
+    await sleep(delay)
+  }
+}
+
+/**
  * Follows a relayed transaction with `POST /v1/tx-status` until it is mined: the relayer may
  * replace it with a higher gas price, and the status follows the replacement.
  */
-export const relayedTx = async (relayer: RelayerClient, txHash: Hex): Promise<number> => {
-  for (let i = 0; i < 600; i++) {
+export const relayedTx = (relayer: RelayerClient, txHash: Hex): Promise<number> =>
+  pollUntil(async () => {
     const status = await call(
       "POST /v1/tx-status",
       relayer.transactions.txStatus({ payload: wire(TxStatusRequest, { txHash }) })
     )
-    if (status.status === "success" && status.blockNumber !== undefined) return status.blockNumber
     if (status.status === "reverted") throw new Error(`relayed transaction ${txHash} reverted`)
-    await sleep(200)
-  }
-  throw new Error(`relayed transaction ${txHash} was not mined in 2 minutes`)
-}
+    return status.status === "success" ? status.blockNumber : undefined
+  }, `relayed transaction ${txHash} was not mined in 2 minutes`)
 
 /**
  * The account `id` as `GET /v1/accounts` lists it, once the relayer's index covers `block`: the
  * list is as of its `block`, so a client waits for the block its transaction was mined in.
  */
-export const indexedAccount = async (relayer: RelayerClient, id: Hex, block: number) => {
-  for (let i = 0; i < 600; i++) {
+export const indexedAccount = (relayer: RelayerClient, id: Hex, block: number) =>
+  pollUntil(async () => {
     const listed = await call("GET /v1/accounts", relayer.accounts.accounts({ headers: {} }))
-    if (listed.block >= block) {
-      const account = listed.accounts.find((a) => a.id === id)
-      if (account === undefined)
-        throw new Error(`account ${id} is not in /v1/accounts at block ${listed.block}`)
-      return account
-    }
-    await sleep(200)
-  }
-  throw new Error(`/v1/accounts did not reach block ${block} in 2 minutes`)
-}
+    if (listed.block < block) return undefined
+    const account = listed.accounts.find((a) => a.id === id)
+    if (account === undefined)
+      throw new Error(`account ${id} is not in /v1/accounts at block ${listed.block}`)
+    return account
+  }, `/v1/accounts did not reach block ${block} in 2 minutes`)
 
 /** Waits until the attestor's vault indexer and hint index both cover `block` (`GET /v1/health`). */
-export const attestorIndexed = async (attestor: AttestorClient, block: number): Promise<void> => {
-  for (let i = 0; i < 600; i++) {
+export const attestorIndexed = (attestor: AttestorClient, block: number): Promise<void> =>
+  pollUntil(async () => {
     const health = await call("GET /v1/health", attestor.operator.health())
-    if ((health.indexer?.block ?? -1) >= block && (health.hints?.block ?? -1) >= block) return
-    await sleep(200)
-  }
-  throw new Error(`the attestor did not index block ${block} in 2 minutes`)
-}
+    return (health.indexer?.block ?? -1) >= block && (health.hints?.block ?? -1) >= block ? true : undefined
+  }, `the attestor did not index block ${block} in 2 minutes`).then(() => undefined)
 
 /**
  * Now, for deadlines: the later of the chain's clock and this machine's. The chain's runs ahead of
- * the wall clock once a bind's timelock has been skipped with `evm_increaseTime`.
+ * the wall clock once a bind's timelock has been skipped with `evm_increaseTime`; the devnet's
+ * attestor follows it (docs/protocol.md §9 "The devnet's clock").
  */
 export const nowSeconds = async (publicClient: PublicClient): Promise<bigint> => {
   const block = await publicClient.getBlock({ blockTag: "latest" })

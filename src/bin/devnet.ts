@@ -14,6 +14,7 @@ import {
   DEVNET_TRANSFER_METHOD,
   type DevnetChain,
   devnetChain,
+  devnetClockEnv,
   devnetFacilitator,
   devnetStandIns,
   devnetWalletPage,
@@ -56,9 +57,37 @@ const ensurePortFree = (port: number, what: string) =>
     server.listen(port, "127.0.0.1", () => server.close(() => resume(Effect.void)))
   })
 
+/** A service's access-log line (src/http/server.ts), one per answered request. */
+const ACCESS_LINE = /\bmessage=request\b/
+/** Access lines are printed one by one at LOG_LEVEL=debug; otherwise summed up every few seconds. */
+const perRequest = (process.env.LOG_LEVEL ?? "").toLowerCase() === "debug"
+const SUMMARY_EVERY_MS = 5_000
+
+/** Counts a service's answered requests by status class and prints one line per period with any. */
+const requestSummary = (name: string) => {
+  const byClass = new Map<string, number>()
+  const timer = setInterval(() => {
+    if (byClass.size === 0) return
+    const total = [...byClass.values()].reduce((a, b) => a + b, 0)
+    const classes = [...byClass.entries()].map(([status, n]) => `${status}: ${n}`).join(", ")
+    process.stdout.write(
+      `[${name}] ${total} request${total === 1 ? "" : "s"} in ${SUMMARY_EVERY_MS / 1000} s (${classes}); LOG_LEVEL=debug lists each\n`
+    )
+    byClass.clear()
+  }, SUMMARY_EVERY_MS)
+  timer.unref()
+  return {
+    count: (line: string) => {
+      const status = `${line.match(/\bstatus=(\d)\d\d\b/)?.[1] ?? "?"}xx`
+      byClass.set(status, (byClass.get(status) ?? 0) + 1)
+    }
+  }
+}
+
 /** A service process whose output is prefixed with its name; terminated when the scope closes. */
 const serviceProcess = (name: string, entry: string, env: Record<string, string>) =>
   Effect.gen(function* () {
+    const requests = requestSummary(name)
     const listening = yield* Deferred.make<string, DevnetStartError>()
     const exited = yield* Deferred.make<number | null>()
     const child = yield* Effect.acquireRelease(
@@ -80,6 +109,10 @@ const serviceProcess = (name: string, entry: string, env: Record<string, string>
             const lines = pending.split("\n")
             pending = lines.pop() ?? ""
             for (const line of lines) {
+              if (!perRequest && ACCESS_LINE.test(line)) {
+                requests.count(line)
+                continue
+              }
               out.write(`[${name}] ${line}\n`)
               const match = line.match(/Listening on (http:\/\/\S+?)"?$/)
               if (match?.[1]) Effect.runSync(Deferred.succeed(listening, match[1]))
@@ -157,7 +190,9 @@ const program = Effect.gen(function* () {
         ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
         // Vetoes paid by the attestor's key, account #2 (docs/protocol.md §9).
         ...autoVetoEnv,
-        ...walletSettings.attestor
+        ...walletSettings.attestor,
+        // Deadlines by the chain's clock, which a skipped bind delay moves ahead (docs/protocol.md §9).
+        ...devnetClockEnv
       })
     ],
     { concurrency: 2 }

@@ -6,6 +6,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
 import { describeChainError, isChainError } from "../chain/errors.js"
+import { loadSettingsFile } from "../config/envFile.js"
 import { configFailure } from "../config/settings.js"
 import { safeText, serviceLogger } from "../logging.js"
 
@@ -61,13 +62,24 @@ const startupFailure = (service: string, cause: Cause.Cause<unknown>): string =>
   })
 
 export const runService = <E>(service: string, layer: Layer.Layer<never, E, never>): void => {
+  const file = loadSettingsFile()
+  if (file.refusal !== undefined) {
+    process.stderr.write(`${service}: invalid settings: ${file.refusal}\n`)
+    process.exitCode = 1
+    return
+  }
   const level = logLevel()
   if (Either.isLeft(level)) {
     process.stderr.write(`${service}: invalid settings: ${level.left}\n`)
     process.exitCode = 1
     return
   }
-  const program = Layer.launch(layer).pipe(
+  const program = Effect.zipRight(
+    file.read === undefined
+      ? Effect.void
+      : Effect.logInfo(`settings from ${file.read}; the environment's own win over it`),
+    Layer.launch(layer)
+  ).pipe(
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.void

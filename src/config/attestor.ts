@@ -8,9 +8,11 @@ import type { Deployment } from "../../schema/deployment.js"
 import type { ResolverSettings } from "../attestor/handles/resolvers.js"
 import { type OAuthApp, oauthProviders } from "../attestor/oauth/providers.js"
 import { allowListEntry } from "../attestor/oauth/redirectAllowList.js"
+import { DEVNET_CHAIN_ID } from "../chain/devnetChainClock.js"
 import {
   address,
   addressOr,
+  allSettings,
   type IndexerTuningSettings,
   indexerTuningSettings,
   oneOf,
@@ -103,9 +105,14 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly fedsocial: Option.Option<FedsocialSettings>
   /**
    * The attestor's origin as browsers and providers reach it (`PUBLIC_URL`; default
-   * `http://HOST:PORT`): the OAuth callbacks are `<publicUrl>/v1/oauth/<platform>/callback`.
+   * `http://HOST:PORT`, required when HOST is a wildcard such as 0.0.0.0): the OAuth callbacks are `<publicUrl>/v1/oauth/<platform>/callback`.
    */
   readonly publicUrl: string
+  /**
+   * `DEVNET_CHAIN_CLOCK`: deadlines, sessions and payments by the devnet chain's clock instead of
+   * this machine's (src/chain/devnetChainClock.ts); accepted on the devnet's chain id only.
+   */
+  readonly devnetChainClock: boolean
 }
 
 /** An http(s) URL setting (`{client_id}` may stand in a provider's URL template). */
@@ -347,7 +354,20 @@ const publicUrl = Config.option(Config.string("PUBLIC_URL")).pipe(
   })
 )
 
-/** At least 16 bytes of hex: the pepper decides every salt, so a short one is refused. */
+/**
+ * `PUBLIC_URL` when it is not set: `http://HOST:PORT`, when that is an address a browser can reach.
+ * A wildcard `HOST` (0.0.0.0, ::) names no address, so the setting is required then.
+ */
+const derivedPublicUrl = (host: string, port: number): Effect.Effect<string, ConfigError.ConfigError> =>
+  host === "0.0.0.0" || host === "::" || host === ""
+    ? Effect.fail(
+        ConfigError.MissingData(
+          ["PUBLIC_URL"],
+          `required when HOST is ${host === "" ? "empty" : host} (every address): the attestor's origin as browsers and providers reach it, such as https://attestor.example`
+        )
+      )
+    : Effect.succeed(`http://${host.includes(":") ? `[${host}]` : host}:${port}`)
+
 /** `PEPPER`: at least 16 bytes of hex. Wrapped only after validation, so a refusal says why (never the value). */
 const pepper = Config.string("PEPPER").pipe(
   Config.mapOrFail((s) => {
@@ -374,17 +394,26 @@ const redirectAllowList = Config.string("REDIRECT_ALLOWLIST").pipe(
 )
 
 export const loadAttestorSettings = Effect.gen(function* () {
-  const deployment = yield* optionalDeployment
-  const vault = yield* addressOr(
-    "FEE_VAULT",
-    Option.map(deployment, (d) => d.vault)
-  )
-  const settlementAsset = yield* addressOr(
-    "SETTLEMENT_ASSET",
-    Option.map(deployment, (d) => d.settlementAsset)
-  )
-  const startBlockSetting = yield* Config.option(Config.integer("INDEXER_START_BLOCK"))
-  const rest = yield* Config.all({
+  // The deployment file first: the addresses may come from it. Every other setting is read even
+  // when it fails, so that one refusal names them all.
+  const file = yield* Effect.either(optionalDeployment)
+  const deployment = Either.getOrElse(file, () => Option.none<Deployment>())
+  const afterFile = <A>(read: Effect.Effect<A, ConfigError.ConfigError>) =>
+    Either.isLeft(file) ? Effect.fail(file.left) : read
+  const { vault, settlementAsset, startBlockSetting, ...rest } = yield* allSettings({
+    vault: afterFile(
+      addressOr(
+        "FEE_VAULT",
+        Option.map(deployment, (d) => d.vault)
+      )
+    ),
+    settlementAsset: afterFile(
+      addressOr(
+        "SETTLEMENT_ASSET",
+        Option.map(deployment, (d) => d.settlementAsset)
+      )
+    ),
+    startBlockSetting: Config.option(Config.integer("INDEXER_START_BLOCK")),
     ...serviceSettings({ port: 8081, dataDir: ".data/attestor", maxBodyBytes: 16 * 1024 }),
     ...indexerTuningSettings,
     signingKey: privateKey("ATTESTOR_PRIVATE_KEY"),
@@ -425,7 +454,8 @@ export const loadAttestorSettings = Effect.gen(function* () {
     }),
     handleLookupMode: oneOf("HANDLE_LOOKUP_MODE", ["off", "free", "paid"] as const).pipe(
       Config.withDefault("off" as const)
-    )
+    ),
+    devnetChainClock: Config.boolean("DEVNET_CHAIN_CLOCK").pipe(Config.withDefault(false))
   })
   const indexerStartBlock = Option.getOrElse(
     Option.orElse(startBlockSetting, () => Option.map(deployment, (d) => d.startBlock)),
@@ -434,18 +464,30 @@ export const loadAttestorSettings = Effect.gen(function* () {
   const chainId = Option.orElse(rest.chainId, () => Option.map(deployment, (d) => d.chainId))
   const { handleLookupMode: requestedMode, ...others } = rest
   const refusal = handleLookupModeRefusal(requestedMode, chainId)
-  if (refusal !== undefined)
-    return yield* Effect.fail(ConfigError.InvalidData(["HANDLE_LOOKUP_MODE"], refusal))
-  const paidLookup =
-    requestedMode === "paid"
-      ? Option.some(yield* paidLookupSettings(settlementAsset, deployment))
-      : Option.none()
+  const { paidLookup, publicUrl: origin } = yield* allSettings({
+    paidLookup:
+      refusal !== undefined
+        ? Effect.fail(ConfigError.InvalidData(["HANDLE_LOOKUP_MODE"], refusal))
+        : requestedMode === "paid"
+          ? Effect.map(paidLookupSettings(settlementAsset, deployment), Option.some)
+          : Effect.succeed(Option.none<PaidLookupSettings>()),
+    publicUrl: Option.match(others.publicUrl, {
+      onSome: Effect.succeed,
+      onNone: () => derivedPublicUrl(others.host, others.port)
+    }),
+    devnetChainClock:
+      others.devnetChainClock && !Option.contains(chainId, DEVNET_CHAIN_ID)
+        ? Effect.fail(
+            ConfigError.InvalidData(
+              ["DEVNET_CHAIN_CLOCK"],
+              `the devnet's chain clock is for the devnet only: refused unless the chain id (CHAIN_ID or the deployment file's) is ${DEVNET_CHAIN_ID}`
+            )
+          )
+        : Effect.void
+  })
   return {
     ...others,
-    publicUrl: Option.getOrElse(
-      others.publicUrl,
-      () => `http://${others.host.includes(":") ? `[${others.host}]` : others.host}:${others.port}`
-    ),
+    publicUrl: origin,
     handleLookupMode: requestedMode,
     paidLookup,
     chainId,

@@ -7,6 +7,7 @@ import type { Deployment } from "../../schema/deployment.js"
 import {
   address,
   addressOr,
+  allSettings,
   bps,
   type IndexerTuningSettings,
   indexerTuningSettings,
@@ -85,22 +86,34 @@ export const openClaimsModes = ["accept", "private-only", "refuse"] as const
 export type OpenClaims = (typeof openClaimsModes)[number]
 
 export const loadRelayerSettings = Effect.gen(function* () {
-  const deployment = yield* optionalDeployment
+  // The deployment file first: the addresses may come from it. Every other setting is read even
+  // when it fails, so that one refusal names them all.
+  const file = yield* Effect.either(optionalDeployment)
+  const deployment = Either.getOrElse(file, () => Option.none<Deployment>())
   const fromDeployment = <A>(f: (d: Deployment) => A) => Option.map(deployment, f)
-  const vault = yield* addressOr(
-    "FEE_VAULT",
-    fromDeployment((d) => d.vault)
-  )
-  const settlementAsset = yield* addressOr(
-    "SETTLEMENT_ASSET",
-    fromDeployment((d) => d.settlementAsset)
-  )
-  const shieldAdapter = yield* addressOr(
-    "SHIELD_ADAPTER",
-    fromDeployment((d) => d.shieldAdapter)
-  )
-  const startBlockSetting = yield* Config.option(Config.integer("INDEXER_START_BLOCK"))
-  const rest = yield* Config.all({
+  const afterFile = <A>(read: Effect.Effect<A, ConfigError.ConfigError>) =>
+    Either.isLeft(file) ? Effect.fail(file.left) : read
+  const { vault, settlementAsset, shieldAdapter, startBlockSetting, fees, ...rest } = yield* allSettings({
+    vault: afterFile(
+      addressOr(
+        "FEE_VAULT",
+        fromDeployment((d) => d.vault)
+      )
+    ),
+    settlementAsset: afterFile(
+      addressOr(
+        "SETTLEMENT_ASSET",
+        fromDeployment((d) => d.settlementAsset)
+      )
+    ),
+    shieldAdapter: afterFile(
+      addressOr(
+        "SHIELD_ADAPTER",
+        fromDeployment((d) => d.shieldAdapter)
+      )
+    ),
+    startBlockSetting: Config.option(Config.integer("INDEXER_START_BLOCK")),
+    fees: loadFeeSettings(deployment),
     ...serviceSettings({ port: 8080, dataDir: ".data/relayer", maxBodyBytes: 64 * 1024 }),
     sendRpcUrl: Config.option(url("SEND_RPC_URL")),
     indexerEnabled: Config.boolean("INDEXER_ENABLED").pipe(Config.withDefault(true)),
@@ -144,7 +157,6 @@ export const loadRelayerSettings = Effect.gen(function* () {
     () => true
   )
   const chainId = Option.orElse(rest.chainId, () => fromDeployment((d) => d.chainId))
-  const fees = yield* loadFeeSettings(deployment)
   return {
     ...rest,
     ...fees,
@@ -239,19 +251,19 @@ const fromText = <A>(name: string, parse: (text: string) => Either.Either<A, str
 
 /** The settings of the fee oracle; the deployment file supplies decimals, feeds and the router. */
 export const loadFeeSettings = (deployment: Option.Option<Deployment>) =>
-  Effect.gen(function* () {
-    const swapRouterSetting = yield* Config.option(Config.nonEmptyString("SWAP_ROUTER"))
-    const swapRouter = Option.isSome(swapRouterSetting)
-      ? Option.some(yield* address("SWAP_ROUTER"))
-      : Option.map(deployment, (d) => d.swapRouter)
-    const wrappedSetting = yield* Config.option(Config.nonEmptyString("WRAPPED_NATIVE"))
-    const wrappedNative = Option.isSome(wrappedSetting)
-      ? Option.some(yield* address("WRAPPED_NATIVE"))
-      : Option.none()
-    return {
-      swapRouter,
-      wrappedNative,
-      ...(yield* Config.all({
+  Effect.map(
+    allSettings({
+      swapRouter: Effect.flatMap(Config.option(Config.nonEmptyString("SWAP_ROUTER")), (set) =>
+        Option.isSome(set)
+          ? Effect.map(address("SWAP_ROUTER"), Option.some)
+          : Effect.succeed(Option.map(deployment, (d) => d.swapRouter))
+      ),
+      wrappedNative: Effect.flatMap(Config.option(Config.nonEmptyString("WRAPPED_NATIVE")), (set) =>
+        Option.isSome(set)
+          ? Effect.map(address("WRAPPED_NATIVE"), Option.some)
+          : Effect.succeed(Option.none())
+      ),
+      rest: Config.all({
         staticPrices: fromText("STATIC_PRICES", (text) => parseStaticPrices(text, deployment), ""),
         priceSources: fromText("PRICE_SOURCES", parsePriceSources, priceSourceNames.join(",")),
         // Three hours: above the usual one-hour heartbeat; a feed with a longer one (a day, for
@@ -267,9 +279,10 @@ export const loadFeeSettings = (deployment: Option.Option<Deployment>) =>
           }),
           Config.withDefault(10_000)
         )
-      }))
-    }
-  })
+      })
+    }),
+    ({ swapRouter, wrappedNative, rest }) => ({ swapRouter, wrappedNative, ...rest })
+  )
 
 /**
  * Settings that start but leave the hot key paying for what no fee covers; logged as warnings at

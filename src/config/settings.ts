@@ -198,6 +198,25 @@ const leaves = (e: ConfigError.ConfigError): Array<string> => {
   }
 }
 
+/**
+ * Reads every part, and fails with all their refusals at once (ConfigError `And`), so one start-up
+ * line names every missing or bad setting instead of the first one.
+ */
+export const allSettings = <const P extends Record<string, Effect.Effect<unknown, ConfigError.ConfigError>>>(
+  parts: P
+): Effect.Effect<{ -readonly [K in keyof P]: Effect.Effect.Success<P[K]> }, ConfigError.ConfigError> =>
+  (
+    Effect.all(parts as Record<string, Effect.Effect<unknown, ConfigError.ConfigError>>, {
+      mode: "validate"
+    }) as Effect.Effect<Record<string, unknown>, Record<string, Option.Option<ConfigError.ConfigError>>>
+  ).pipe(
+    Effect.mapError((results) =>
+      Object.values(results)
+        .flatMap((result) => (Option.isSome(result) ? [result.value] : []))
+        .reduce((all, error) => ConfigError.And(all, error))
+    )
+  ) as never
+
 /** One line naming every bad setting and what is wrong with it. */
 export const formatConfigError = (e: ConfigError.ConfigError): string => [...new Set(leaves(e))].join("; ")
 
@@ -317,7 +336,18 @@ export const serviceSettings = (defaults: {
   rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
   rpcCircuitFailures: nonNegativeInt("RPC_CIRCUIT_FAILURES", 3, 1_000),
   rpcCircuitProbeMs: positiveInt("RPC_CIRCUIT_PROBE_MS", 2_000, 600_000),
-  databaseUrl: Config.option(Config.redacted(Config.nonEmptyString("DATABASE_URL"))),
+  databaseUrl: Config.option(
+    Config.nonEmptyString("DATABASE_URL").pipe(
+      // Refused by shape only; the refusal never repeats the value, which may hold a password.
+      Config.mapOrFail((s) =>
+        URL.canParse(s) && /^postgres(ql)?:$/.test(new URL(s).protocol)
+          ? Either.right(Redacted.make(s))
+          : Either.left(
+              ConfigError.InvalidData([], "not a URL: expected postgres://user:password@host:5432/database")
+            )
+      )
+    )
+  ),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(defaults.dataDir)),
   chainId: optionalPositiveInt("CHAIN_ID"),
   metricsToken: optionalSecret("METRICS_TOKEN"),

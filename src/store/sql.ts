@@ -8,10 +8,12 @@ import { access, mkdir, rm } from "node:fs/promises"
 import { extname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { Data, Effect, Layer, Option, type Redacted } from "effect"
+import { Data, Effect, Layer, Option, Redacted } from "effect"
+import { type DatabaseStartError, databaseStartError } from "./databaseFailure.js"
 import { createCluster, embeddedOptions } from "./embeddedCluster.js"
 import { migrate } from "./migrations.js"
 
@@ -114,10 +116,15 @@ export const embeddedPostgres = (dataDir: string) =>
     ({ db, server }) => Effect.promise(() => server.stop().then(() => db.close()))
   )
 
-export const sqlLayer = (options: StorageOptions) =>
+export const sqlLayer = (
+  options: StorageOptions
+): Layer.Layer<SqlClient | PgClient.PgClient, DatabaseStartError | SqlError | EmbeddedDatabaseError> =>
   Option.match(options.databaseUrl, {
     onSome: (url) =>
-      PgClient.layer({ url, maxConnections: POOL_SIZE, applicationName: options.applicationName }),
+      PgClient.layer({ url, maxConnections: POOL_SIZE, applicationName: options.applicationName }).pipe(
+        // One line naming DATABASE_URL and the cause, instead of the client's "Failed to connect".
+        Layer.catchAll((error) => Layer.fail(databaseStartError(Redacted.value(url), error)))
+      ),
     onNone: () =>
       Layer.unwrapScoped(
         Effect.map(embeddedPostgres(options.dataDir), ({ host, port }) =>

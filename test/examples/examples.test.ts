@@ -1,9 +1,10 @@
 /**
  * Every example in `examples/` runs green against the devnet as a newcomer runs it: `npm run
  * devnet`'s entry point as a process on free ports, then each example as its own Node process
- * pointed at that devnet's deployment.json by `DEVNET_FILE`, one after the other. Each example uses
- * mnemonic accounts of its own; recipient-login runs last, because it moves the chain's clock an
- * hour ahead (the bind delay) and the others sign deadlines by the wall clock.
+ * pointed at that devnet's deployment.json by `DEVNET_FILE`, one after the other: in the order of
+ * docs/getting-started.md, then again in reverse order on the same devnet. Each example uses
+ * mnemonic accounts of its own; recipient-login moves the chain's clock an hour ahead (the bind
+ * delay), and everything after it still runs: the devnet's attestor follows the chain's clock.
  */
 import { spawn } from "node:child_process"
 import { rm } from "node:fs/promises"
@@ -13,7 +14,8 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { repoRoot, type ServiceProcess, startService } from "../support/process.js"
 
-const examples = ["relayed-claim", "creator-launch", "paid-lookup", "recipient-login"] as const
+// The order of docs/getting-started.md §3-§6.
+const examples = ["relayed-claim", "creator-launch", "recipient-login", "paid-lookup"] as const
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -71,12 +73,17 @@ const runExample = (name: string) =>
   })
 
 describe("examples/ against the devnet", () => {
-  for (const name of examples) {
-    it(`${name} exits 0`, { timeout: 90_000 }, async () => {
-      const { code, output } = await runExample(name)
-      expect(code, output).toBe(0)
-      expect(output).toContain(`✔ ${name}: done`)
-    })
+  for (const [round, order] of [
+    ["in the guide's order", examples],
+    ["again, in reverse order", [...examples].reverse()]
+  ] as const) {
+    for (const name of order) {
+      it(`${name} exits 0 (${round})`, { timeout: 90_000 }, async () => {
+        const { code, output } = await runExample(name)
+        expect(code, output).toBe(0)
+        expect(output).toContain(`✔ ${name}: done`)
+      })
+    }
   }
 
   it("a missing deployment file is one clear line and exit 1", { timeout: 30_000 }, async () => {

@@ -18,9 +18,17 @@ export interface ServiceProcess {
   readonly stop: () => Promise<number | null>
 }
 
-/** The environment a service sees: nothing of the test runner's database or chain settings. */
+/**
+ * The environment a service sees: nothing of the test runner's database or chain settings, and no
+ * settings file (a checkout's `.env` is the developer's).
+ */
 const baseEnv = (): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "info" }
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    LOG_LEVEL: process.env.TEST_LOG ?? "info",
+    ENV_FILE: "none"
+  }
   return env
 }
 

@@ -18,6 +18,7 @@ import type { LookupPlatform } from "../../../schema/attestor.js"
 import { NotFound, Unavailable, Unsupported } from "../../../schema/errors.js"
 import { ChainClient } from "../../chain/ChainClient.js"
 import { ChainId } from "../../chain/chainId.js"
+import { clockLeadSeconds } from "../../chain/devnetChainClock.js"
 import { AttestorSettings, type PaidLookupSettings } from "../../config/attestor.js"
 import { type HandleLookup, noLookups } from "../commitment.js"
 import { PaymentStore } from "../payments/PaymentStore.js"
@@ -96,13 +97,19 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
       const chainId = (yield* ChainId).get
       // A facilitator that answers without the configured method can never take these payments.
       yield* facilitatorListsMethod({ method: paid.transferMethod, chainId, facilitator })
-      const requirements = yield* lookupQuote({
+      const quoted = yield* lookupQuote({
         settings: paid,
         asset: settings.settlementAsset,
         chain: yield* ChainClient,
         chainId,
         facilitator
       })
+      // A payer signs its deadline by its own clock: on a devnet chain run ahead of it
+      // (DEVNET_CHAIN_CLOCK), the window also covers the lead, so the deadline is ahead on chain
+      // too (docs/protocol.md §9 "The devnet's clock"). No lead anywhere else.
+      const requirements = Effect.zipWith(quoted, clockLeadSeconds, (quote, lead) =>
+        lead === 0 ? quote : { ...quote, maxTimeoutSeconds: quote.maxTimeoutSeconds + lead }
+      )
       // Read the quote once at start-up, so an operator learns at once of a facilitator that cannot
       // take these payments; the service starts either way and answers 503 until it can.
       yield* requirements.pipe(
