@@ -49,7 +49,20 @@ export const corsStep = (
     response.setHeader("access-control-expose-headers", EXPOSED_HEADERS)
     if (request.method !== "OPTIONS" || request.headers["access-control-request-method"] === undefined)
       return false
-    request.resume()
+    // A preflight has no body: one that comes with one is not drained past every body limit.
+    if (
+      request.headers["transfer-encoding"] !== undefined ||
+      Number(request.headers["content-length"] ?? 0) > 0
+    ) {
+      const body = JSON.stringify({ error: "a preflight request has no body", code: "bad_request" })
+      response.writeHead(400, {
+        connection: "close",
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body)
+      })
+      response.end(body)
+      return true
+    }
     response.writeHead(204, {
       "access-control-allow-methods": "GET, HEAD, POST",
       "access-control-allow-headers": ALLOWED_HEADERS,

@@ -261,7 +261,9 @@ export const makeAccountsFeed = Effect.gen(function* () {
       const common = {
         etag: `"${body.digest}${gzipped ? GZIP_SUFFIX : ""}"`,
         "cache-control": ACCOUNTS_CACHE_CONTROL,
-        vary: "Accept-Encoding"
+        // Origin too: with CORS_ALLOWED_ORIGINS the answer names the page's origin, and this
+        // header replaces the one the CORS step set (src/http/cors.ts).
+        vary: "Accept-Encoding, Origin"
       }
       if (etagMatches(headers["if-none-match"], body.digest))
         return HttpServerResponse.empty({ status: 304, headers: common })

@@ -157,7 +157,9 @@ export const reservationHolder: Effect.Effect<ReservationHolder, SqlError, SqlCl
     const lockOn = (key: string) =>
       Effect.gen(function* () {
         const scope = yield* Scope.make()
-        const locked = yield* sessionLock(sql, key).pipe(
+        // A random key, recorded as it is in the rows it takes and looked up as it is in
+        // `pg_locks` by the liveness check: never derived from the schema.
+        const locked = yield* sessionLock(sql, key, { databaseWide: true }).pipe(
           Scope.extend(scope),
           Effect.flatMap((lock) =>
             Effect.map(lock.tryLock, (held) => (held ? Option.some(lock) : Option.none()))
@@ -304,13 +306,13 @@ export const makeNonceReservations = (
       sql`
         UPDATE relayer_nonce_reservations SET tx_hash = ${txHash.toLowerCase()}
         WHERE vault = ${reservation.vault} AND account_id = ${reservation.accountId}
-          AND token = ${reservation.token}`
+          AND token = ${reservation.token} AND tx_hash IS NULL`
 
     const deleteRows = (reservation: Reservation) =>
       sql`
         DELETE FROM relayer_nonce_reservations
         WHERE vault = ${reservation.vault} AND account_id = ${reservation.accountId}
-          AND token = ${reservation.token}`
+          AND token = ${reservation.token} AND tx_hash IS NULL`
     // A release the database did not answer (an outage) is tried again in the background until
     // it does, within the unsent TTL: this process's holder lock is taken again under the same
     // key after the outage, so the rows would otherwise hold the request's nonces, and refuse its

@@ -24,26 +24,37 @@ export { isEmbeddedDatabase } from "./sql.js"
 export const advisoryKey = (name: string): string =>
   BigInt.asIntN(64, BigInt(keccak256(stringToHex(name)).slice(0, 18))).toString()
 
-/** Per SQL client, the schema its statements work in. */
+/** Per SQL client, the schema its tables are in. */
 const schemas = new WeakMap<SqlClient, string>()
 
 /**
  * `key` as this client takes it. Advisory locks belong to the whole database, while a deployment's
- * tables belong to its schema (`search_path`): two deployments in schemas of one database would
- * otherwise exclude each other, one indexer standing by for another's vault. In the `public`
- * schema a key is itself, as before, so replicas of an earlier version still exclude these.
+ * tables belong to its schema: two deployments in schemas of one database would otherwise exclude
+ * each other, one indexer standing by for another's vault. The schema is the one the migrations'
+ * table resolves to through the search path, where every table of the deployment is, and not
+ * `current_schema()`, which a schema created later earlier in the path (one named after the role)
+ * would change under replicas already running. In `public` a key is itself, as before, so replicas
+ * of an earlier version still exclude these.
  */
 export const scopedKey = (sql: SqlClient, key: string): Effect.Effect<string, SqlError> => {
   const known = schemas.get(sql)
   const derive = (schema: string) => (schema === "public" ? key : advisoryKey(`${schema}:${key}`))
   if (known !== undefined) return Effect.succeed(derive(known))
-  return Effect.map(sql<{ readonly schema: string | null }>`SELECT current_schema() AS schema`, (rows) => {
-    // No schema of the search path exists yet: nothing is created there, so any key will do.
-    const schema = rows[0]?.schema ?? null
-    if (schema === null) return key
-    schemas.set(sql, schema)
-    return derive(schema)
-  })
+  return Effect.map(
+    sql<{ readonly tables: string | null; readonly current: string | null }>`
+      SELECT (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.oid = to_regclass('schema_migrations')) AS tables,
+             current_schema() AS current`,
+    (rows) => {
+      const tables = rows[0]?.tables ?? null
+      // Settled once the migrations' table exists; before (the first migration, under its lock),
+      // the schema it is about to be created in.
+      if (tables !== null) schemas.set(sql, tables)
+      const schema = tables ?? rows[0]?.current ?? null
+      // No schema of the search path exists: nothing can be created, so any key will do.
+      return schema === null ? key : derive(schema)
+    }
+  )
 }
 
 /** The transaction advisory lock of `key` (in this client's schema), held until the transaction ends. */
@@ -78,10 +89,14 @@ const lockOids = (key: string): readonly [string, string] => {
  */
 export const sessionLock = (
   sql: SqlClient,
-  name: string
+  name: string,
+  options: {
+    /** `name` is unique to the whole database already (a random key): taken as it is. */
+    readonly databaseWide?: boolean
+  } = {}
 ): Effect.Effect<ExclusiveLock, SqlError, Scope.Scope> =>
   Effect.gen(function* () {
-    const key = yield* scopedKey(sql, name)
+    const key = options.databaseWide === true ? name : yield* scopedKey(sql, name)
     const connection = yield* sql.reserve
     // True from the moment a lock request leaves until it is answered "not granted".
     let mayHold = false

@@ -75,6 +75,33 @@ describe("CORS", () => {
     expect(info.headers.get("access-control-allow-origin")).toBe("https://wallet.example")
   })
 
+  it("a preflight that comes with a body is refused 400 and its connection closed, not drained", async () => {
+    const { request } = await import("node:http")
+    const answer = await new Promise<{ status: number; connection: string | undefined; body: string }>(
+      (resolve, reject) => {
+        const req = request(`${openUrl}/v1/escrows`, {
+          method: "OPTIONS",
+          headers: { origin: PAGE, "access-control-request-method": "POST", "transfer-encoding": "chunked" }
+        })
+        req.on("error", reject)
+        req.on("response", (res) => {
+          let body = ""
+          res.on("data", (chunk) => {
+            body += chunk
+          })
+          res.on("end", () =>
+            resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body })
+          )
+        })
+        // A body that would go on for as long as the server reads it.
+        req.write("x".repeat(64 * 1024))
+      }
+    )
+    expect(answer.status).toBe(400)
+    expect(answer.connection).toBe("close")
+    expect(JSON.parse(answer.body)).toMatchObject({ code: "bad_request" })
+  })
+
   it("an origin not listed gets nothing", async () => {
     const pre = await preflight(openUrl, "http://localhost:5174")
     expect(pre.status).toBe(405)

@@ -89,5 +89,52 @@ describe.skipIf(process.env.DATABASE_URL === undefined)(
         expect(inPublic).toBe(key)
       }).pipe(Effect.scoped)
     )
+
+    it.live("keep a deployment's keys when a schema is created earlier in its search path", () =>
+      Effect.gen(function* () {
+        const suffix = Math.random().toString(16).slice(2, 10)
+        const tables = `scoped_tables_${suffix}`
+        const later = `scoped_later_${suffix}`
+        const url = new URL(process.env.DATABASE_URL as string)
+        url.searchParams.set("options", `-c search_path=${later},${tables}`)
+        const admin = sqlLayer({
+          databaseUrl: Option.some(Redacted.make(process.env.DATABASE_URL as string)),
+          dataDir: "",
+          applicationName: "test"
+        })
+        const run = (statement: string) =>
+          Effect.flatMap(SqlClient, (sql) => sql.unsafe(statement)).pipe(Effect.provide(admin), Effect.scoped)
+        const keyOfNewReplica = (key: string) =>
+          Effect.flatMap(SqlClient, (sql) => scopedKey(sql, key)).pipe(
+            Effect.provide(
+              sqlLayer({
+                databaseUrl: Option.some(Redacted.make(url.toString())),
+                dataDir: "",
+                applicationName: "test"
+              })
+            ),
+            Effect.scoped
+          )
+        yield* run(`CREATE SCHEMA ${tables}`)
+        yield* run(`CREATE TABLE ${tables}.schema_migrations (migration_id integer)`)
+        const key = advisoryKey("relayer-tx-sender:0x70997970c51812dc3a010c7d01b50e0d17dc79c8")
+        const keys = yield* Effect.gen(function* () {
+          const before = yield* keyOfNewReplica(key)
+          // A schema named earlier in the path appears (one named after the role, say): the
+          // tables stay where they are, and so do the keys of replicas started afterwards.
+          yield* run(`CREATE SCHEMA ${later}`)
+          return [before, yield* keyOfNewReplica(key)] as const
+        }).pipe(
+          Effect.ensuring(
+            Effect.all([
+              run(`DROP SCHEMA IF EXISTS ${later} CASCADE`),
+              run(`DROP SCHEMA ${tables} CASCADE`)
+            ]).pipe(Effect.orDie)
+          )
+        )
+        expect(keys[0]).toBe(advisoryKey(`${tables}:${key}`))
+        expect(keys[1]).toBe(keys[0])
+      })
+    )
   }
 )
