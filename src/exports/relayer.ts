@@ -51,14 +51,14 @@ export {
   type QuoteRequest
 } from "../relayer/FeeOracle.js"
 export { RelayerHandlers } from "../relayer/handlers/index.js"
+export { IdRateLimit } from "../relayer/IdRateLimit.js"
+export { NonceReservations } from "../relayer/NonceReservations.js"
 export { OwnerActions, OwnerActionsLive, type OwnerActionsShape } from "../relayer/OwnerActions.js"
 export { Relay, type RelayShape } from "../relayer/Relay.js"
 export { RevertCooldowns } from "../relayer/RevertCooldowns.js"
-export { IdRateLimit } from "../relayer/rateLimits.js"
-export { NonceReservations } from "../relayer/reservations.js"
-export { TxPreflight, type TxPreflightShape } from "../relayer/simulate.js"
-export { DenyList } from "../relayer/validation/denyList.js"
-export { VaultSignatures, type VaultSignaturesShape } from "../relayer/validation/signatures.js"
+export { TxPreflight, type TxPreflightShape } from "../relayer/TxPreflight.js"
+export { DenyList } from "../relayer/validation/DenyList.js"
+export { VaultSignatures, type VaultSignaturesShape } from "../relayer/validation/VaultSignatures.js"
 export { storageLayer } from "../store/sql.js"
 export {
   type TxRequest,

@@ -45,8 +45,8 @@ import { bindGasBudgetOf } from "./fees/gasBudget.js"
 import { registerCall } from "./multicall.js"
 import { Relay } from "./Relay.js"
 import { checkDeadline, checkRegistration } from "./validation/claimRules.js"
-import { DenyList, screenRecipients } from "./validation/denyList.js"
-import { recoverEcdsa, VaultSignatures } from "./validation/signatures.js"
+import { DenyList, screenRecipients } from "./validation/DenyList.js"
+import { recoverEcdsa, VaultSignatures } from "./validation/VaultSignatures.js"
 
 type Submit<R> = (request: R) => Effect.Effect<TxHashResponse, BindTransactionError>
 

@@ -41,9 +41,9 @@ import {
   checkRelayer,
   minimumFee
 } from "./validation/claimRules.js"
-import { DenyList, screenRecipients } from "./validation/denyList.js"
+import { DenyList, screenRecipients } from "./validation/DenyList.js"
 import { expectedOwner } from "./validation/owner.js"
-import { VaultSignatures } from "./validation/signatures.js"
+import { VaultSignatures } from "./validation/VaultSignatures.js"
 
 export interface ClaimsShape {
   readonly submit: (request: ClaimRequest) => Effect.Effect<TxHashResponse, ClaimError>

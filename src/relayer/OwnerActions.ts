@@ -48,10 +48,10 @@ import {
   checkRegistration,
   minimumFee
 } from "./validation/claimRules.js"
-import { DenyList, screenRecipients } from "./validation/denyList.js"
+import { DenyList, screenRecipients } from "./validation/DenyList.js"
 import { expectedOwner } from "./validation/owner.js"
-import type { OwnerSignature, VaultMessage } from "./validation/signatures.js"
-import { VaultSignatures } from "./validation/signatures.js"
+import type { OwnerSignature, VaultMessage } from "./validation/VaultSignatures.js"
+import { VaultSignatures } from "./validation/VaultSignatures.js"
 
 type Submit<R> = (request: R) => Effect.Effect<TxHashResponse, ActionError>
 

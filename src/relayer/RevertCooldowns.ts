@@ -44,8 +44,8 @@ import { ChainClient } from "../chain/ChainClient.js"
 import { chainUnavailable } from "../chain/errors.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { describeFailure } from "../logging.js"
-import type { SettledTx } from "../txsender/api.js"
 import { SettledTxObserver } from "../txsender/TxSender.js"
+import type { SettledTx } from "../txsender/TxSenderShape.js"
 import {
   type CooldownKey,
   recordClaimFrontrun,

@@ -21,7 +21,7 @@ import {
   accountsFeedLayer,
   etagMatches,
   groupSize
-} from "../../src/relayer/accounts.js"
+} from "../../src/relayer/AccountsFeed.js"
 import { AccountsProjection } from "../../src/store/projections/AccountsProjection.js"
 import { accountJson } from "../../src/store/projections/accounts.js"
 

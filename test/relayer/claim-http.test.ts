@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serveApi, serverUrl } from "../../src/http/server.js"
 import { RelayerApi } from "../../src/relayer/api/index.js"
 import { RelayerClaimsLive } from "../../src/relayer/handlers/claims.js"
+import { relayerRequestCost } from "../../src/relayer/IdRateLimit.js"
 import { claimOutcomes, relayerOutcomes } from "../../src/relayer/metrics.js"
-import { relayerRequestCost } from "../../src/relayer/rateLimits.js"
 import { withUnstubbedGroups } from "../support/apiStubs.js"
 import {
   claimRequest,

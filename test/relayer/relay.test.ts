@@ -10,11 +10,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import type { Hex } from "viem"
 import { NonceMismatch, RateLimited, SimulationFailed } from "../../schema/errors.js"
+import { IdRateLimit } from "../../src/relayer/IdRateLimit.js"
+import { NonceReservations } from "../../src/relayer/NonceReservations.js"
 import { Relay, type RelayRequest } from "../../src/relayer/Relay.js"
 import { RevertCooldowns } from "../../src/relayer/RevertCooldowns.js"
-import { IdRateLimit } from "../../src/relayer/rateLimits.js"
-import { NonceReservations } from "../../src/relayer/reservations.js"
-import { TxPreflight } from "../../src/relayer/simulate.js"
+import { TxPreflight } from "../../src/relayer/TxPreflight.js"
 import {
   HotKeyUnderfunded,
   SendUnavailable,

@@ -21,7 +21,6 @@ import {
 } from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { migrate } from "../../src/store/migrations.js"
-import type { TxRequest } from "../../src/txsender/api.js"
 import { bumped } from "../../src/txsender/fees.js"
 import { type TxStore, TxStoreError } from "../../src/txsender/store.js"
 import { type Job, makeSubmitBatch } from "../../src/txsender/submit.js"
@@ -35,6 +34,7 @@ import {
   type TxSubmitError,
   txSenderLayerWith
 } from "../../src/txsender/TxSender.js"
+import type { TxRequest } from "../../src/txsender/TxSenderShape.js"
 import { testDatabases } from "../support/database.js"
 import {
   eventually,

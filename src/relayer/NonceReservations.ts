@@ -41,7 +41,7 @@ import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { Address, Hex } from "viem"
 import { NonceMismatch, Unavailable } from "../../schema/errors.js"
 import { isEmbeddedDatabase, sessionLock } from "../store/advisoryLock.js"
-import type { TxRequest } from "../txsender/api.js"
+import type { TxRequest } from "../txsender/TxSenderShape.js"
 
 /** `nonces(id)` (claims, owner actions) or `bindNonces(id)` (propose, cancel and finalize bind). */
 export type ReservationKind = "nonce" | "bindNonce"
