@@ -1,0 +1,2 @@
+/** Alias kept for src/attestor; use ./TxSenderShape.ts. */
+export * from "./TxSenderShape.js"
