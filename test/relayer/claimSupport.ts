@@ -261,7 +261,7 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         accounts,
         oracle,
         signatures,
-        DenyList.layerOf([DENIED]),
+        DenyList.test([DENIED]),
         IdRateLimit.layer,
         // No database here: the reservations have tests of their own (reservations.test.ts).
         NonceReservations.unguarded,

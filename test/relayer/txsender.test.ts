@@ -15,7 +15,6 @@ import {
   type ChainClientShape,
   type ChainRequestError,
   ChainUnavailable,
-  chainClientLayer,
   RpcRejected,
   type RpcRejectionKind
 } from "../../src/chain/ChainClient.js"
@@ -84,7 +83,7 @@ const buildSender = (
       maxFeePerGas: parseGwei("100"),
       pollInterval: "100 millis",
       ...overrides
-    }).pipe(Layer.provide(chainClientLayer({ rpcUrl, timeoutMs: 5_000, retries: 2, retryBaseDelayMs: 20 })))
+    }).pipe(Layer.provide(ChainClient.layer({ rpcUrl, timeoutMs: 5_000, retries: 2, retryBaseDelayMs: 20 })))
   ).pipe(Effect.map((context) => Context.get(context, TxSender)))
 
 /**

@@ -419,7 +419,7 @@ export const recordingSender = (): RecordingSender => {
 }
 
 /**
- * Everything a write pipeline (`ClaimsLive`, `OwnerActionsLive`) is built from, against the
+ * Everything a write pipeline (`Claims.layer`, `OwnerActions.layer`) is built from, against the
  * devnet's chain: the relayer's settings `env` with `overrides` on top, the real chain client,
  * account reader, deny list, signature checks, preflight and per-id rate limit; `sender` in place
  * of the real one, no nonce reservations or revert cooldowns, and a fee oracle that quotes
