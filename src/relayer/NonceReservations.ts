@@ -368,7 +368,7 @@ export class NonceReservations extends Context.Tag("NonceReservations")<
   )
 
   /** Holds nothing: for pipelines under test that have no database and send nothing. */
-  static readonly unguarded: Layer.Layer<NonceReservations> = Layer.succeed(NonceReservations, {
+  static readonly test: Layer.Layer<NonceReservations> = Layer.succeed(NonceReservations, {
     take: (vault, id) => Effect.succeed({ vault, accountId: id, token: "" }),
     linkOnStore: () => undefined,
     release: () => Effect.void,

@@ -582,7 +582,7 @@ export class RevertCooldowns extends Context.Tag("RevertCooldowns")<RevertCooldo
   )
 
   /** No cooldowns: for pipelines under test that have no database and send nothing. */
-  static readonly none: Layer.Layer<RevertCooldowns> = Layer.succeed(RevertCooldowns, {
+  static readonly test: Layer.Layer<RevertCooldowns> = Layer.succeed(RevertCooldowns, {
     check: () => Effect.void,
     settled: () => Effect.void
   })

@@ -264,8 +264,8 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         DenyList.test([DENIED]),
         IdRateLimit.layer,
         // No database here: the reservations have tests of their own (reservations.test.ts).
-        NonceReservations.unguarded,
-        RevertCooldowns.none,
+        NonceReservations.test,
+        RevertCooldowns.test,
         TxPreflight.layer.pipe(Layer.provide(Layer.mergeAll(chain, sender)))
       )
     ),

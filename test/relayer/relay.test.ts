@@ -59,7 +59,7 @@ const harness = (options: {
   })
   const relay = Relay.layer.pipe(
     Layer.provide(reservations),
-    Layer.provide(RevertCooldowns.none),
+    Layer.provide(RevertCooldowns.test),
     Layer.provide(
       Layer.succeed(TxPreflight, {
         check: () =>

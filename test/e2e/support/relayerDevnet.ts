@@ -464,9 +464,9 @@ export const liveChainLayers = (
     TxPreflight.layer,
     IdRateLimit.layer,
     // Nothing is sent, so nothing needs holding.
-    NonceReservations.unguarded,
+    NonceReservations.test,
     // Nothing is sent, so nothing reverts.
-    RevertCooldowns.none,
+    RevertCooldowns.test,
     oracle
   ).pipe(
     Layer.provideMerge(sender.layer),
