@@ -26,7 +26,7 @@ import { supervised } from "../background/supervised.js"
 import type { ChainClient, ChainRequestError } from "../chain/ChainClient.js"
 import { RelayerSettings } from "../config/relayer.js"
 import type { TxSenderSettings } from "../config/settings.js"
-import { stubLayer } from "../testing/stub.js"
+import { stubLayer } from "../stubLayer.js"
 import { makeSenderCore } from "./core.js"
 import { maxBig } from "./decisions.js"
 import {

@@ -2,7 +2,8 @@
  * Services for tests from the members a test stubs: every other member dies with
  * "<Service>.<member> not stubbed" when used, so an unexpected call shows up as a failure instead
  * of a silent default. The member list is typed against the service's interface, so a new member
- * does not compile until it is listed.
+ * does not compile until it is listed. Outside src/testing because the services build their
+ * placeholder layers with it too, and the services load nothing from there.
  */
 import { type Context, Effect, Layer } from "effect"
 
