@@ -1,0 +1,2 @@
+/** Alias kept for src/attestor; use ../stubLayer.ts. */
+export * from "../stubLayer.js"
