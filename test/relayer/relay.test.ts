@@ -18,8 +18,8 @@ import { TxPreflight } from "../../src/relayer/TxPreflight.js"
 import {
   HotKeyUnderfunded,
   SendUnavailable,
-  TxSender,
-  type TxSubmitError
+  type TxSubmitError,
+  txSenderTest
 } from "../../src/txsender/TxSender.js"
 import { settingsLayer } from "./claimSupport.js"
 
@@ -83,15 +83,14 @@ const harness = (options: {
       })
     ),
     Layer.provide(
-      Layer.succeed(TxSender, {
+      txSenderTest({
         address: VAULT,
         // As the sender does: the request's own write goes with the stored transaction.
         submit: (tx) =>
           Effect.zipRight(
             Effect.sync(() => void log.push("submit")),
             (options.submit ?? Effect.succeed(HASH)).pipe(Effect.tap((hash) => void tx.storedWith?.(hash)))
-          ),
-        status: () => Effect.dieMessage("not here")
+          )
       })
     ),
     Layer.provide(settingsLayer())
