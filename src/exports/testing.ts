@@ -24,7 +24,6 @@ export {
   DevnetError,
   devnetChain,
   devnetKeys,
-  devnetLayer,
   freeLoopbackPort,
   type RunningDevnet,
   relayerEnv,
