@@ -4,6 +4,6 @@ import { Effect } from "effect"
 import { AccountsFeed } from "../AccountsFeed.js"
 import { RelayerApi } from "../api/index.js"
 
-export const RelayerAccountsLive = HttpApiBuilder.group(RelayerApi, "accounts", (handlers) =>
+export const RelayerAccountsHandlers = HttpApiBuilder.group(RelayerApi, "accounts", (handlers) =>
   Effect.map(AccountsFeed, (feed) => handlers.handle("accounts", ({ headers }) => feed.respond(headers)))
 )

@@ -15,7 +15,7 @@ import { RelayerApi } from "../api/index.js"
 import { FeeOracle, type Quote } from "../FeeOracle.js"
 import { recordQuoteServed, unsafeRecordQuoteServed } from "../fees/metrics.js"
 
-export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
+export const RelayerQuoteHandlers = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* RelayerSettings
     const oracle = yield* FeeOracle
