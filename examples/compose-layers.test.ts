@@ -144,7 +144,7 @@ const claimPath = writeServices.pipe(
       cooldowns
     )
   ),
-  Layer.provide(Layer.mergeAll(chain, ChainId.known(CHAIN_ID), sender, embeddedDatabase(), settings))
+  Layer.provide(Layer.mergeAll(chain, ChainId.test(CHAIN_ID), sender, embeddedDatabase(), settings))
 )
 
 const runtime = ManagedRuntime.make(claimPath)

@@ -419,40 +419,40 @@ export interface RunningDevnet extends DevnetChain, ServiceUrls {
   readonly facilitator?: FacilitatorStandIn | undefined
 }
 
-export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {}
-
-/**
- * A private devnet for end-to-end tests: anvil and the contracts, with the relayer and the
- * attestor running in this process on free ports, all stopped when the layer's scope closes.
- */
-export const devnetLayer = (options: DevnetChainOptions) =>
-  Layer.scoped(
-    Devnet,
-    Effect.gen(function* () {
-      const chain = yield* devnetChain(options)
-      const relayerPort = yield* freeLoopbackPort
-      const attestorPort = yield* freeLoopbackPort
-      const attestorUrl = `http://127.0.0.1:${attestorPort}`
-      const standIns = yield* devnetStandIns(attestorUrl)
-      const facilitator = yield* devnetFacilitator(chain)
-      const urls = {
-        relayerUrl: `http://127.0.0.1:${relayerPort}`,
-        attestorUrl,
-        doublesUrl: standIns.url,
-        facilitatorUrl: facilitator.url
-      }
-      yield* writeDevnetFile(chain, urls)
-      const scope = yield* Effect.scope
-      yield* Layer.buildWithScope(withSettings(RelayerLive, relayerEnv(chain, relayerPort)), scope)
-      yield* Layer.buildWithScope(
-        withSettings(AttestorLive, {
-          ...attestorEnv(chain, attestorPort),
-          ...standInEnv(standIns, attestorUrl),
-          ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
-          ...autoVetoEnv
-        }),
-        scope
-      )
-      return { ...chain, ...urls, standIns, facilitator }
-    })
-  )
+export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
+  /**
+   * A private devnet for end-to-end tests: anvil and the contracts, with the relayer and the
+   * attestor running in this process on free ports, all stopped when the layer's scope closes.
+   */
+  static readonly layer = (options: DevnetChainOptions) =>
+    Layer.scoped(
+      Devnet,
+      Effect.gen(function* () {
+        const chain = yield* devnetChain(options)
+        const relayerPort = yield* freeLoopbackPort
+        const attestorPort = yield* freeLoopbackPort
+        const attestorUrl = `http://127.0.0.1:${attestorPort}`
+        const standIns = yield* devnetStandIns(attestorUrl)
+        const facilitator = yield* devnetFacilitator(chain)
+        const urls = {
+          relayerUrl: `http://127.0.0.1:${relayerPort}`,
+          attestorUrl,
+          doublesUrl: standIns.url,
+          facilitatorUrl: facilitator.url
+        }
+        yield* writeDevnetFile(chain, urls)
+        const scope = yield* Effect.scope
+        yield* Layer.buildWithScope(withSettings(RelayerLive, relayerEnv(chain, relayerPort)), scope)
+        yield* Layer.buildWithScope(
+          withSettings(AttestorLive, {
+            ...attestorEnv(chain, attestorPort),
+            ...standInEnv(standIns, attestorUrl),
+            ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
+            ...autoVetoEnv
+          }),
+          scope
+        )
+        return { ...chain, ...urls, standIns, facilitator }
+      })
+    )
+}

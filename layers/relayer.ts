@@ -3,28 +3,28 @@
  * compose the same layer; only the settings (and, for unit tests, the chain layer) differ.
  */
 import { Effect, Layer, Option } from "effect"
-import { chainClientLayer } from "../src/chain/ChainClient.js"
+import { ChainClient } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { RelayerSettings, relayerSettingsWarnings } from "../src/config/relayer.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
-import { Indexer, indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
+import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
 import { AccountReader } from "../src/relayer/AccountReader.js"
-import { accountsFeedLayer } from "../src/relayer/accounts.js"
+import { AccountsFeed } from "../src/relayer/AccountsFeed.js"
 import { RelayerApi } from "../src/relayer/api/index.js"
-import { BindTransactionsLive } from "../src/relayer/BindTransactions.js"
-import { ClaimsLive } from "../src/relayer/Claims.js"
-import { feeOracleLayer } from "../src/relayer/FeeOracle.js"
+import { BindTransactions } from "../src/relayer/BindTransactions.js"
+import { Claims } from "../src/relayer/Claims.js"
+import { FeeOracle } from "../src/relayer/FeeOracle.js"
 import { RelayerHandlers } from "../src/relayer/handlers/index.js"
+import { IdRateLimit, relayerIpRateLimit } from "../src/relayer/IdRateLimit.js"
 import { relayerOutcomes } from "../src/relayer/metrics.js"
-import { OwnerActionsLive } from "../src/relayer/OwnerActions.js"
+import { NonceReservations } from "../src/relayer/NonceReservations.js"
+import { OwnerActions } from "../src/relayer/OwnerActions.js"
 import { Relay } from "../src/relayer/Relay.js"
 import { RevertCooldowns } from "../src/relayer/RevertCooldowns.js"
-import { IdRateLimit, relayerIpRateLimit } from "../src/relayer/rateLimits.js"
-import { NonceReservations } from "../src/relayer/reservations.js"
-import { TxPreflight } from "../src/relayer/simulate.js"
-import { DenyList } from "../src/relayer/validation/denyList.js"
-import { VaultSignatures } from "../src/relayer/validation/signatures.js"
-import { eventStoreLayer } from "../src/store/EventStore.js"
+import { TxPreflight } from "../src/relayer/TxPreflight.js"
+import { DenyList } from "../src/relayer/validation/DenyList.js"
+import { VaultSignatures } from "../src/relayer/validation/VaultSignatures.js"
+import { EventStore } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
 import { SettledTxObserver, TxSender } from "../src/txsender/TxSender.js"
 
@@ -33,7 +33,7 @@ import { SettledTxObserver, TxSender } from "../src/txsender/TxSender.js"
  * transactions over the one `Relay` step. They need the checks below (or a test's stubs of
  * them), the settings, the fee oracle and the sender.
  */
-export const writeServices = Layer.mergeAll(ClaimsLive, OwnerActionsLive, BindTransactionsLive).pipe(
+export const writeServices = Layer.mergeAll(Claims.layer, OwnerActions.layer, BindTransactions.layer).pipe(
   Layer.provideMerge(Relay.layer)
 )
 
@@ -54,7 +54,7 @@ export const writePathLive = writeServices.pipe(Layer.provide(writeChecks))
 export const relayerServices = Layer.unwrapEffect(
   Effect.map(RelayerSettings, (settings) => {
     const base = Layer.mergeAll(
-      chainClientLayer({
+      ChainClient.layer({
         rpcUrl: settings.rpcUrl.href,
         sendRpcUrl: Option.getOrUndefined(settings.sendRpcUrl)?.href,
         timeoutMs: settings.rpcTimeoutMs,
@@ -67,9 +67,9 @@ export const relayerServices = Layer.unwrapEffect(
       })
     )
     const indexer = settings.indexerEnabled
-      ? indexerLayer(indexerConfigOf(settings)).pipe(Layer.provide(eventStoreLayer))
+      ? Indexer.layer(indexerConfigOf(settings)).pipe(Layer.provide(EventStore.layer))
       : Indexer.disabled
-    return accountsFeedLayer.pipe(
+    return AccountsFeed.layer.pipe(
       Layer.provideMerge(indexer),
       // The sender tells the revert cooldowns what it finds mined (docs/relayer.md §8).
       Layer.provideMerge(
@@ -101,7 +101,7 @@ export const relayerServer = Layer.unwrapEffect(
       RelayerApi,
       RelayerHandlers.pipe(
         Layer.provide(writePathLive),
-        Layer.provide(feeOracleLayer),
+        Layer.provide(FeeOracle.layer),
         // Read once, lazily, for every handler and check that signs or answers with it.
         Layer.provide(ChainId.layer(settings.chainId))
       ),

@@ -202,7 +202,10 @@ export interface ChainClientShape {
   readonly sendRawTransaction: (serialized: Hex) => Effect.Effect<Hash, ChainRequestError>
 }
 
-export class ChainClient extends Context.Tag("ChainClient")<ChainClient, ChainClientShape>() {}
+export class ChainClient extends Context.Tag("ChainClient")<ChainClient, ChainClientShape>() {
+  static readonly layer = (options: ChainClientOptions): Layer.Layer<ChainClient> =>
+    Layer.sync(ChainClient, () => makeChainClient(options))
+}
 
 export interface ChainClientOptions {
   readonly rpcUrl: string
@@ -560,5 +563,5 @@ export const makeChainClient = (options: ChainClientOptions): ChainClientShape =
   }
 }
 
-export const chainClientLayer = (options: ChainClientOptions): Layer.Layer<ChainClient> =>
-  Layer.sync(ChainClient, () => makeChainClient(options))
+/** Alias kept for src/attestor; use ChainClient.layer. */
+export const chainClientLayer = ChainClient.layer

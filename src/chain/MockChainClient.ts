@@ -4,7 +4,7 @@
  * shows up as a failure instead of a silent default.
  */
 import type { Layer } from "effect"
-import { type MemberKinds, stubbed, stubLayer } from "../testing/stub.js"
+import { type MemberKinds, stubbed, stubLayer } from "../stubLayer.js"
 import { ChainClient, type ChainClientShape } from "./ChainClient.js"
 
 const operations: MemberKinds<ChainClientShape> = {

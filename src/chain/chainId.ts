@@ -31,6 +31,6 @@ export class ChainId extends Context.Tag("ChainId")<ChainId, ChainIdShape>() {
     )
 
   /** A known chain id, for tests. */
-  static readonly known = (chainId: number): Layer.Layer<ChainId> =>
+  static readonly test = (chainId: number): Layer.Layer<ChainId> =>
     Layer.succeed(ChainId, { get: Effect.succeed(chainId) })
 }

@@ -26,7 +26,7 @@ import { publicKeyToAddress, sign as viemSign } from "viem/accounts"
 /**
  * The address whose key made the 65-byte `r || s || v` `signature` (v 27 or 28) of the 32-byte
  * `digest`, or undefined when it recovers to no point. The caller checks the low `s` and `v`
- * (src/relayer/validation/signatures.ts), as the vault does.
+ * (src/relayer/validation/VaultSignatures.ts), as the vault does.
  */
 export const recoverSigner = (digest: Hex, signature: Hex): Address | undefined => {
   const v = Number.parseInt(signature.slice(130, 132), 16)

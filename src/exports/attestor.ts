@@ -12,7 +12,7 @@
 
 export { AttestorLive, attestorServer, attestorServices } from "../../layers/attestor.js"
 export { AttestorApi } from "../attestor/api/index.js"
-export { ChainClient, type ChainClientShape, chainClientLayer } from "../chain/ChainClient.js"
+export { ChainClient, type ChainClientShape } from "../chain/ChainClient.js"
 export { ChainId } from "../chain/chainId.js"
 export { AttestorSettings, type AttestorSettingsShape, loadAttestorSettings } from "../config/attestor.js"
 export { storageLayer } from "../store/sql.js"

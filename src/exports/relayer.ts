@@ -22,7 +22,7 @@ export {
   writePathLive,
   writeServices
 } from "../../layers/relayer.js"
-export { ChainClient, type ChainClientShape, chainClientLayer } from "../chain/ChainClient.js"
+export { ChainClient, type ChainClientShape } from "../chain/ChainClient.js"
 export { ChainId } from "../chain/chainId.js"
 export {
   loadRelayerSettings,
@@ -37,28 +37,18 @@ export {
   type VaultAccount
 } from "../relayer/AccountReader.js"
 export { RelayerApi } from "../relayer/api/index.js"
-export {
-  BindTransactions,
-  BindTransactionsLive,
-  type BindTransactionsShape
-} from "../relayer/BindTransactions.js"
-export { Claims, ClaimsLive, type ClaimsShape } from "../relayer/Claims.js"
-export {
-  FeeOracle,
-  type FeeOracleShape,
-  feeOracleLayer,
-  type Quote,
-  type QuoteRequest
-} from "../relayer/FeeOracle.js"
+export { BindTransactions, type BindTransactionsShape } from "../relayer/BindTransactions.js"
+export { Claims, type ClaimsShape } from "../relayer/Claims.js"
+export { FeeOracle, type FeeOracleShape, type Quote, type QuoteRequest } from "../relayer/FeeOracle.js"
 export { RelayerHandlers } from "../relayer/handlers/index.js"
-export { OwnerActions, OwnerActionsLive, type OwnerActionsShape } from "../relayer/OwnerActions.js"
+export { IdRateLimit } from "../relayer/IdRateLimit.js"
+export { NonceReservations } from "../relayer/NonceReservations.js"
+export { OwnerActions, type OwnerActionsShape } from "../relayer/OwnerActions.js"
 export { Relay, type RelayShape } from "../relayer/Relay.js"
 export { RevertCooldowns } from "../relayer/RevertCooldowns.js"
-export { IdRateLimit } from "../relayer/rateLimits.js"
-export { NonceReservations } from "../relayer/reservations.js"
-export { TxPreflight, type TxPreflightShape } from "../relayer/simulate.js"
-export { DenyList } from "../relayer/validation/denyList.js"
-export { VaultSignatures, type VaultSignaturesShape } from "../relayer/validation/signatures.js"
+export { TxPreflight, type TxPreflightShape } from "../relayer/TxPreflight.js"
+export { DenyList } from "../relayer/validation/DenyList.js"
+export { VaultSignatures, type VaultSignaturesShape } from "../relayer/validation/VaultSignatures.js"
 export { storageLayer } from "../store/sql.js"
 export {
   type TxRequest,

@@ -24,7 +24,6 @@ export {
   DevnetError,
   devnetChain,
   devnetKeys,
-  devnetLayer,
   freeLoopbackPort,
   type RunningDevnet,
   relayerEnv,
@@ -33,5 +32,5 @@ export {
 } from "../../layers/devnet.js"
 export { type AnvilInstance, type AnvilOptions, AnvilStartError, startAnvil } from "../chain/anvil.js"
 export { makeMockChainClient, mockChainClient } from "../chain/MockChainClient.js"
+export { type MemberKinds, stubbed, stubLayer } from "../stubLayer.js"
 export { type EmbeddedDatabaseOptions, embeddedDatabase } from "../testing/embeddedDatabase.js"
-export { type MemberKinds, stubbed, stubLayer } from "../testing/stub.js"

@@ -158,6 +158,10 @@ export interface IndexerShape {
 }
 
 export class Indexer extends Context.Tag("Indexer")<Indexer, IndexerShape>() {
+  /** The indexer of the configured vault; needs the chain client and the event store. */
+  static readonly layer = (config: IndexerConfig): Layer.Layer<Indexer, never, ChainClient | EventStore> =>
+    Layer.scoped(Indexer, makeIndexer(config))
+
   /** `INDEXER_ENABLED=false`: nothing runs and nothing is indexed. */
   static readonly disabled: Layer.Layer<Indexer> = Layer.succeed(Indexer, {
     enabled: false,
@@ -556,6 +560,5 @@ export const makeIndexer = (config: IndexerConfig) =>
     return { enabled: true, status: Ref.get(status), read } satisfies IndexerShape
   })
 
-/** The indexer of the configured vault; needs the chain client and the event store. */
-export const indexerLayer = (config: IndexerConfig): Layer.Layer<Indexer, never, ChainClient | EventStore> =>
-  Layer.scoped(Indexer, makeIndexer(config))
+/** Alias kept for src/attestor; use Indexer.layer. */
+export const indexerLayer = Indexer.layer

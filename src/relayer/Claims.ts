@@ -41,161 +41,160 @@ import {
   checkRelayer,
   minimumFee
 } from "./validation/claimRules.js"
-import { DenyList, screenRecipients } from "./validation/denyList.js"
+import { DenyList, screenRecipients } from "./validation/DenyList.js"
 import { expectedOwner } from "./validation/owner.js"
-import { VaultSignatures } from "./validation/signatures.js"
+import { VaultSignatures } from "./validation/VaultSignatures.js"
 
 export interface ClaimsShape {
   readonly submit: (request: ClaimRequest) => Effect.Effect<TxHashResponse, ClaimError>
 }
 
-export class Claims extends Context.Tag("Claims")<Claims, ClaimsShape>() {}
+const makeClaims = Effect.gen(function* () {
+  const settings = yield* RelayerSettings
+  const accounts = yield* AccountReader
+  const denyList = yield* DenyList
+  const signatures = yield* VaultSignatures
+  const oracle = yield* FeeOracle
+  const sender = yield* TxSender
+  const { replay, sendPaid } = yield* Relay
+  // The claim and consolidation rules of this deployment are settings.
+  const rules = settings
 
-export const ClaimsLive: Layer.Layer<
-  Claims,
-  never,
-  RelayerSettings | AccountReader | DenyList | VaultSignatures | FeeOracle | TxSender | Relay
-> = Layer.effect(
-  Claims,
-  Effect.gen(function* () {
-    const settings = yield* RelayerSettings
-    const accounts = yield* AccountReader
-    const denyList = yield* DenyList
-    const signatures = yield* VaultSignatures
-    const oracle = yield* FeeOracle
-    const sender = yield* TxSender
-    const { replay, sendPaid } = yield* Relay
-    // The claim and consolidation rules of this deployment are settings.
-    const rules = settings
+  const submit = (request: ClaimRequest): Effect.Effect<TxHashResponse, ClaimError> =>
+    Effect.gen(function* () {
+      const { claim, adapterData, signature, register, consolidate } = request
+      const id = claim.beneficiaryId
+      const calls = Arr.append(
+        [
+          ...(register === undefined ? [] : [registerCall(register)]),
+          ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
+        ],
+        claimCall(claim, adapterData, signature)
+      )
 
-    const submit = (request: ClaimRequest): Effect.Effect<TxHashResponse, ClaimError> =>
-      Effect.gen(function* () {
-        const { claim, adapterData, signature, register, consolidate } = request
-        const id = claim.beneficiaryId
-        const calls = Arr.append(
-          [
-            ...(register === undefined ? [] : [registerCall(register)]),
-            ...(consolidate === undefined ? [] : [consolidateCall(id, consolidate)])
-          ],
-          claimCall(claim, adapterData, signature)
-        )
+      // Sent before (its answer lost, say): the hash it was stored under, before any rule an
+      // executed request no longer passes.
+      const replayed = yield* replay(calls)
+      if (Option.isSome(replayed)) return replayed.value
 
-        // Sent before (its answer lost, say): the hash it was stored under, before any rule an
-        // executed request no longer passes.
-        const replayed = yield* replay(calls)
-        if (Option.isSome(replayed)) return replayed.value
-
-        // Rule 1: the request on its face.
-        const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-        yield* checkDeadline(claim.deadline, now, settings.minDeadlineSeconds, "claim.deadline")
-        if (consolidate !== undefined)
-          yield* checkDeadline(consolidate.deadline, now, settings.minDeadlineSeconds, "consolidate.deadline")
-        yield* checkRelayer(claim.relayer, sender.address, { allowAnyone: true, field: "claim.relayer" })
-        if (claim.relayer === ZERO_ADDRESS && settings.openClaims === "refuse")
-          return yield* new BadRequest({
-            message: `claim.relayer: this relayer does not take open claims (the zero address); name this relayer, ${sender.address}`
-          })
-        yield* checkAmounts(claim)
-        if (consolidate !== undefined) yield* checkConsolidateStep(rules, consolidate, claim.asset)
-        yield* checkDataHash(claim, adapterData)
-        const payout = yield* checkAdapter(rules, claim, adapterData)
-        if (register !== undefined) yield* checkRegistration(id, register)
-
-        // Rule 2: recipients the relayer will not pay.
-        yield* screenRecipients(denyList, [
-          ...(payout._tag === "Direct" ? [{ label: "the recipient", address: payout.recipient }] : []),
-          ...(register !== undefined && register.fallbackRecipient !== ZERO_ADDRESS
-            ? [{ label: "register.fallbackRecipient", address: register.fallbackRecipient }]
-            : [])
-        ])
-
-        // Rule 3: owner signatures and nonces, against one read of the account.
-        const snapshot = yield* accounts.read(id, consolidate === undefined ? [] : [settings.settlementAsset])
-        // A nonce of the request already consumed, by a transaction this relayer does not hold
-        // for it: told apart from a wrong nonce, and before the registration rules (which an
-        // executed registration no longer passes).
-        const firstNonce = consolidate === undefined ? claim.nonce : claim.nonce - 1n
-        if (firstNonce >= 0n && firstNonce < snapshot.nonce)
-          return yield* new NonceMismatch({ message: nonceUsed(snapshot.nonce) })
-        const owner = yield* expectedOwner(register, snapshot)
-        const signedBy = yield* signatures.verifyOwner({
-          owner,
-          primaryType: "Claim",
-          message: claim,
-          signature,
-          what: "the claim"
+      // Rule 1: the request on its face.
+      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      yield* checkDeadline(claim.deadline, now, settings.minDeadlineSeconds, "claim.deadline")
+      if (consolidate !== undefined)
+        yield* checkDeadline(consolidate.deadline, now, settings.minDeadlineSeconds, "consolidate.deadline")
+      yield* checkRelayer(claim.relayer, sender.address, { allowAnyone: true, field: "claim.relayer" })
+      if (claim.relayer === ZERO_ADDRESS && settings.openClaims === "refuse")
+        return yield* new BadRequest({
+          message: `claim.relayer: this relayer does not take open claims (the zero address); name this relayer, ${sender.address}`
         })
-        const nonce = snapshot.nonce
-        const claimNonce = consolidate === undefined ? nonce : nonce + 1n
-        if (claim.nonce !== claimNonce)
-          return yield* new NonceMismatch({
-            message:
-              consolidate === undefined
-                ? `claim.nonce must be the account's current nonce, ${nonce}`
-                : `with a consolidation step claim.nonce must be the account's nonce + 1, ${claimNonce}`
-          })
-        // Whether the vault asks the owner's contract (ERC-1271), whose code may then go on a cooldown.
-        let erc1271 = signedBy === "erc1271"
-        if (consolidate !== undefined) {
-          const consolidateSignedBy = yield* signatures.verifyOwner({
-            owner,
-            primaryType: "Consolidate",
-            message: {
-              id,
-              assetIn: consolidate.assetIn,
-              amountIn: consolidate.amountIn,
-              minOut: consolidate.minOut,
-              nonce,
-              deadline: consolidate.deadline
-            },
-            signature: consolidate.signature,
-            what: "the consolidation"
-          })
-          erc1271 ||= consolidateSignedBy === "erc1271"
-          yield* checkAgainstConsolidated(claim, consolidate, snapshot.balance(settings.settlementAsset))
-        }
+      yield* checkAmounts(claim)
+      if (consolidate !== undefined) yield* checkConsolidateStep(rules, consolidate, claim.asset)
+      yield* checkDataHash(claim, adapterData)
+      const payout = yield* checkAdapter(rules, claim, adapterData)
+      if (register !== undefined) yield* checkRegistration(id, register)
 
-        // Rule 4: the fee against the current quote.
-        const quoteRequest: QuoteRequest = {
-          asset: claim.asset,
-          adapter: claim.adapter,
-          action: "claim",
-          consolidate: consolidate !== undefined,
-          register: register !== undefined
-        }
-        const quote = yield* oracle.quote(quoteRequest)
-        if (claim.relayerFee < minimumFee(quote.relayerFee, settings.quoteToleranceBps))
-          return yield* new FeeTooLow({
-            message: `claim.relayerFee is below the current quote of ${quote.relayerFee} for this request`
-          })
+      // Rule 2: recipients the relayer will not pay.
+      yield* screenRecipients(denyList, [
+        ...(payout._tag === "Direct" ? [{ label: "the recipient", address: payout.recipient }] : []),
+        ...(register !== undefined && register.fallbackRecipient !== ZERO_ADDRESS
+          ? [{ label: "register.fallbackRecipient", address: register.fallbackRecipient }]
+          : [])
+      ])
 
-        // Rule 5: cooldowns, build, simulate, cap, fee cover, send.
-        const paid = {
-          fee: claim.relayerFee,
-          field: "claim.relayerFee",
-          gasPrice: quote.gasPrice,
-          price: quote.price
-        }
-        return yield* sendPaid(
-          {
+      // Rule 3: owner signatures and nonces, against one read of the account.
+      const snapshot = yield* accounts.read(id, consolidate === undefined ? [] : [settings.settlementAsset])
+      // A nonce of the request already consumed, by a transaction this relayer does not hold
+      // for it: told apart from a wrong nonce, and before the registration rules (which an
+      // executed registration no longer passes).
+      const firstNonce = consolidate === undefined ? claim.nonce : claim.nonce - 1n
+      if (firstNonce >= 0n && firstNonce < snapshot.nonce)
+        return yield* new NonceMismatch({ message: nonceUsed(snapshot.nonce) })
+      const owner = yield* expectedOwner(register, snapshot)
+      const signedBy = yield* signatures.verifyOwner({
+        owner,
+        primaryType: "Claim",
+        message: claim,
+        signature,
+        what: "the claim"
+      })
+      const nonce = snapshot.nonce
+      const claimNonce = consolidate === undefined ? nonce : nonce + 1n
+      if (claim.nonce !== claimNonce)
+        return yield* new NonceMismatch({
+          message:
+            consolidate === undefined
+              ? `claim.nonce must be the account's current nonce, ${nonce}`
+              : `with a consolidation step claim.nonce must be the account's nonce + 1, ${claimNonce}`
+        })
+      // Whether the vault asks the owner's contract (ERC-1271), whose code may then go on a cooldown.
+      let erc1271 = signedBy === "erc1271"
+      if (consolidate !== undefined) {
+        const consolidateSignedBy = yield* signatures.verifyOwner({
+          owner,
+          primaryType: "Consolidate",
+          message: {
             id,
-            erc1271Owners: erc1271 ? [owner] : [],
-            calls,
-            budget: oracle.gasBudget(quoteRequest),
-            action: "claim",
-            // The consolidation consumes `nonce`, the claim `claimNonce` (the same one without it).
-            reserve:
-              consolidate === undefined
-                ? [{ kind: "nonce", value: nonce }]
-                : [
-                    { kind: "nonce", value: nonce },
-                    { kind: "nonce", value: claimNonce }
-                  ]
+            assetIn: consolidate.assetIn,
+            amountIn: consolidate.amountIn,
+            minOut: consolidate.minOut,
+            nonce,
+            deadline: consolidate.deadline
           },
-          paid
-        )
-      }).pipe(Effect.withSpan("Claims.submit"))
+          signature: consolidate.signature,
+          what: "the consolidation"
+        })
+        erc1271 ||= consolidateSignedBy === "erc1271"
+        yield* checkAgainstConsolidated(claim, consolidate, snapshot.balance(settings.settlementAsset))
+      }
 
-    return { submit }
-  })
-)
+      // Rule 4: the fee against the current quote.
+      const quoteRequest: QuoteRequest = {
+        asset: claim.asset,
+        adapter: claim.adapter,
+        action: "claim",
+        consolidate: consolidate !== undefined,
+        register: register !== undefined
+      }
+      const quote = yield* oracle.quote(quoteRequest)
+      if (claim.relayerFee < minimumFee(quote.relayerFee, settings.quoteToleranceBps))
+        return yield* new FeeTooLow({
+          message: `claim.relayerFee is below the current quote of ${quote.relayerFee} for this request`
+        })
+
+      // Rule 5: cooldowns, build, simulate, cap, fee cover, send.
+      const paid = {
+        fee: claim.relayerFee,
+        field: "claim.relayerFee",
+        gasPrice: quote.gasPrice,
+        price: quote.price
+      }
+      return yield* sendPaid(
+        {
+          id,
+          erc1271Owners: erc1271 ? [owner] : [],
+          calls,
+          budget: oracle.gasBudget(quoteRequest),
+          action: "claim",
+          // The consolidation consumes `nonce`, the claim `claimNonce` (the same one without it).
+          reserve:
+            consolidate === undefined
+              ? [{ kind: "nonce", value: nonce }]
+              : [
+                  { kind: "nonce", value: nonce },
+                  { kind: "nonce", value: claimNonce }
+                ]
+        },
+        paid
+      )
+    }).pipe(Effect.withSpan("Claims.submit"))
+
+  return { submit }
+})
+
+export class Claims extends Context.Tag("Claims")<Claims, ClaimsShape>() {
+  static readonly layer: Layer.Layer<
+    Claims,
+    never,
+    RelayerSettings | AccountReader | DenyList | VaultSignatures | FeeOracle | TxSender | Relay
+  > = Layer.effect(Claims, makeClaims)
+}

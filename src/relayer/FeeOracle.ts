@@ -100,8 +100,6 @@ export interface FeeOracleShape {
   readonly isCurrent: (quote: Quote) => boolean
 }
 
-export class FeeOracle extends Context.Tag("FeeOracle")<FeeOracle, FeeOracleShape>() {}
-
 // ---------------------------------------------------------------------------------------------
 // Pure parts
 
@@ -435,7 +433,9 @@ export const makeFeeOracle = Effect.gen(function* () {
   })
 })
 
-export const feeOracleLayer: Layer.Layer<FeeOracle, never, ChainClient | RelayerSettings> = Layer.scoped(
-  FeeOracle,
-  makeFeeOracle
-)
+export class FeeOracle extends Context.Tag("FeeOracle")<FeeOracle, FeeOracleShape>() {
+  static readonly layer: Layer.Layer<FeeOracle, never, ChainClient | RelayerSettings> = Layer.scoped(
+    FeeOracle,
+    makeFeeOracle
+  )
+}

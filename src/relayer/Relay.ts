@@ -1,7 +1,7 @@
 /**
  * The last step of every relayed write (docs/relayer.md §4 rule 5, §8): an account or owner
  * contract on a revert cooldown refused (src/relayer/RevertCooldowns.ts), the nonces the
- * transaction will consume reserved (src/relayer/reservations.ts), the steps batched into one
+ * transaction will consume reserved (src/relayer/NonceReservations.ts), the steps batched into one
  * transaction, simulated and gas-capped, a paid request's fee checked against the gas limit it
  * would be sent with, the account's rate limit charged only once the vault has accepted the
  * simulation, and the transaction handed to the hot key's sender.
@@ -23,11 +23,11 @@ import type { TxHashResponse } from "../../schema/relayer.js"
 import { type NativePrice, RelayerSettings } from "../config/relayer.js"
 import { TxSender, txSubmitErrorToApi } from "../txsender/TxSender.js"
 import { feeCovering } from "./fees/cover.js"
+import { IdRateLimit } from "./IdRateLimit.js"
 import { batchCalls } from "./multicall.js"
+import { NonceReservations, type ReservationKey } from "./NonceReservations.js"
 import { RevertCooldowns, registersAccount } from "./RevertCooldowns.js"
-import { IdRateLimit } from "./rateLimits.js"
-import { NonceReservations, type ReservationKey } from "./reservations.js"
-import { TxPreflight } from "./simulate.js"
+import { TxPreflight } from "./TxPreflight.js"
 
 export interface RelayRequest {
   /** The account whose rate limit the transaction is charged to. */

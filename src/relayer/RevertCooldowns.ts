@@ -44,8 +44,8 @@ import { ChainClient } from "../chain/ChainClient.js"
 import { chainUnavailable } from "../chain/errors.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { describeFailure } from "../logging.js"
-import type { SettledTx } from "../txsender/api.js"
 import { SettledTxObserver } from "../txsender/TxSender.js"
+import type { SettledTx } from "../txsender/TxSenderShape.js"
 import {
   type CooldownKey,
   recordClaimFrontrun,
@@ -582,7 +582,7 @@ export class RevertCooldowns extends Context.Tag("RevertCooldowns")<RevertCooldo
   )
 
   /** No cooldowns: for pipelines under test that have no database and send nothing. */
-  static readonly none: Layer.Layer<RevertCooldowns> = Layer.succeed(RevertCooldowns, {
+  static readonly test: Layer.Layer<RevertCooldowns> = Layer.succeed(RevertCooldowns, {
     check: () => Effect.void,
     settled: () => Effect.void
   })

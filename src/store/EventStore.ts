@@ -203,8 +203,6 @@ export interface EventStoreShape {
   readonly leadership: (ref: VaultRef) => Effect.Effect<Leadership, EventStoreError, Scope.Scope>
 }
 
-export class EventStore extends Context.Tag("EventStore")<EventStore, EventStoreShape>() {}
-
 const chainWriteKey = (chainId: number) => advisoryKey(`event-store-writes:${chainId}`)
 export const indexerLockKey = (ref: VaultRef) =>
   advisoryKey(`vault-indexer:${ref.chainId}:${ref.vault.toLowerCase()}`)
@@ -584,7 +582,9 @@ export const makeEventStore = Effect.gen(function* () {
   } satisfies EventStoreShape
 })
 
-export const eventStoreLayer: Layer.Layer<EventStore, never, SqlClient> = Layer.effect(
-  EventStore,
-  makeEventStore
-)
+export class EventStore extends Context.Tag("EventStore")<EventStore, EventStoreShape>() {
+  static readonly layer: Layer.Layer<EventStore, never, SqlClient> = Layer.effect(EventStore, makeEventStore)
+}
+
+/** Alias kept for src/attestor; use EventStore.layer. */
+export const eventStoreLayer = EventStore.layer

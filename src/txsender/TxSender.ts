@@ -26,15 +26,7 @@ import type { TxStatus } from "../../schema/relayer.js"
 import { supervised } from "../background/supervised.js"
 import type { ChainClient, ChainRequestError } from "../chain/ChainClient.js"
 import type { TxSenderSettings } from "../config/settings.js"
-import { stubLayer } from "../testing/stub.js"
-import {
-  type SenderState,
-  SendUnavailable,
-  type SettledObserver,
-  type TxRequest,
-  type TxSenderShape,
-  type TxSubmitError
-} from "./api.js"
+import { stubLayer } from "../stubLayer.js"
 import { makeSenderCore } from "./core.js"
 import { maxBig } from "./decisions.js"
 import {
@@ -49,6 +41,14 @@ import type { SenderService } from "./metrics.js"
 import { makeMonitor } from "./monitor.js"
 import type { TxStoreError } from "./store.js"
 import { type Job, MAX_BATCH, makeSubmitBatch, refuse } from "./submit.js"
+import {
+  type SenderState,
+  SendUnavailable,
+  type SettledObserver,
+  type TxRequest,
+  type TxSenderShape,
+  type TxSubmitError
+} from "./TxSenderShape.js"
 
 // ---------------------------------------------------------------------------------------------
 // Interface
@@ -64,7 +64,7 @@ export {
   type TxSenderShape,
   type TxSubmitError,
   txSubmitErrorToApi
-} from "./api.js"
+} from "./TxSenderShape.js"
 
 import { CHAIN_UNAVAILABLE } from "../chain/errors.js"
 

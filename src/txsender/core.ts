@@ -23,7 +23,6 @@ import { keptOnceRead } from "../background/once.js"
 import { ChainClient, type ChainClientShape, type ChainRequestError } from "../chain/ChainClient.js"
 import { wasmKeccak256 } from "../chain/keccak.js"
 import { checkedAgainstViem, signDigest } from "../chain/secp256k1.js"
-import type { SettledObserver } from "./api.js"
 import {
   type Broadcast,
   lastAttempt,
@@ -52,6 +51,7 @@ import {
   type TxStore,
   type TxStoreError
 } from "./store.js"
+import type { SettledObserver } from "./TxSenderShape.js"
 
 const NOOP_GAS = 21_000n
 

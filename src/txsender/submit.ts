@@ -15,7 +15,6 @@ import { Cause, Chunk, Clock, Data, Deferred, Effect, Exit, Option } from "effec
 import type { Hex } from "viem"
 import type { ChainRequestError } from "../chain/ChainClient.js"
 import { describeFailure } from "../logging.js"
-import { HotKeyUnderfunded, SendUnavailable, TxRejected, type TxRequest, type TxSubmitError } from "./api.js"
 import { type SenderCore, sendOutcome } from "./core.js"
 import { feesOf, maxBig, nextSubmitStep } from "./decisions.js"
 import { type Fees, initialFees, replacementFees } from "./fees.js"
@@ -28,6 +27,13 @@ import {
   type SignedAttempt,
   type TxStoreError
 } from "./store.js"
+import {
+  HotKeyUnderfunded,
+  SendUnavailable,
+  TxRejected,
+  type TxRequest,
+  type TxSubmitError
+} from "./TxSenderShape.js"
 
 /** The batch's statement got no answer and its rows were not found: it may yet be stored. */
 class StoreOutcomeUnknown extends Data.TaggedError("StoreOutcomeUnknown")<{}> {}

@@ -10,7 +10,6 @@ import {
   ChainResultInvalid,
   ChainReverted,
   ChainUnavailable,
-  chainClientLayer,
   RpcRejected
 } from "../../src/chain/ChainClient.js"
 import { prometheusText } from "../../src/http/metrics.js"
@@ -40,7 +39,7 @@ const withChain = <A, E>(
   options: Partial<ChainClientOptions> & { readonly rpcUrl: string },
   program: (chain: ChainClientShape) => Effect.Effect<A, E>
 ): Effect.Effect<A, E> =>
-  Effect.flatMap(ChainClient, program).pipe(Effect.provide(chainClientLayer({ ...base, ...options })))
+  Effect.flatMap(ChainClient, program).pipe(Effect.provide(ChainClient.layer({ ...base, ...options })))
 
 const direct = () => ({ rpcUrl: anvil.rpcUrl })
 

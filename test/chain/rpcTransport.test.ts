@@ -14,7 +14,6 @@ import {
   ChainClient,
   type ChainClientShape,
   ChainUnavailable,
-  chainClientLayer,
   RpcRejected
 } from "../../src/chain/ChainClient.js"
 import { rpcTransport } from "../../src/chain/rpcTransport.js"
@@ -141,7 +140,7 @@ const withChain = <A, E>(
 ): Effect.Effect<A, E> =>
   Effect.flatMap(ChainClient, program).pipe(
     Effect.provide(
-      chainClientLayer({ rpcUrl, timeoutMs: options.timeoutMs ?? 2_000, retries: options.retries ?? 0 })
+      ChainClient.layer({ rpcUrl, timeoutMs: options.timeoutMs ?? 2_000, retries: options.retries ?? 0 })
     )
   )
 

@@ -7,9 +7,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Devnet, devnetLayer, type RunningDevnet } from "../../layers/devnet.js"
+import { Devnet, type RunningDevnet } from "../../layers/devnet.js"
 
-const runtime = ManagedRuntime.make(devnetLayer({ dir: join(tmpdir(), `devnet-layer-${process.pid}`) }))
+const runtime = ManagedRuntime.make(Devnet.layer({ dir: join(tmpdir(), `devnet-layer-${process.pid}`) }))
 let devnet: RunningDevnet
 
 beforeAll(async () => {

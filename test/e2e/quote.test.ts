@@ -26,10 +26,10 @@ import {
 import { RelayerLive } from "../../layers/relayer.js"
 import { Unavailable } from "../../schema/errors.js"
 import { QuoteResponse } from "../../schema/relayer.js"
-import { chainClientLayer } from "../../src/chain/ChainClient.js"
+import { ChainClient } from "../../src/chain/ChainClient.js"
 import { loadRelayerSettings, RelayerSettings } from "../../src/config/relayer.js"
 import { quoteEndpoint } from "../../src/relayer/api/quote.js"
-import { FeeOracle, feeOracleLayer, gasTable, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
+import { FeeOracle, gasTable, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
 import { priceDeviations } from "../../src/relayer/fees/metrics.js"
 import { parsePrometheus } from "../support/prometheus.js"
 
@@ -446,8 +446,8 @@ describe("price sources on the reference contracts (live chain client)", () => {
         )
       )
     )
-    const chain = chainClientLayer({ rpcUrl: devnet.anvil.rpcUrl, timeoutMs: 5_000 })
-    return feeOracleLayer.pipe(Layer.provide(Layer.merge(settings, chain)))
+    const chain = ChainClient.layer({ rpcUrl: devnet.anvil.rpcUrl, timeoutMs: 5_000 })
+    return FeeOracle.layer.pipe(Layer.provide(Layer.merge(settings, chain)))
   }
 
   const request = (asset: Address): QuoteRequest => ({

@@ -14,7 +14,7 @@ import { cacheAnswer, makeCachedAnswers } from "../../src/http/cachedAnswers.js"
 import { counter, httpRequests } from "../../src/http/metrics.js"
 import { rateLimitedTotal } from "../../src/http/rateLimit.js"
 import { serveApi, serverUrl } from "../../src/http/server.js"
-import { relayerRequestCost } from "../../src/relayer/rateLimits.js"
+import { relayerRequestCost } from "../../src/relayer/IdRateLimit.js"
 
 const Answer = Schema.Struct({ q: Schema.String, computed: Schema.Number })
 

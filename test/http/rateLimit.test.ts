@@ -20,7 +20,7 @@ import {
   rateLimitedTotal
 } from "../../src/http/rateLimit.js"
 import { serveApi, serverUrl } from "../../src/http/server.js"
-import { relayerBytesPerToken, relayerRequestCost } from "../../src/relayer/rateLimits.js"
+import { relayerBytesPerToken, relayerRequestCost } from "../../src/relayer/IdRateLimit.js"
 
 describe("client key", () => {
   it("is the socket's peer when no proxy is trusted, whatever X-Forwarded-For says", () => {

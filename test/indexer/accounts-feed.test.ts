@@ -18,10 +18,9 @@ import {
   AccountsBodyCache,
   AccountsFeed,
   acceptsGzip,
-  accountsFeedLayer,
   etagMatches,
   groupSize
-} from "../../src/relayer/accounts.js"
+} from "../../src/relayer/AccountsFeed.js"
 import { AccountsProjection } from "../../src/store/projections/AccountsProjection.js"
 import { accountJson } from "../../src/store/projections/accounts.js"
 
@@ -30,7 +29,7 @@ const VAULT = getAddress(numberToHex(0xbeef, { size: 20 }))
 
 /** Without stubs the chain dies when asked: a fresh index never asks it. */
 const withIndexer = (indexer: IndexerShape, chain: Partial<ChainClientShape> = {}) =>
-  accountsFeedLayer.pipe(
+  AccountsFeed.layer.pipe(
     Layer.provide(Layer.succeed(Indexer, indexer)),
     Layer.provide(mockChainClient(chain))
   )
@@ -115,7 +114,7 @@ describe("the accounts feed", () => {
       expect(error._tag).toBe("Unsupported")
     }).pipe(
       Effect.provide(
-        accountsFeedLayer.pipe(Layer.provide(Indexer.disabled), Layer.provide(mockChainClient({})))
+        AccountsFeed.layer.pipe(Layer.provide(Indexer.disabled), Layer.provide(mockChainClient({})))
       )
     )
   )

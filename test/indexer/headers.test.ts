@@ -8,9 +8,9 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { chainClientLayer } from "../../src/chain/ChainClient.js"
-import { Indexer, indexerLayer } from "../../src/indexer/Indexer.js"
-import { eventStoreLayer } from "../../src/store/EventStore.js"
+import { ChainClient } from "../../src/chain/ChainClient.js"
+import { Indexer } from "../../src/indexer/Indexer.js"
+import { EventStore } from "../../src/store/EventStore.js"
 import { accountRecord } from "../../src/store/projections/accounts.js"
 import { storageLayer } from "../../src/store/sql.js"
 import {
@@ -118,7 +118,7 @@ for (const kind of databaseKinds()) {
           ? { databaseUrl: Option.some(Redacted.make(db.storage.url)), dataDir: "", applicationName: "test" }
           : { databaseUrl: Option.none(), dataDir: db.storage.dataDir, applicationName: "test" }
       )
-      const indexer = indexerLayer({
+      const indexer = Indexer.layer({
         chainId: Option.some(ctx.chainId),
         vault: ctx.vault,
         startBlock: ctx.deployment.startBlock,
@@ -129,8 +129,8 @@ for (const kind of databaseKinds()) {
         headerRetentionBlocks: RETENTION,
         headerPruneIntervalBlocks: INTERVAL
       }).pipe(
-        Layer.provide(eventStoreLayer),
-        Layer.provide(chainClientLayer({ rpcUrl: ctx.anvil.rpcUrl, timeoutMs: 10_000 }))
+        Layer.provide(EventStore.layer),
+        Layer.provide(ChainClient.layer({ rpcUrl: ctx.anvil.rpcUrl, timeoutMs: 10_000 }))
       )
       runtime = ManagedRuntime.make(
         indexer.pipe(

@@ -57,8 +57,8 @@ describe("the package's entry points", () => {
       importGraph(["src/exports/attestor.ts"])
     ])
     // The doubles, by name, wherever they are imported from; and whatever else only ./testing
-    // reaches. `stubLayer` (src/testing/stub.ts) is shared: the services build their disabled
-    // layers with it.
+    // reaches. `stubLayer` (src/stubLayer.ts) is shared: the services build their disabled
+    // layers with it; src/testing/stub.ts re-exports it for the attestor's payment store.
     const isDouble = (file: string) =>
       /^(src\/exports\/testing\.ts|src\/testing\/(?!stub\.ts)|src\/devnet\/|src\/chain\/(MockChainClient|anvil)\.ts|layers\/devnet\.ts|contracts\/(deploy|build)\.ts)/.test(
         file

@@ -7,9 +7,9 @@ import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Metric } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serveApi, serverUrl } from "../../src/http/server.js"
 import { RelayerApi } from "../../src/relayer/api/index.js"
-import { RelayerClaimsLive } from "../../src/relayer/handlers/claims.js"
+import { RelayerClaimsHandlers } from "../../src/relayer/handlers/claims.js"
+import { relayerRequestCost } from "../../src/relayer/IdRateLimit.js"
 import { claimOutcomes, relayerOutcomes } from "../../src/relayer/metrics.js"
-import { relayerRequestCost } from "../../src/relayer/rateLimits.js"
 import { withUnstubbedGroups } from "../support/apiStubs.js"
 import {
   claimRequest,
@@ -30,7 +30,7 @@ const runtime = ManagedRuntime.make(
     RelayerApi,
     withUnstubbedGroups(RelayerApi, {
       groups: ["claims"],
-      layer: RelayerClaimsLive.pipe(Layer.provide(claimsLayer(world, { RATE_LIMIT_ID_PER_MINUTE: "1" })))
+      layer: RelayerClaimsHandlers.pipe(Layer.provide(claimsLayer(world, { RATE_LIMIT_ID_PER_MINUTE: "1" })))
     }),
     {
       host: "127.0.0.1",

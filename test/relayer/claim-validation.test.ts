@@ -14,8 +14,8 @@ import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AccountReader } from "../../src/relayer/AccountReader.js"
 import { batchCalls, claimCall, registerCall } from "../../src/relayer/multicall.js"
 import { isCanonicalShieldPayload } from "../../src/relayer/validation/claimRules.js"
-import { loadDenyList, parseDenyList } from "../../src/relayer/validation/denyList.js"
-import { recoverEcdsa } from "../../src/relayer/validation/signatures.js"
+import { loadDenyList, parseDenyList } from "../../src/relayer/validation/DenyList.js"
+import { recoverEcdsa } from "../../src/relayer/validation/VaultSignatures.js"
 import {
   claimRequest,
   DENIED,

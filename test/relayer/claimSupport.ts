@@ -18,12 +18,12 @@ import { RelayerSettings } from "../../src/config/relayer.js"
 import { AccountReader, type VaultAccount } from "../../src/relayer/AccountReader.js"
 import { Claims } from "../../src/relayer/Claims.js"
 import { FeeOracle, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
+import { IdRateLimit } from "../../src/relayer/IdRateLimit.js"
+import { NonceReservations } from "../../src/relayer/NonceReservations.js"
 import { RevertCooldowns } from "../../src/relayer/RevertCooldowns.js"
-import { IdRateLimit } from "../../src/relayer/rateLimits.js"
-import { NonceReservations } from "../../src/relayer/reservations.js"
-import { TxPreflight } from "../../src/relayer/simulate.js"
-import { DenyList } from "../../src/relayer/validation/denyList.js"
-import { VaultSignatures } from "../../src/relayer/validation/signatures.js"
+import { TxPreflight } from "../../src/relayer/TxPreflight.js"
+import { DenyList } from "../../src/relayer/validation/DenyList.js"
+import { VaultSignatures } from "../../src/relayer/validation/VaultSignatures.js"
 import { type TxRequest, TxSender, type TxSubmitError } from "../../src/txsender/TxSender.js"
 
 /** A checksummed, branded address. */
@@ -261,11 +261,11 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         accounts,
         oracle,
         signatures,
-        DenyList.layerOf([DENIED]),
+        DenyList.test([DENIED]),
         IdRateLimit.layer,
         // No database here: the reservations have tests of their own (reservations.test.ts).
-        NonceReservations.unguarded,
-        RevertCooldowns.none,
+        NonceReservations.test,
+        RevertCooldowns.test,
         TxPreflight.layer.pipe(Layer.provide(Layer.mergeAll(chain, sender)))
       )
     ),

@@ -22,7 +22,6 @@ import { formatConfigError } from "../../src/config/settings.js"
 import {
   FeeOracle,
   type FeeOracleOptions,
-  feeOracleLayer,
   gasBudgetOf,
   gasTable,
   makeFeeOracleWith,
@@ -622,7 +621,7 @@ const withOracle = (env: Record<string, string>, state: ChainState) => {
     )
   )
   const chain = mockChainClient({ gasPrice: Effect.succeed(GWEI), readContract: mockChain(state) })
-  const oracle = feeOracleLayer.pipe(Layer.provide(Layer.merge(settings, chain)))
+  const oracle = FeeOracle.layer.pipe(Layer.provide(Layer.merge(settings, chain)))
   // The clock is set before the oracle starts: moving it later would replay every refresh tick.
   return <A, E>(program: Effect.Effect<A, E, FeeOracle>) =>
     Effect.zipRight(TestClock.setTime(Number(NOW_S) * 1000), Effect.provide(program, oracle))

@@ -10,16 +10,16 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import type { Hex } from "viem"
 import { NonceMismatch, RateLimited, SimulationFailed } from "../../schema/errors.js"
+import { IdRateLimit } from "../../src/relayer/IdRateLimit.js"
+import { NonceReservations } from "../../src/relayer/NonceReservations.js"
 import { Relay, type RelayRequest } from "../../src/relayer/Relay.js"
 import { RevertCooldowns } from "../../src/relayer/RevertCooldowns.js"
-import { IdRateLimit } from "../../src/relayer/rateLimits.js"
-import { NonceReservations } from "../../src/relayer/reservations.js"
-import { TxPreflight } from "../../src/relayer/simulate.js"
+import { TxPreflight } from "../../src/relayer/TxPreflight.js"
 import {
   HotKeyUnderfunded,
   SendUnavailable,
-  TxSender,
-  type TxSubmitError
+  type TxSubmitError,
+  txSenderTest
 } from "../../src/txsender/TxSender.js"
 import { settingsLayer } from "./claimSupport.js"
 
@@ -59,7 +59,7 @@ const harness = (options: {
   })
   const relay = Relay.layer.pipe(
     Layer.provide(reservations),
-    Layer.provide(RevertCooldowns.none),
+    Layer.provide(RevertCooldowns.test),
     Layer.provide(
       Layer.succeed(TxPreflight, {
         check: () =>
@@ -83,15 +83,14 @@ const harness = (options: {
       })
     ),
     Layer.provide(
-      Layer.succeed(TxSender, {
+      txSenderTest({
         address: VAULT,
         // As the sender does: the request's own write goes with the stored transaction.
         submit: (tx) =>
           Effect.zipRight(
             Effect.sync(() => void log.push("submit")),
             (options.submit ?? Effect.succeed(HASH)).pipe(Effect.tap((hash) => void tx.storedWith?.(hash)))
-          ),
-        status: () => Effect.dieMessage("not here")
+          )
       })
     ),
     Layer.provide(settingsLayer())

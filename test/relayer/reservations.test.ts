@@ -1,5 +1,5 @@
 /**
- * Nonce reservations (src/relayer/reservations.ts) on PGlite, and on PostgreSQL when
+ * Nonce reservations (src/relayer/NonceReservations.ts) on PGlite, and on PostgreSQL when
  * `DATABASE_URL` is set: one holder per key however many take it at once, all keys or none,
  * released by their holder only, and live exactly while the linked transaction is pending in the
  * sender's store (or, not sent yet, while the process that took it runs and until the unsent TTL
@@ -14,10 +14,10 @@ import {
   makeNonceReservations,
   type ReservationKey,
   reservationHolder
-} from "../../src/relayer/reservations.js"
+} from "../../src/relayer/NonceReservations.js"
 import { migrate } from "../../src/store/migrations.js"
-import type { TxRequest } from "../../src/txsender/api.js"
 import { makeTxStore, type Sender } from "../../src/txsender/store.js"
+import type { TxRequest } from "../../src/txsender/TxSenderShape.js"
 import { testDatabases } from "../support/database.js"
 
 const VAULT: Address = "0x00000000000000000000000000000000000000E1"

@@ -18,7 +18,7 @@ import { claimsFrontrun, onchainReverts, revertCooldowns } from "../../src/relay
 import { batchCalls, claimCall, registerCall } from "../../src/relayer/multicall.js"
 import { RevertCooldowns, registersAccount, relayedTxOf } from "../../src/relayer/RevertCooldowns.js"
 import { migrate } from "../../src/store/migrations.js"
-import type { SettledTx } from "../../src/txsender/api.js"
+import type { SettledTx } from "../../src/txsender/TxSenderShape.js"
 import { testDatabases } from "../support/database.js"
 
 const VAULT: Address = "0x00000000000000000000000000000000000000E1"

@@ -15,13 +15,11 @@ import {
   type ChainClientShape,
   type ChainRequestError,
   ChainUnavailable,
-  chainClientLayer,
   RpcRejected,
   type RpcRejectionKind
 } from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { migrate } from "../../src/store/migrations.js"
-import type { TxRequest } from "../../src/txsender/api.js"
 import { bumped } from "../../src/txsender/fees.js"
 import { type TxStore, TxStoreError } from "../../src/txsender/store.js"
 import { type Job, makeSubmitBatch } from "../../src/txsender/submit.js"
@@ -35,6 +33,7 @@ import {
   type TxSubmitError,
   txSenderLayerWith
 } from "../../src/txsender/TxSender.js"
+import type { TxRequest } from "../../src/txsender/TxSenderShape.js"
 import { testDatabases } from "../support/database.js"
 import {
   eventually,
@@ -84,7 +83,7 @@ const buildSender = (
       maxFeePerGas: parseGwei("100"),
       pollInterval: "100 millis",
       ...overrides
-    }).pipe(Layer.provide(chainClientLayer({ rpcUrl, timeoutMs: 5_000, retries: 2, retryBaseDelayMs: 20 })))
+    }).pipe(Layer.provide(ChainClient.layer({ rpcUrl, timeoutMs: 5_000, retries: 2, retryBaseDelayMs: 20 })))
   ).pipe(Effect.map((context) => Context.get(context, TxSender)))
 
 /**

@@ -13,7 +13,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { type Context, Duration, Effect, Fiber, Layer, Redacted } from "effect"
 import { getAddress, numberToHex } from "viem"
 import { advisoryKey } from "../../src/store/advisoryLock.js"
-import { EventStore, eventStoreLayer, indexerLockKey, type VaultRef } from "../../src/store/EventStore.js"
+import { EventStore, indexerLockKey, type VaultRef } from "../../src/store/EventStore.js"
 import { makeKeyLock } from "../../src/txsender/lock.js"
 
 const databaseUrl = process.env.DATABASE_URL
@@ -145,7 +145,7 @@ describe.skipIf(databaseUrl === undefined)("advisory locks interrupted mid-reque
       const proxiedUrl = new URL(url)
       proxiedUrl.hostname = "127.0.0.1"
       proxiedUrl.port = String(proxy.port)
-      const store = (u: string) => eventStoreLayer.pipe(Layer.provideMerge(clientLayer(u)))
+      const store = (u: string) => EventStore.layer.pipe(Layer.provideMerge(clientLayer(u)))
       const proxied = yield* Layer.build(store(proxiedUrl.toString()))
       const direct = yield* Layer.build(store(url))
       return yield* body({ proxy, proxied, direct })

@@ -10,13 +10,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Exit, Layer, Scope } from "effect"
 import { getAddress, type Hex, keccak256, numberToHex, stringToHex } from "viem"
 import { AccountsFollower } from "../../src/indexer/AccountsFollower.js"
-import {
-  type AppendBatch,
-  EventStore,
-  eventStoreLayer,
-  type StoredEvent,
-  type VaultRef
-} from "../../src/store/EventStore.js"
+import { type AppendBatch, EventStore, type StoredEvent, type VaultRef } from "../../src/store/EventStore.js"
 import { migrate } from "../../src/store/migrations.js"
 import { testDatabases } from "../support/database.js"
 
@@ -87,7 +81,7 @@ const freshRef = (): VaultRef => ({
 
 for (const database of testDatabases()) {
   describe(database.name, () => {
-    const stack = eventStoreLayer.pipe(
+    const stack = EventStore.layer.pipe(
       Layer.provideMerge(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)))
     )
     layer(stack, { timeout: 60_000 })((it) => {

@@ -16,11 +16,11 @@ import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { prometheusText } from "../../src/http/metrics.js"
 import { scopedKey } from "../../src/store/advisoryLock.js"
 import { migrate } from "../../src/store/migrations.js"
-import type { TxRequest, TxSubmitError } from "../../src/txsender/api.js"
 import { makeSenderCore } from "../../src/txsender/core.js"
 import { advisoryKey, LockLost, makeKeyLock } from "../../src/txsender/lock.js"
 import { makeMonitor } from "../../src/txsender/monitor.js"
 import { type Job, makeSubmitBatch } from "../../src/txsender/submit.js"
+import type { TxRequest, TxSubmitError } from "../../src/txsender/TxSenderShape.js"
 import { testDatabases } from "../support/database.js"
 
 const FEES = { maxFeePerGas: parseGwei("2"), maxPriorityFeePerGas: parseGwei("1") }

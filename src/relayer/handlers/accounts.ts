@@ -1,9 +1,9 @@
 /** The handler of `GET /v1/accounts` (src/relayer/api/accounts.ts): the precomputed feed. */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
-import { AccountsFeed } from "../accounts.js"
+import { AccountsFeed } from "../AccountsFeed.js"
 import { RelayerApi } from "../api/index.js"
 
-export const RelayerAccountsLive = HttpApiBuilder.group(RelayerApi, "accounts", (handlers) =>
+export const RelayerAccountsHandlers = HttpApiBuilder.group(RelayerApi, "accounts", (handlers) =>
   Effect.map(AccountsFeed, (feed) => handlers.handle("accounts", ({ headers }) => feed.respond(headers)))
 )

@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { RelayerApi } from "../api/index.js"
 import { OwnerActions } from "../OwnerActions.js"
 
-export const RelayerActionsLive = HttpApiBuilder.group(RelayerApi, "actions", (handlers) =>
+export const RelayerActionsHandlers = HttpApiBuilder.group(RelayerApi, "actions", (handlers) =>
   Effect.map(OwnerActions, (actions) =>
     handlers
       .handle("consolidate", ({ payload }) => actions.consolidate(payload))

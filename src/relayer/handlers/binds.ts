@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { RelayerApi } from "../api/index.js"
 import { BindTransactions } from "../BindTransactions.js"
 
-export const RelayerBindsLive = HttpApiBuilder.group(RelayerApi, "binds", (handlers) =>
+export const RelayerBindsHandlers = HttpApiBuilder.group(RelayerApi, "binds", (handlers) =>
   Effect.map(BindTransactions, (binds) =>
     handlers
       .handle("cancelBind", ({ payload }) => binds.cancelBind(payload))

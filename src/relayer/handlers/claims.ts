@@ -4,6 +4,6 @@ import { Effect } from "effect"
 import { RelayerApi } from "../api/index.js"
 import { Claims } from "../Claims.js"
 
-export const RelayerClaimsLive = HttpApiBuilder.group(RelayerApi, "claims", (handlers) =>
+export const RelayerClaimsHandlers = HttpApiBuilder.group(RelayerApi, "claims", (handlers) =>
   Effect.map(Claims, (claims) => handlers.handle("claim", ({ payload }) => claims.submit(payload)))
 )

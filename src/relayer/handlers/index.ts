@@ -4,20 +4,20 @@
  * by the relayer's wiring (layers/relayer.ts).
  */
 import { Layer } from "effect"
-import { RelayerAccountsLive } from "./accounts.js"
-import { RelayerActionsLive } from "./actions.js"
-import { RelayerBindsLive } from "./binds.js"
-import { RelayerClaimsLive } from "./claims.js"
-import { RelayerOperatorLive } from "./operator.js"
-import { QuoteLive } from "./quote.js"
-import { TransactionsLive } from "./transactions.js"
+import { RelayerAccountsHandlers } from "./accounts.js"
+import { RelayerActionsHandlers } from "./actions.js"
+import { RelayerBindsHandlers } from "./binds.js"
+import { RelayerClaimsHandlers } from "./claims.js"
+import { RelayerOperatorHandlers } from "./operator.js"
+import { RelayerQuoteHandlers } from "./quote.js"
+import { RelayerTransactionsHandlers } from "./transactions.js"
 
 export const RelayerHandlers = Layer.mergeAll(
-  RelayerOperatorLive,
-  RelayerAccountsLive,
-  TransactionsLive,
-  QuoteLive,
-  RelayerClaimsLive,
-  RelayerActionsLive,
-  RelayerBindsLive
+  RelayerOperatorHandlers,
+  RelayerAccountsHandlers,
+  RelayerTransactionsHandlers,
+  RelayerQuoteHandlers,
+  RelayerClaimsHandlers,
+  RelayerActionsHandlers,
+  RelayerBindsHandlers
 )

@@ -14,7 +14,7 @@ import { Indexer } from "../../indexer/Indexer.js"
 import { HotKeyState } from "../../txsender/TxSender.js"
 import { RelayerApi } from "../api/index.js"
 
-export const RelayerOperatorLive = HttpApiBuilder.group(RelayerApi, "operator", (handlers) =>
+export const RelayerOperatorHandlers = HttpApiBuilder.group(RelayerApi, "operator", (handlers) =>
   Effect.gen(function* () {
     const chain = yield* ChainClient
     const settings = yield* RelayerSettings

@@ -22,7 +22,7 @@ import { recordQuoteServed, unsafeRecordQuoteServed } from "../fees/metrics.js"
  */
 export const quoteAnswer = precomputed(QuoteResponse)
 
-export const QuoteLive = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
+export const RelayerQuoteHandlers = HttpApiBuilder.group(RelayerApi, "quote", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* RelayerSettings
     const oracle = yield* FeeOracle

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { TxSender } from "../../txsender/TxSender.js"
 import { RelayerApi } from "../api/index.js"
 
-export const TransactionsLive = HttpApiBuilder.group(RelayerApi, "transactions", (handlers) =>
+export const RelayerTransactionsHandlers = HttpApiBuilder.group(RelayerApi, "transactions", (handlers) =>
   Effect.map(TxSender, (sender) =>
     handlers.handle("txStatus", ({ payload }) => sender.status(payload.txHash))
   )

@@ -1,5 +1,5 @@
 /**
- * Nonce reservations of the relayer's write path (src/relayer/reservations.ts): which account
+ * Nonce reservations of the relayer's write path (src/relayer/NonceReservations.ts): which account
  * nonce or bind nonce a transaction of this relayer, or of another replica on the same database,
  * is about to consume, so that a second request for it is refused before it costs gas.
  */

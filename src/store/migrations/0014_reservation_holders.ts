@@ -1,5 +1,5 @@
 /**
- * Nonce reservations record the relayer process that took them (src/relayer/reservations.ts), so
+ * Nonce reservations record the relayer process that took them (src/relayer/NonceReservations.ts), so
  * a row left unlinked by a process that is gone (killed, or its database session ended) is free at
  * once rather than after the unsent TTL; and relayed requests are found again by their call, so the
  * same signed request sent again is answered with the hash it was stored under (docs/relayer.md §4).

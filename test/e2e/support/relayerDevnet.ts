@@ -47,12 +47,12 @@ import { type RelayerClient, relayerFetchClient } from "../../../src/client.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { AccountReader } from "../../../src/relayer/AccountReader.js"
 import { FeeOracle } from "../../../src/relayer/FeeOracle.js"
+import { IdRateLimit } from "../../../src/relayer/IdRateLimit.js"
+import { NonceReservations } from "../../../src/relayer/NonceReservations.js"
 import { RevertCooldowns } from "../../../src/relayer/RevertCooldowns.js"
-import { IdRateLimit } from "../../../src/relayer/rateLimits.js"
-import { NonceReservations } from "../../../src/relayer/reservations.js"
-import { TxPreflight } from "../../../src/relayer/simulate.js"
-import { DenyList } from "../../../src/relayer/validation/denyList.js"
-import { VaultSignatures } from "../../../src/relayer/validation/signatures.js"
+import { TxPreflight } from "../../../src/relayer/TxPreflight.js"
+import { DenyList } from "../../../src/relayer/validation/DenyList.js"
+import { VaultSignatures } from "../../../src/relayer/validation/VaultSignatures.js"
 import { type TxRequest, TxSender } from "../../../src/txsender/TxSender.js"
 
 export const E18 = 10n ** 18n
@@ -419,7 +419,7 @@ export const recordingSender = (): RecordingSender => {
 }
 
 /**
- * Everything a write pipeline (`ClaimsLive`, `OwnerActionsLive`) is built from, against the
+ * Everything a write pipeline (`Claims.layer`, `OwnerActions.layer`) is built from, against the
  * devnet's chain: the relayer's settings `env` with `overrides` on top, the real chain client,
  * account reader, deny list, signature checks, preflight and per-id rate limit; `sender` in place
  * of the real one, no nonce reservations or revert cooldowns, and a fee oracle that quotes
@@ -464,9 +464,9 @@ export const liveChainLayers = (
     TxPreflight.layer,
     IdRateLimit.layer,
     // Nothing is sent, so nothing needs holding.
-    NonceReservations.unguarded,
+    NonceReservations.test,
     // Nothing is sent, so nothing reverts.
-    RevertCooldowns.none,
+    RevertCooldowns.test,
     oracle
   ).pipe(
     Layer.provideMerge(sender.layer),

@@ -17,7 +17,7 @@ import { RelayerSettings } from "../../../src/config/relayer.js"
 import { serverUrl } from "../../../src/http/server.js"
 import { rebuildProjection } from "../../../src/indexer/AccountsFollower.js"
 import { Indexer, type IndexerStatus } from "../../../src/indexer/Indexer.js"
-import { EventStore, eventStoreLayer } from "../../../src/store/EventStore.js"
+import { EventStore } from "../../../src/store/EventStore.js"
 import { type AccountState, accountRecord } from "../../../src/store/projections/accounts.js"
 import { freshPostgresSchema } from "../../support/postgresSchema.js"
 import type { Ctx } from "./vault.js"
@@ -227,7 +227,7 @@ export const rebuild = (ctx: Ctx, confirmationDepth = 64) =>
       .filter((a) => a.registration !== undefined)
       .sort((a, b) => (a.id < b.id ? -1 : 1))
     return { block: follower.coverage?.block, accounts } satisfies Rebuilt
-  }).pipe(Effect.provide(eventStoreLayer))
+  }).pipe(Effect.provide(EventStore.layer))
 
 /** Waits until the relayer's projection covers exactly the chain's current head (number and hash). */
 export async function coversHead(
@@ -276,7 +276,7 @@ export const storedLogKeys = (ctx: Ctx, toBlock: number) =>
         Effect.sync(() => keys.push(...page.map((e) => `${e.blockNumber}:${e.blockHash}:${e.logIndex}`)))
     )
     return keys
-  }).pipe(Effect.provide(eventStoreLayer))
+  }).pipe(Effect.provide(EventStore.layer))
 
 /** The same keys as the chain has them. */
 export async function chainLogKeys(ctx: Ctx, toBlock: number): Promise<string[]> {

@@ -20,7 +20,8 @@ export class DenyList extends Context.Tag("DenyList")<DenyList, DenyListShape>()
     return { size: set.size, isDenied: (address) => set.has(address.toLowerCase()) }
   }
 
-  static readonly layerOf = (addresses: Iterable<string>): Layer.Layer<DenyList> =>
+  /** A fixed list, for tests. */
+  static readonly test = (addresses: Iterable<string>): Layer.Layer<DenyList> =>
     Layer.succeed(DenyList, DenyList.fromAddresses(addresses))
 
   /** From the `DENY_LIST` setting; an unset setting denies nothing. */

@@ -41,7 +41,7 @@ import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { Address, Hex } from "viem"
 import { NonceMismatch, Unavailable } from "../../schema/errors.js"
 import { isEmbeddedDatabase, sessionLock } from "../store/advisoryLock.js"
-import type { TxRequest } from "../txsender/api.js"
+import type { TxRequest } from "../txsender/TxSenderShape.js"
 
 /** `nonces(id)` (claims, owner actions) or `bindNonces(id)` (propose, cancel and finalize bind). */
 export type ReservationKind = "nonce" | "bindNonce"
@@ -370,7 +370,7 @@ export class NonceReservations extends Context.Tag("NonceReservations")<
   )
 
   /** Holds nothing: for pipelines under test that have no database and send nothing. */
-  static readonly unguarded: Layer.Layer<NonceReservations> = Layer.succeed(NonceReservations, {
+  static readonly test: Layer.Layer<NonceReservations> = Layer.succeed(NonceReservations, {
     take: (vault, id) => Effect.succeed({ vault, accountId: id, token: "" }),
     linkOnStore: () => undefined,
     release: () => Effect.void,

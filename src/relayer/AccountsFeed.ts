@@ -208,8 +208,6 @@ export interface AccountsFeedShape {
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, Unsupported | Unavailable>
 }
 
-export class AccountsFeed extends Context.Tag("AccountsFeed")<AccountsFeed, AccountsFeedShape>() {}
-
 export const ACCOUNTS_NOT_READY = "the account index is not ready yet"
 export const ACCOUNTS_STALE_CHAIN_DOWN = "the account index is stale and the chain RPC is not answering"
 
@@ -285,7 +283,9 @@ export const makeAccountsFeed = Effect.gen(function* () {
   return { respond } satisfies AccountsFeedShape
 })
 
-export const accountsFeedLayer: Layer.Layer<AccountsFeed, never, Indexer | ChainClient> = Layer.effect(
-  AccountsFeed,
-  makeAccountsFeed
-)
+export class AccountsFeed extends Context.Tag("AccountsFeed")<AccountsFeed, AccountsFeedShape>() {
+  static readonly layer: Layer.Layer<AccountsFeed, never, Indexer | ChainClient> = Layer.effect(
+    AccountsFeed,
+    makeAccountsFeed
+  )
+}

@@ -64,7 +64,7 @@ export class IdRateLimit extends Context.Tag("IdRateLimit")<IdRateLimit, IdRateL
   )
 
   /** No limit, for tests of everything else. */
-  static readonly unlimited: Layer.Layer<IdRateLimit> = Layer.succeed(IdRateLimit, {
+  static readonly test: Layer.Layer<IdRateLimit> = Layer.succeed(IdRateLimit, {
     charge: () => Effect.void
   })
 }
