@@ -25,13 +25,13 @@ import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionEscrows } from "../src/attestor/SessionEscrows.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../src/attestor/VetoWatcher.js"
-import { type ChainClient, chainClientLayer } from "../src/chain/ChainClient.js"
+import { ChainClient } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { devnetChainClockLayer } from "../src/chain/devnetChainClock.js"
 import { AttestorSettings, type AttestorSettingsShape } from "../src/config/attestor.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
-import { indexerConfigOf, indexerLayer } from "../src/indexer/Indexer.js"
-import { eventStoreLayer } from "../src/store/EventStore.js"
+import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
+import { EventStore } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
 import { TxSender } from "../src/txsender/TxSender.js"
 
@@ -56,7 +56,7 @@ export const attestorKeySender = (
 export const attestorServices = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) => {
     const base = Layer.mergeAll(
-      chainClientLayer({
+      ChainClient.layer({
         rpcUrl: settings.rpcUrl.href,
         timeoutMs: settings.rpcTimeoutMs,
         circuit: { failures: settings.rpcCircuitFailures, probeAfterMs: settings.rpcCircuitProbeMs }
@@ -67,7 +67,7 @@ export const attestorServices = Layer.unwrapEffect(
         applicationName: "attestor"
       })
     )
-    const indexer = indexerLayer(indexerConfigOf(settings))
+    const indexer = Indexer.layer(indexerConfigOf(settings))
     return VetoWatcher.layer().pipe(
       Layer.provideMerge(
         Layer.mergeAll(
@@ -82,7 +82,7 @@ export const attestorServices = Layer.unwrapEffect(
         )
       ),
       Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer, attestorRoleCheckLayer)),
-      Layer.provideMerge(eventStoreLayer),
+      Layer.provideMerge(EventStore.layer),
       Layer.provideMerge(base)
     )
   })

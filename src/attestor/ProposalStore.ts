@@ -10,7 +10,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Data, Effect, Layer, Option } from "effect"
 import type { Hex } from "viem"
-import type { TxRequest } from "../txsender/api.js"
+import type { TxRequest } from "../txsender/TxSenderShape.js"
 import type { Handled, Verdict, VetoState } from "./vetoVerdicts.js"
 
 /**

@@ -19,9 +19,9 @@
  * exponential backoff; the server keeps serving the last index meanwhile.
  *
  * Wiring (`layers/attestor.ts`): `hintIndexLayer({ startBlock })` needs
- * - `Indexer`: `indexerLayer(...)` of the attestor's vault on the attestor's own database, with the
+ * - `Indexer`: `Indexer.layer(...)` of the attestor's vault on the attestor's own database, with the
  *   same start block (its snapshot names the chain and vault, and its changes trigger syncs);
- * - `EventStore`: `eventStoreLayer` over the same SQL client (`storageLayer(...)`, migrations
+ * - `EventStore`: `EventStore.layer` over the same SQL client (`storageLayer(...)`, migrations
  *   applied);
  * - `HintDecryptor`: `HintDecryptor.layer` (from `AttestorSettings.hintKey`).
  */

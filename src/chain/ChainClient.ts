@@ -562,6 +562,3 @@ export const makeChainClient = (options: ChainClientOptions): ChainClientShape =
       )
   }
 }
-
-/** Alias kept for src/attestor; use ChainClient.layer. */
-export const chainClientLayer = ChainClient.layer

@@ -50,8 +50,9 @@ const MAX_BODY_BYTES = 4 * 1024
 const USER_ID = /^[1-9][0-9]{0,14}$/
 
 /**
- * `node:` imports of the shared schema modules (schema/ids.ts's HMAC, used only by the attestor's
- * own derivations) are not reachable from the page's code paths; in the browser they are stubs.
+ * `node:` imports of the shared modules the client brings in (schema/ids.ts's HMAC, the devnet
+ * widget signer's hashes), used only by the attestor's own derivations and by scripts, are not
+ * reachable from the page's code paths; in the browser they are stubs that throw if called.
  */
 const nodeStubs: Plugin = {
   name: "node-stubs",
@@ -59,7 +60,10 @@ const nodeStubs: Plugin = {
     plugin.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: "node-stub" }))
     plugin.onLoad({ filter: /.*/, namespace: "node-stub" }, () => ({
       contents: `const missing = () => { throw new Error("not available in a browser") }
+export const createHash = missing
 export const createHmac = missing
+export const randomBytes = missing
+export const timingSafeEqual = missing
 export default {}`,
       loader: "js"
     }))

@@ -559,6 +559,3 @@ export const makeIndexer = (config: IndexerConfig) =>
 
     return { enabled: true, status: Ref.get(status), read } satisfies IndexerShape
   })
-
-/** Alias kept for src/attestor; use Indexer.layer. */
-export const indexerLayer = Indexer.layer

@@ -585,6 +585,3 @@ export const makeEventStore = Effect.gen(function* () {
 export class EventStore extends Context.Tag("EventStore")<EventStore, EventStoreShape>() {
   static readonly layer: Layer.Layer<EventStore, never, SqlClient> = Layer.effect(EventStore, makeEventStore)
 }
-
-/** Alias kept for src/attestor; use EventStore.layer. */
-export const eventStoreLayer = EventStore.layer

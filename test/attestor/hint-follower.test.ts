@@ -21,7 +21,6 @@ import {
   type AppendBatch,
   EventStore,
   type EventStoreShape,
-  eventStoreLayer,
   type StoredEvent,
   type VaultRef
 } from "../../src/store/EventStore.js"
@@ -81,7 +80,7 @@ const expectEqualsRebuild = (store: EventStoreShape, ref: VaultRef, live: HintFo
 
 for (const database of testDatabases()) {
   describe(database.name, () => {
-    const stack = eventStoreLayer.pipe(
+    const stack = EventStore.layer.pipe(
       Layer.provideMerge(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)))
     )
     layer(stack, { timeout: 60_000 })((it) => {

@@ -20,9 +20,9 @@ import {
   makeHint,
   sealHint
 } from "../../src/attestor/hints.js"
-import { chainClientLayer } from "../../src/chain/ChainClient.js"
-import { indexerLayer } from "../../src/indexer/Indexer.js"
-import { EventStore, eventStoreLayer } from "../../src/store/EventStore.js"
+import { ChainClient } from "../../src/chain/ChainClient.js"
+import { Indexer } from "../../src/indexer/Indexer.js"
+import { EventStore } from "../../src/store/EventStore.js"
 import { migrate } from "../../src/store/migrations.js"
 import type { Escrow } from "../../src/store/projections/hints.js"
 import { vaultSend } from "../contracts/fixture.js"
@@ -67,7 +67,7 @@ for (const database of testDatabases()) {
       ManagedRuntime.make(
         hintIndexLayer({ startBlock: ctx.deployment.startBlock, pollIntervalMs: 50 }).pipe(
           Layer.provideMerge(
-            indexerLayer({
+            Indexer.layer({
               chainId: Option.some(ctx.chainId),
               vault: ctx.vault,
               startBlock: ctx.deployment.startBlock,
@@ -77,9 +77,9 @@ for (const database of testDatabases()) {
               maxBlockRange: 2_000
             })
           ),
-          Layer.provideMerge(eventStoreLayer),
+          Layer.provideMerge(EventStore.layer),
           Layer.provideMerge(HintDecryptor.fromKey(TEST_HINT_PRIVATE_KEY)),
-          Layer.provideMerge(chainClientLayer({ rpcUrl: ctx.anvil.rpcUrl, timeoutMs: 10_000 })),
+          Layer.provideMerge(ChainClient.layer({ rpcUrl: ctx.anvil.rpcUrl, timeoutMs: 10_000 })),
           Layer.provideMerge(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer))),
           Layer.provide(Logger.minimumLogLevel(LogLevel.Error))
         )

@@ -58,9 +58,9 @@ describe("the package's entry points", () => {
     ])
     // The doubles, by name, wherever they are imported from; and whatever else only ./testing
     // reaches. `stubLayer` (src/stubLayer.ts) is shared: the services build their disabled
-    // layers with it; src/testing/stub.ts re-exports it for the attestor's payment store.
+    // layers with it.
     const isDouble = (file: string) =>
-      /^(src\/exports\/testing\.ts|src\/testing\/(?!stub\.ts)|src\/devnet\/|src\/chain\/(MockChainClient|anvil)\.ts|layers\/devnet\.ts|contracts\/(deploy|build)\.ts)/.test(
+      /^(src\/exports\/testing\.ts|src\/testing\/|src\/devnet\/|src\/chain\/(MockChainClient|anvil)\.ts|layers\/devnet\.ts|contracts\/(deploy|build)\.ts)/.test(
         file
       )
     const testingOnly = [...testing.files].filter(

@@ -16,7 +16,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Address } from "viem"
 import { Unavailable } from "../../../schema/errors.js"
-import { stubLayer } from "../../testing/stub.js"
+import { stubLayer } from "../../stubLayer.js"
 
 export type PaymentState = "unpaid" | "authorized" | "settled" | "failed" | "indeterminate"
 

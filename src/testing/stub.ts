@@ -1,2 +1,0 @@
-/** Alias kept for src/attestor; use ../stubLayer.ts. */
-export * from "../stubLayer.js"

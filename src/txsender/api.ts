@@ -1,2 +1,0 @@
-/** Alias kept for src/attestor; use ./TxSenderShape.ts. */
-export * from "./TxSenderShape.js"
