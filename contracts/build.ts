@@ -131,7 +131,7 @@ async function compile(sources: Record<string, { content: string }>): Promise<Ar
 }
 
 /**
- * Where `npm run build` leaves the artifacts beside the compiled module (scripts/package-artifacts.ts):
+ * Where `npm pack` (its `prepack` script) leaves the artifacts beside the compiled module (scripts/package-artifacts.ts):
  * an installed package has no sources to compile, and needs no compiler.
  */
 export const packagedArtifactsPath = path.join(contractsDir, "artifacts.json")
