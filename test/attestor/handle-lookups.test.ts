@@ -12,15 +12,10 @@ import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { ChainId } from "../../src/chain/chainId.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings } from "../../src/config/attestor.js"
+import { offlineAttestorEnv } from "../support/embeddedAttestor.js"
 
 const base = {
-  RPC_URL: "http://127.0.0.1:1",
-  FEE_VAULT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-  SETTLEMENT_ASSET: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
-  CHAIN_ID: "31337",
-  ATTESTOR_PRIVATE_KEY: `0x${"11".repeat(32)}`,
-  HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
-  PEPPER: `0x${"33".repeat(32)}`,
+  ...offlineAttestorEnv,
   // Directories that would answer nothing: no lookup here may reach one.
   CODEHOST_API_URL: "http://127.0.0.1:9",
   FEDSOCIAL_FNAMES_URL: "http://127.0.0.1:9"

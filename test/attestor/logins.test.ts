@@ -15,20 +15,14 @@ import { SessionResponse } from "../../schema/attestor.js"
 import { signWidgetPayload, widgetKey } from "../../src/attestor/messenger.js"
 import { newLoginSecret } from "../../src/client.js"
 import { serverUrl } from "../../src/http/server.js"
-import { embeddedAttestor } from "../support/embeddedAttestor.js"
+import { embeddedAttestor, offlineAttestorEnv } from "../support/embeddedAttestor.js"
 
 const BOT_TOKEN = "5550001:route-test-bot-token"
 const STEALTH_OWNER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
 const ESCROW_ID: Hex = `0x${"ab".repeat(32)}`
 
 const baseEnv = {
-  RPC_URL: "http://127.0.0.1:1",
-  FEE_VAULT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-  SETTLEMENT_ASSET: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
-  CHAIN_ID: "31337",
-  ATTESTOR_PRIVATE_KEY: `0x${"11".repeat(32)}`,
-  HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
-  PEPPER: `0x${"33".repeat(32)}`,
+  ...offlineAttestorEnv,
   METRICS_TOKEN: "metrics-secret",
   HOST: "127.0.0.1",
   PORT: "0",

@@ -87,7 +87,10 @@ const startDevnet = async (dir: string) => {
   running.push(devnet)
   const deadline = Date.now() + 280_000
   while (!devnet.stdout().includes("devnet is up")) {
-    if (devnet.child.exitCode !== null) throw new Error(`devnet exited: ${devnet.stderr()}`)
+    if (devnet.child.exitCode !== null)
+      throw new Error(
+        `devnet exited (${devnet.child.exitCode}): ${devnet.stderr()}\n${devnet.stdout().slice(-4000)}`
+      )
     if (Date.now() > deadline) throw new Error(`devnet did not come up: ${devnet.stdout()}`)
     await new Promise((r) => setTimeout(r, 200))
   }

@@ -17,6 +17,20 @@ import { AttestorSettings } from "../../src/config/attestor.js"
 import { Indexer } from "../../src/indexer/Indexer.js"
 import { storageLayer } from "../../src/store/sql.js"
 
+/**
+ * Settings of an attestor that reaches nothing outside: a dead RPC, the devnet's vault and
+ * settlement asset, fixed test keys. Route tests add what they exercise.
+ */
+export const offlineAttestorEnv = {
+  RPC_URL: "http://127.0.0.1:1",
+  FEE_VAULT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  SETTLEMENT_ASSET: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+  CHAIN_ID: "31337",
+  ATTESTOR_PRIVATE_KEY: `0x${"11".repeat(32)}`,
+  HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,
+  PEPPER: `0x${"33".repeat(32)}`
+} as const
+
 export const embeddedAttestor = (env: Record<string, string>, lines: Array<string>) =>
   ManagedRuntime.make(
     attestorServer.pipe(
