@@ -496,6 +496,11 @@ for (const database of testDatabases()) {
             startRacingProxy(url, async () => {
               taken = Number(await rpc<Hex>(url, "eth_getTransactionCount", [key.address, "pending"]))
               await outsiderSend(url, key.privateKey, taken)
+              // Mined before the broadcast goes on, as the scenario says: anvil answers the send
+              // before its block is mined, and a busy machine would otherwise let the broadcast
+              // meet the outsider's transaction still pending (underpriced, a reprice first).
+              while (Number(await rpc<Hex>(url, "eth_getTransactionCount", [key.address, "latest"])) <= taken)
+                await new Promise((resolve) => setTimeout(resolve, 20))
             })
           ),
           (p) => Effect.promise(() => p.close())
