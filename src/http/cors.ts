@@ -32,35 +32,51 @@ export const corsOrigin = (text: string): string | undefined => {
 }
 
 /**
+ * Adds `Origin` to whatever `Vary` the answer goes out with: a route's own (a gzip-able body's
+ * `Accept-Encoding`) is written with `writeHead`, which replaces a header set before it.
+ */
+const varyOnOrigin = (response: ServerResponse): void => {
+  response.setHeader("vary", "Origin")
+  const writeHead = response.writeHead
+  response.writeHead = ((status: number, ...rest: Array<unknown>) => {
+    const headers = rest.at(-1)
+    if (typeof headers === "object" && headers !== null && !Array.isArray(headers)) {
+      const key = Object.keys(headers).find((name) => name.toLowerCase() === "vary")
+      const vary = key === undefined ? undefined : String((headers as Record<string, unknown>)[key])
+      // A copy: the headers may be a cached answer's, kept for the next request.
+      if (key !== undefined && !/\borigin\b/i.test(vary ?? ""))
+        rest[rest.length - 1] = { ...headers, [key]: `${vary}, Origin` }
+    }
+    return (writeHead as (...all: Array<unknown>) => ServerResponse).call(response, status, ...rest)
+  }) as ServerResponse["writeHead"]
+}
+
+/**
  * The server's CORS step for `origins`: adds the allow headers to the answer of a listed origin's
- * request, and answers its preflight (true: answered here). Nothing at all without origins.
+ * request, and answers its preflight (true: answered here); a preflight that comes with a body is
+ * handed to `refuse`, which answers it and closes the connection rather than read the body past
+ * every body limit. Nothing at all without origins.
  */
 export const corsStep = (
-  origins: ReadonlyArray<string>
+  origins: ReadonlyArray<string>,
+  refuse: (response: ServerResponse, message: string) => void
 ): ((request: IncomingMessage, response: ServerResponse) => boolean) => {
   const allowed = new Set(origins)
   if (allowed.size === 0) return () => false
   return (request, response) => {
     const origin = request.headers.origin
     // Every answer may differ by Origin: caches must keep them apart.
-    response.setHeader("vary", "origin")
+    varyOnOrigin(response)
     if (origin === undefined || !allowed.has(origin)) return false
     response.setHeader("access-control-allow-origin", origin)
     response.setHeader("access-control-expose-headers", EXPOSED_HEADERS)
     if (request.method !== "OPTIONS" || request.headers["access-control-request-method"] === undefined)
       return false
-    // A preflight has no body: one that comes with one is not drained past every body limit.
     if (
       request.headers["transfer-encoding"] !== undefined ||
       Number(request.headers["content-length"] ?? 0) > 0
     ) {
-      const body = JSON.stringify({ error: "a preflight request has no body", code: "bad_request" })
-      response.writeHead(400, {
-        connection: "close",
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(body)
-      })
-      response.end(body)
+      refuse(response, "a preflight request has no body")
       return true
     }
     response.writeHead(204, {

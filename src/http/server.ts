@@ -438,7 +438,9 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.HttpApiG
         nodeServer(
           options.timeouts ?? defaultServerTimeouts,
           replayCachedAnswers(requests),
-          corsStep(options.corsAllowedOrigins ?? [])
+          corsStep(options.corsAllowedOrigins ?? [], (response, message) =>
+            answerRequestItself(response, "malformed", 400, message)
+          )
         ),
         {
           host: options.host,

@@ -259,9 +259,7 @@ export const makeAccountsFeed = Effect.gen(function* () {
       const common = {
         etag: `"${body.digest}${gzipped ? GZIP_SUFFIX : ""}"`,
         "cache-control": ACCOUNTS_CACHE_CONTROL,
-        // Origin too: with CORS_ALLOWED_ORIGINS the answer names the page's origin, and this
-        // header replaces the one the CORS step set (src/http/cors.ts).
-        vary: "Accept-Encoding, Origin"
+        vary: "Accept-Encoding"
       }
       if (etagMatches(headers["if-none-match"], body.digest))
         return HttpServerResponse.empty({ status: 304, headers: common })

@@ -96,6 +96,29 @@ describe("CORS", () => {
     expect(JSON.parse(answer.body)).toMatchObject({ code: "bad_request" })
   })
 
+  it("adds Origin to the Vary a route sends itself, which would otherwise replace it", async () => {
+    const { createServer } = await import("node:http")
+    const { corsStep } = await import("../../src/http/cors.js")
+    const step = corsStep([PAGE], () => {})
+    // A route answering as /v1/accounts does: its own Vary for a gzip-able body.
+    const server = createServer((request, response) => {
+      if (step(request, response)) return
+      response.writeHead(200, { vary: "Accept-Encoding", "content-type": "text/plain" })
+      response.end("body")
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
+    try {
+      const { port } = server.address() as { port: number }
+      const answer = await fetch(`http://127.0.0.1:${port}/`, { headers: { origin: PAGE } })
+      expect(answer.headers.get("vary")).toBe("Accept-Encoding, Origin")
+      expect(answer.headers.get("access-control-allow-origin")).toBe(PAGE)
+      // Without an Origin the answer varies by it all the same: a cache keeps the two apart.
+      expect((await fetch(`http://127.0.0.1:${port}/`)).headers.get("vary")).toBe("Accept-Encoding, Origin")
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+
   it("an origin not listed gets nothing", async () => {
     const pre = await preflight(openUrl, "http://localhost:5174")
     expect(pre.status).toBe(405)
