@@ -26,6 +26,7 @@ import m0027_tx_mined_block_hash from "./migrations/0027_tx_mined_block_hash.js"
 import m0028_attestor_contests from "./migrations/0028_attestor_contests.js"
 import m0029_attestor_payment_leases from "./migrations/0029_attestor_payment_leases.js"
 import m0030_attestor_login_challenges from "./migrations/0030_attestor_login_challenges.js"
+import m0031_attestor_user_contests from "./migrations/0031_attestor_user_contests.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
 export const migrations = {
@@ -46,7 +47,8 @@ export const migrations = {
   "0027_tx_mined_block_hash": m0027_tx_mined_block_hash,
   "0028_attestor_contests": m0028_attestor_contests,
   "0029_attestor_payment_leases": m0029_attestor_payment_leases,
-  "0030_attestor_login_challenges": m0030_attestor_login_challenges
+  "0030_attestor_login_challenges": m0030_attestor_login_challenges,
+  "0031_attestor_user_contests": m0031_attestor_user_contests
 } as const
 
 /** Everything above the highest migration a database has applied. */

@@ -369,19 +369,31 @@ for (const database of testDatabases()) {
           })
       )
 
-      it.effect(
-        "a database whose contests only revoked attestations (before migration 0028) migrates to contested pairs",
-        () =>
+      // Databases of earlier versions: before migration 0028 (contests only revoked attestations),
+      // and past 0028 as first released (no user contests, revoked pairs not contested).
+      for (const [before, drop, expected] of [
+        [
+          "before migration 0028",
+          ["DROP TABLE attestor_contests", "DROP INDEX attestor_sessions_user"],
+          // The later migrations again too, as on a database of that time (they are IF NOT EXISTS).
+          [
+            [28, "attestor_contests"],
+            [29, "attestor_payment_leases"],
+            [30, "attestor_login_challenges"],
+            [31, "attestor_user_contests"]
+          ]
+        ],
+        ["past migration 0028 as first released", [], [[31, "attestor_user_contests"]]]
+      ] as const)
+        it.effect(`a database ${before} migrates: revoked pairs contested, a user's contests recorded`, () =>
           Effect.gen(function* () {
             const sql = yield* SqlClient
             const id = newId()
             const [kept, revoked] = [newOwner(), newOwner()]
-            // The database as it was before: no contest tables, migration 0028 not applied, and an
-            // attestation a contest revoked.
-            yield* sql`DROP TABLE attestor_contests`
+            // The database as it was, with an attestation a contest revoked.
+            for (const statement of drop) yield* sql.unsafe(statement)
             yield* sql`DROP TABLE attestor_user_contests`
-            yield* sql`DROP INDEX attestor_sessions_user`
-            yield* sql`DELETE FROM schema_migrations WHERE migration_id = 28`
+            for (const [n] of expected) yield* sql`DELETE FROM schema_migrations WHERE migration_id = ${n}`
             for (const [owner, isRevoked] of [
               [kept, false],
               [revoked, true]
@@ -390,7 +402,7 @@ for (const database of testDatabases()) {
                 INSERT INTO attestor_attestations
                   (beneficiary_id, new_owner, bind_nonce, deadline, visibility, revoked, issued_at)
                 VALUES (${id.toLowerCase()}, ${owner.toLowerCase()}, '0', '5', 'private', ${isRevoked}, 1)`
-            expect(yield* migrate).toEqual([[28, "attestor_contests"]])
+            expect(yield* migrate).toEqual(expected)
             expect(yield* migrate).toEqual([])
             const store = yield* makeAttestationStore
             expect(yield* store.contestedOf(id)).toEqual([revoked.toLowerCase()])
@@ -403,8 +415,10 @@ for (const database of testDatabases()) {
               visibility: "private" as const
             })
             expect(yield* store.record([again(revoked), again(kept)], 2)).toEqual([again(revoked)])
+            // Logins read the user's last contest: the table is there.
+            expect(yield* sql`SELECT count(*) AS n FROM attestor_user_contests`).toHaveLength(1)
           })
-      )
+        )
     })
   })
 }
