@@ -40,7 +40,7 @@ import { TxSender } from "../src/txsender/TxSender.js"
  * with it and `/v1/health` reports it. Its lock is `attestor-tx-sender:<address>`, apart from any
  * relayer's. Typed as providing nothing: both readers find it with `Effect.serviceOption`.
  */
-export const attestorKeySender = (
+const attestorKeySender = (
   settings: AttestorSettingsShape
 ): Layer.Layer<never, never, ChainClient | SqlClient> =>
   settings.autoVeto
@@ -93,11 +93,9 @@ export const attestorServices = Layer.unwrapEffect(
  * and the bind signatures over them. They need the settings, the stores and indexes above, the
  * handle lookups and the chain id.
  */
-export const attestorEndpoints = Layer.mergeAll(
-  Commitments.layer,
-  PublicHandles.layer,
-  BindSignatures.layer
-).pipe(Layer.provideMerge(SessionEscrows.layer))
+const attestorEndpoints = Layer.mergeAll(Commitments.layer, PublicHandles.layer, BindSignatures.layer).pipe(
+  Layer.provideMerge(SessionEscrows.layer)
+)
 
 export const attestorServer = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) =>
@@ -138,7 +136,7 @@ export const attestorServer = Layer.unwrapEffect(
  * the attestor signs or checks is the chain's (docs/protocol.md §9 "The devnet's clock"); the
  * background work below the server keeps the wall clock.
  */
-export const attestorClock = Layer.unwrapEffect(
+const attestorClock = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) =>
     settings.devnetChainClock ? devnetChainClockLayer(settings.rpcUrl.href) : Layer.empty
   )

@@ -27,7 +27,7 @@ export interface CircuitState {
   readonly probing: boolean
 }
 
-export const closedCircuit: CircuitState = { consecutive: 0, openedAtMs: undefined, probing: false }
+const closedCircuit: CircuitState = { consecutive: 0, openedAtMs: undefined, probing: false }
 
 /** Whether an attempt may go out: `pass` (closed), `probe` (the one that tests an open circuit) or `refuse`. */
 export const decide = (

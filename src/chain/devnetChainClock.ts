@@ -6,10 +6,10 @@
  *
  * Anvil's next block is stamped with the wall clock plus the total time it was moved forward, which
  * `evm_increaseTime(0)` answers without moving it; this clock is the wall clock plus that offset,
- * read at most every `refreshMs`. Sleeping stays on the wall clock: only "now" follows the chain.
+ * read in the background every `refreshMs`. Sleeping stays on the wall clock: only "now" follows the chain.
  * Production never sets it: the setting is refused on any chain but the devnet's.
  */
-import { Clock, type Duration, Effect, Layer } from "effect"
+import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 
 /** Anvil's chain id: the only chain `DEVNET_CHAIN_CLOCK` is accepted on (docs/protocol.md §9). */
 export const DEVNET_CHAIN_ID = 31_337
@@ -30,43 +30,19 @@ const readOffsetSeconds = async (rpcUrl: string, timeoutMs: number): Promise<num
 
 /**
  * A clock whose now is the devnet chain's: the wall clock plus anvil's offset, never behind the
- * wall clock. The offset is read again when a read is older than `refreshMs`; a failed read keeps
- * the last one.
+ * wall clock. `offsetMs` is read by the layer below, in the background: a request reads the clock
+ * without waiting on the RPC.
  */
-export const devnetChainClock = (options: {
-  readonly rpcUrl: string
-  readonly refreshMs?: number
-  readonly timeoutMs?: number
-}): Clock.Clock => {
-  const refreshMs = options.refreshMs ?? 500
-  const timeoutMs = options.timeoutMs ?? 2_000
+const chainClock = (offsetMs: () => number): Clock.Clock => {
   const wall = Clock.make()
-  let offsetMs = 0
-  let readAt = Number.NEGATIVE_INFINITY
-  let reading: Promise<void> | undefined
-  const refresh = (): Promise<void> => {
-    reading ??= readOffsetSeconds(options.rpcUrl, timeoutMs)
-      .then((seconds) => {
-        offsetMs = Math.max(0, seconds) * 1000
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        readAt = Date.now()
-        reading = undefined
-      })
-    return reading
-  }
-  const fresh = Effect.suspend(() =>
-    Date.now() - readAt < refreshMs ? Effect.void : Effect.promise(refresh)
-  )
-  const unsafeCurrentTimeMillis = () => wall.unsafeCurrentTimeMillis() + offsetMs
-  const unsafeCurrentTimeNanos = () => wall.unsafeCurrentTimeNanos() + BigInt(offsetMs) * 1_000_000n
+  const unsafeCurrentTimeMillis = () => wall.unsafeCurrentTimeMillis() + offsetMs()
+  const unsafeCurrentTimeNanos = () => wall.unsafeCurrentTimeNanos() + BigInt(offsetMs()) * 1_000_000n
   return {
     [Clock.ClockTypeId]: Clock.ClockTypeId,
     unsafeCurrentTimeMillis,
     unsafeCurrentTimeNanos,
-    currentTimeMillis: Effect.map(fresh, unsafeCurrentTimeMillis),
-    currentTimeNanos: Effect.map(fresh, unsafeCurrentTimeNanos),
+    currentTimeMillis: Effect.sync(unsafeCurrentTimeMillis),
+    currentTimeNanos: Effect.sync(unsafeCurrentTimeNanos),
     sleep: (duration: Duration.Duration) => wall.sleep(duration)
   }
 }
@@ -79,6 +55,31 @@ export const clockLeadSeconds: Effect.Effect<number> = Effect.map(Clock.currentT
   Math.max(0, Math.round((now - Date.now()) / 1000))
 )
 
-/** Runs whatever is built with this layer on the devnet chain's clock. */
-export const devnetChainClockLayer = (rpcUrl: string): Layer.Layer<never> =>
-  Layer.setClock(devnetChainClock({ rpcUrl }))
+/**
+ * Runs whatever is built with this layer on the devnet chain's clock. The offset is read once
+ * before anything runs, then every `refreshMs` in a fiber of the layer's scope (on the wall clock);
+ * a failed read keeps the last one.
+ */
+export const devnetChainClockLayer = (
+  rpcUrl: string,
+  options: { readonly refreshMs?: number; readonly timeoutMs?: number } = {}
+): Layer.Layer<never> =>
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      let offsetMs = 0
+      const read = Effect.tryPromise(() => readOffsetSeconds(rpcUrl, options.timeoutMs ?? 2_000)).pipe(
+        Effect.tap((seconds) =>
+          Effect.sync(() => {
+            offsetMs = Math.max(0, seconds) * 1000
+          })
+        ),
+        Effect.ignore
+      )
+      yield* read
+      yield* read.pipe(
+        Effect.repeat(Schedule.spaced(Duration.millis(options.refreshMs ?? 500))),
+        Effect.forkScoped
+      )
+      return Layer.setClock(chainClock(() => offsetMs))
+    })
+  )

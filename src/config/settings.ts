@@ -84,7 +84,7 @@ export const optionalSecret = (name: string): Config.Config<Option.Option<Redact
   )
 
 /** A comma-separated list of http(s) origins (`scheme://host[:port]`, no path); empty or unset: none. */
-export const originList = (name: string): Config.Config<ReadonlyArray<string>> =>
+const originList = (name: string): Config.Config<ReadonlyArray<string>> =>
   Config.string(name).pipe(
     Config.mapOrFail((s) => {
       const entries = s

@@ -20,7 +20,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { Effect, type Scope } from "effect"
-import { build, type Plugin } from "esbuild"
+import type { Plugin } from "esbuild"
 import { createSiweMessage } from "viem/siwe"
 import { devnetAccount } from "../../contracts/deploy.js"
 import { signWidgetPayload, widgetKey } from "../attestor/messenger.js"
@@ -43,7 +43,7 @@ export interface WalletPage {
 }
 
 /** The fids whose custody keys the devnet signer holds: fid 100i is mnemonic account #i. */
-export const DEVNET_SIGNER_FIDS: ReadonlyArray<number> = [1003, 1004, 1005, 1006, 1007, 1008, 1009]
+const DEVNET_SIGNER_FIDS: ReadonlyArray<number> = [1003, 1004, 1005, 1006, 1007, 1008, 1009]
 
 const WALLET_DIR = fileURLToPath(new URL("./wallet/", import.meta.url))
 const MAX_BODY_BYTES = 4 * 1024
@@ -62,7 +62,6 @@ const nodeStubs: Plugin = {
       contents: `const missing = () => { throw new Error("not available in a browser") }
 export const createHash = missing
 export const createHmac = missing
-export const randomBytes = missing
 export const timingSafeEqual = missing
 export default {}`,
       loader: "js"
@@ -73,7 +72,7 @@ export default {}`,
 let bundled: Promise<string> | undefined
 
 /** The page's module, bundled for browsers (once per process). */
-export const bundleWalletModule = (): Promise<string> => {
+const bundleWalletModule = (): Promise<string> => {
   bundled ??= bundle().catch((error: unknown) => {
     bundled = undefined
     throw error
@@ -82,6 +81,9 @@ export const bundleWalletModule = (): Promise<string> => {
 }
 
 const bundle = async (): Promise<string> => {
+  // Loaded here, not with the module: ./testing re-exports the devnet, and esbuild is an optional
+  // peer that only the wallet page needs.
+  const { build } = await import("esbuild")
   const result = await build({
     entryPoints: [`${WALLET_DIR}main.ts`],
     bundle: true,

@@ -83,7 +83,7 @@ export const planStep = (state: StepState): StepPlan => {
 export type StepOutcome = "progressed" | "idle" | "moved"
 
 /** A chain that keeps moving during a follow step is looked at again after this long. */
-export const MOVED_RETRY_MS = 100
+const MOVED_RETRY_MS = 100
 
 /** How long the writer waits before its next step. */
 export const pauseAfter = (outcome: StepOutcome, pollIntervalMs: number): number =>
@@ -248,7 +248,7 @@ export const planReorg = (walk: ReorgWalk, ranges: ReadonlyArray<RangeSpan>): Re
 // The adaptive `eth_getLogs` range
 
 /** Successes at the cap before the cap is raised again: event density changes along the chain. */
-export const SUCCESSES_BEFORE_RAISING_CAP = 8
+const SUCCESSES_BEFORE_RAISING_CAP = 8
 
 export interface LogRangeSizer {
   /** Blocks per request now. */
@@ -343,7 +343,7 @@ export const nonceCorrections = (
 // Housekeeping of the store
 
 /** Above this many remembered ranges the writer appends one range that sums up the final ones. */
-export const RANGES_BEFORE_CONSOLIDATING = 256
+const RANGES_BEFORE_CONSOLIDATING = 256
 
 export interface ConsolidationPlan {
   /** Blocks up to here are final; the next consolidation waits until this moved on enough. */

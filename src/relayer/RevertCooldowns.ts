@@ -213,7 +213,7 @@ const same = (a: unknown, b: unknown) =>
  * sent it): the event its function emits, with the fields the owner signed. A claim's `relayer`
  * is whoever sent it, which an open claim leaves to anyone; `FULL` claims whatever the balance is.
  */
-export const isSameSignedStep = (step: Step, event: NonceEvent): boolean => {
+const isSameSignedStep = (step: Step, event: NonceEvent): boolean => {
   const e = event.args
   switch (step.functionName) {
     case "claim": {

@@ -145,7 +145,7 @@ const asBytes32 = (hash: Hex): Bytes32 => hash.toLowerCase() as Bytes32
  * The name the key's advisory lock is derived from: one per service, so the replicas of one
  * service exclude each other. The relayer's is the name it has always had.
  */
-export const lockNameOf = (service: SenderService, address: Hex): string =>
+const lockNameOf = (service: SenderService, address: Hex): string =>
   `${service}-tx-sender:${address.toLowerCase()}`
 
 /** The sender and its health view; the sender's fibers stop when the scope closes. */
