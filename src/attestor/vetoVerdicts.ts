@@ -61,11 +61,19 @@ export const pendingProposals = (accounts: Iterable<AccountState>): ReadonlyArra
 }
 
 /**
+ * How far an attestation's `issuedAt` (this machine's clock) may lie after the proposal's block
+ * timestamp (the chain's) and still count: the two clocks drift apart by seconds (a block producer's
+ * timestamp, NTP), and an honest bind proposed at once must not be vetoed for it. A signature
+ * issued later than that is not the one the proposal carries (docs/protocol.md §10 "Veto verdicts").
+ */
+export const ISSUED_AT_TOLERANCE_SECONDS = 15
+
+/**
  * The verdict on a proposal mined at `proposedAt` (its block's timestamp, unix seconds; none: not
  * known, and no attestation counts): `unknown_id` for an id without a hint for this attestor
  * unless `vetoUnknownIds`; `unattested` when its new owner is among the owners contested for its
- * id; `attested` when an unrevoked attestation issued no later than `proposedAt` has its id, new
- * owner and bind nonce; else `unattested`.
+ * id; `attested` when an unrevoked attestation issued no later than `proposedAt` (give or take
+ * `ISSUED_AT_TOLERANCE_SECONDS`) has its id, new owner and bind nonce; else `unattested`.
  */
 export const verdictOf = (
   proposal: Proposal,
@@ -84,7 +92,7 @@ export const verdictOf = (
       same(a.newOwner, proposal.newOwner) &&
       a.bindNonce === proposal.bindNonce &&
       proposedAt !== undefined &&
-      a.issuedAt <= proposedAt
+      a.issuedAt <= proposedAt + ISSUED_AT_TOLERANCE_SECONDS
   )
   return attested ? "attested" : "unattested"
 }

@@ -9,6 +9,7 @@ import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem
 import type { StoredAttestation } from "../../src/attestor/AttestationStore.js"
 import {
   decide,
+  ISSUED_AT_TOLERANCE_SECONDS,
   type Proposal,
   pendingProposals,
   verdictOf,
@@ -76,13 +77,17 @@ describe("the decision rule", () => {
     expect(verdictOf(p, false, false, [attestation(p)], contested, MINED)).toBe("unknown_id")
   })
 
-  it("unattested: an attestation issued after the proposal was mined, or a proposal whose block is not known", () => {
+  it("unattested: an attestation issued after the proposal was mined (beyond the clocks' tolerance), or a proposal whose block is not known", () => {
     // Issued in the proposal's block's second: it may be the one the proposal carries.
     expect(verdictOf(p, true, false, [attestation(p, { issuedAt: MINED })], [], MINED)).toBe("attested")
-    // Issued after: a replica whose index did not show the pending bind signed it later.
-    expect(verdictOf(p, true, false, [attestation(p, { issuedAt: MINED + 1 })], [], MINED)).toBe("unattested")
+    // Seconds after, by a clock running ahead of the chain's timestamps: an honest bind proposed
+    // at once, not vetoed.
+    const late = MINED + ISSUED_AT_TOLERANCE_SECONDS
+    expect(verdictOf(p, true, false, [attestation(p, { issuedAt: late })], [], MINED)).toBe("attested")
+    // Issued later than that: a replica whose index did not show the pending bind signed it later.
+    expect(verdictOf(p, true, false, [attestation(p, { issuedAt: late + 1 })], [], MINED)).toBe("unattested")
     expect(
-      verdictOf(p, true, false, [attestation(p, { issuedAt: MINED + 1 }), attestation(p)], [], MINED)
+      verdictOf(p, true, false, [attestation(p, { issuedAt: late + 1 }), attestation(p)], [], MINED)
     ).toBe("attested")
     expect(verdictOf(p, true, false, [attestation(p)], [], undefined)).toBe("unattested")
   })

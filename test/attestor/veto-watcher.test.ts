@@ -14,6 +14,7 @@ import { AttestationStore, makeAttestationStore } from "../../src/attestor/Attes
 import { HintIndex, type HintSnapshot } from "../../src/attestor/hintIndex.js"
 import { makeProposalStore, STALE_CLAIM_SECONDS } from "../../src/attestor/ProposalStore.js"
 import { bindProposals, makeVetoWatcher, vetoes } from "../../src/attestor/VetoWatcher.js"
+import { ISSUED_AT_TOLERANCE_SECONDS } from "../../src/attestor/vetoVerdicts.js"
 import { ChainReverted, ChainUnavailable } from "../../src/chain/ChainClient.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { type AccountsSnapshot, Indexer } from "../../src/indexer/Indexer.js"
@@ -345,7 +346,8 @@ for (const database of testDatabases()) {
             // An attestation recorded after the proposal was mined, as a replica whose index did
             // not show the pending bind would sign one (for a session made after a contest it could
             // not tie to the pending owner), is not the signature the proposal carries: vetoed.
-            // One issued in the block's second may be: attested.
+            // One issued in the block's second, or as many seconds after as the clocks may drift
+            // apart, may be: attested.
             blockTimes.set(60, 2_000)
             const late = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
             const onTime = { id: newId(), newOwner: newOwner(), bindNonce: 0n }
@@ -353,8 +355,14 @@ for (const database of testDatabases()) {
               known.add(p.id.toLowerCase())
               propose(p.id, p.newOwner, 0n, 60)
             }
-            yield* attestations.record([{ ...late, deadline: 9n, visibility: "private" }], 2_001)
-            yield* attestations.record([{ ...onTime, deadline: 9n, visibility: "private" }], 2_000)
+            yield* attestations.record(
+              [{ ...late, deadline: 9n, visibility: "private" }],
+              2_000 + ISSUED_AT_TOLERANCE_SECONDS + 1
+            )
+            yield* attestations.record(
+              [{ ...onTime, deadline: 9n, visibility: "private" }],
+              2_000 + ISSUED_AT_TOLERANCE_SECONDS
+            )
             yield* on.pass
             // The quiet proposal above (AUTO_VETO on now) and the late one.
             expect(submitted.slice(6).map((r) => idOf(r.data))).toEqual(
