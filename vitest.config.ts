@@ -16,9 +16,10 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     globalSetup: ["test/setup/global.ts"],
-    // Each file starts its own anvil and database; two cores run two files at a time.
+    // Each file starts its own anvil and database, and mostly waits on them and on the services'
+    // processes: three files at a time keep two cores busy.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    poolOptions: { forks: { maxForks: 3, minForks: 1 } },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     sequence: { hooks: "stack" },
