@@ -24,13 +24,13 @@ import {
   FeeOracle,
   IdRateLimit,
   NonceReservations,
+  Relayer,
   RelayerSettings,
   RevertCooldowns,
   TxPreflight,
   type TxRequest,
   TxSender,
-  VaultSignatures,
-  writeServices
+  VaultSignatures
 } from "fee-vault-services/relayer"
 import { embeddedDatabase, mockChainClient, stubLayer } from "fee-vault-services/testing"
 import {
@@ -131,7 +131,7 @@ const cooldowns = stubLayer(RevertCooldowns, { check: "function", settled: "func
 })
 
 /** `Claims` with the live checks; the nonce reservations live in the embedded database. */
-const claimPath = writeServices.pipe(
+const claimPath = Relayer.writeServices.pipe(
   Layer.provide(
     Layer.mergeAll(
       AccountReader.layer,

@@ -5,14 +5,19 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { AttestationStore } from "../src/attestor/AttestationStore.js"
+import { AttestorHealth } from "../src/attestor/AttestorHealth.js"
+import { AttestorRoleCheck } from "../src/attestor/AttestorRoleCheck.js"
 import { AttestorApi } from "../src/attestor/api/index.js"
-import { attestorRoleCheckLayer } from "../src/attestor/attestorRoleCheck.js"
+import { LegacyStartEnabled, LoginOffered } from "../src/attestor/api/logins.js"
 import { BindSignatures } from "../src/attestor/BindSignatures.js"
 import { Commitments } from "../src/attestor/Commitments.js"
 import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
+import { HintIndex } from "../src/attestor/HintIndex.js"
 import { AttestorHandlers } from "../src/attestor/handlers/index.js"
 import { HandleLookups } from "../src/attestor/handles/HandleLookups.js"
-import { hintIndexLayer } from "../src/attestor/hintIndex.js"
+import { InfoDocument } from "../src/attestor/InfoDocument.js"
+import { loginPlatforms } from "../src/attestor/info.js"
+import { MessengerLogins, messengerLoginConfig } from "../src/attestor/MessengerLogins.js"
 import { attestorOutcomes } from "../src/attestor/metrics.js"
 import { FedsocialLogins } from "../src/attestor/oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
@@ -27,8 +32,9 @@ import { SessionStore } from "../src/attestor/SessionStore.js"
 import { VetoWatcher } from "../src/attestor/VetoWatcher.js"
 import { ChainClient } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
-import { devnetChainClockLayer } from "../src/chain/devnetChainClock.js"
+import { DevnetChainClock } from "../src/chain/DevnetChainClock.js"
 import { AttestorSettings, type AttestorSettingsShape } from "../src/config/attestor.js"
+import { MetricsEndpoint } from "../src/http/MetricsEndpoint.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
 import { EventStore } from "../src/store/EventStore.js"
@@ -53,7 +59,7 @@ const attestorKeySender = (
  * `TokenLaunched` events, and the veto watcher judging the pending bind proposals (and, with
  * `AUTO_VETO`, the attestor key's sender it vetoes with).
  */
-export const attestorServices = Layer.unwrapEffect(
+const attestorServices = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) => {
     const base = Layer.mergeAll(
       ChainClient.layer({
@@ -71,7 +77,7 @@ export const attestorServices = Layer.unwrapEffect(
     return VetoWatcher.layer().pipe(
       Layer.provideMerge(
         Layer.mergeAll(
-          hintIndexLayer({ startBlock: settings.indexerStartBlock }),
+          HintIndex.layer({ startBlock: settings.indexerStartBlock }),
           SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
           OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
           PublicCommitments.layer,
@@ -81,7 +87,7 @@ export const attestorServices = Layer.unwrapEffect(
           attestorKeySender(settings)
         )
       ),
-      Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer, attestorRoleCheckLayer)),
+      Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer, AttestorRoleCheck.layer)),
       Layer.provideMerge(EventStore.layer),
       Layer.provideMerge(base)
     )
@@ -90,41 +96,58 @@ export const attestorServices = Layer.unwrapEffect(
 
 /**
  * The endpoints' services (docs/attestor.md §4): commitments, public handles, a session's escrows
- * and the bind signatures over them. They need the settings, the stores and indexes above, the
- * handle lookups and the chain id.
+ * and the bind signatures over them, `/v1/info`'s document and health. They need the settings,
+ * the stores and indexes above, the handle lookups and the chain id.
  */
-const attestorEndpoints = Layer.mergeAll(Commitments.layer, PublicHandles.layer, BindSignatures.layer).pipe(
-  Layer.provideMerge(SessionEscrows.layer)
-)
+const attestorEndpoints = Layer.mergeAll(
+  Commitments.layer,
+  PublicHandles.layer,
+  BindSignatures.layer,
+  InfoDocument.layer,
+  AttestorHealth.layer
+).pipe(Layer.provideMerge(SessionEscrows.layer))
 
-export const attestorServer = Layer.unwrapEffect(
+/**
+ * The logins (docs/attestor.md §3): messenger's widget, the OAuth platforms and fedsocial, each
+ * disabled without its settings, and the two checks before their routes (`LoginOffered`: only the
+ * platforms `/v1/info` lists; `LegacyStartEnabled`: `OAUTH_GET_START`).
+ */
+const attestorLogins = (settings: AttestorSettingsShape) =>
+  Layer.mergeAll(
+    LoginOffered.layer(loginPlatforms(settings)),
+    LegacyStartEnabled.layer(settings.oauthGetStart),
+    Option.match(messengerLoginConfig(settings), {
+      onNone: () => MessengerLogins.disabled,
+      onSome: (config) => MessengerLogins.layer(config)
+    }),
+    OAuthLogins.layer({
+      apps: settings.oauthApps,
+      publicUrl: settings.publicUrl,
+      redirectAllowList: settings.redirectAllowList,
+      loginChallenge: settings.loginChallenge,
+      providerTimeoutMs: settings.oauthProviderTimeoutMs
+    }),
+    Option.match(settings.fedsocial, {
+      onNone: () => FedsocialLogins.disabled,
+      onSome: (fedsocial) =>
+        FedsocialLogins.layer({
+          ...fedsocial,
+          rpcTimeoutMs: settings.rpcTimeoutMs,
+          redirectAllowList: settings.redirectAllowList
+        })
+    })
+  )
+
+const attestorServer = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) =>
     serveApi(
       AttestorApi,
       AttestorHandlers.pipe(
         Layer.provide(attestorEndpoints),
+        Layer.provide(attestorLogins(settings)),
+        Layer.provide(MetricsEndpoint.layer(settings.metricsToken)),
         Layer.provide(HandleLookups.layer),
-        Layer.provide(ChainId.layer(settings.chainId)),
-        Layer.provide(
-          Option.match(settings.fedsocial, {
-            onNone: () => FedsocialLogins.unconfigured,
-            onSome: (fedsocial) =>
-              FedsocialLogins.layer({
-                ...fedsocial,
-                rpcTimeoutMs: settings.rpcTimeoutMs,
-                redirectAllowList: settings.redirectAllowList
-              })
-          })
-        ),
-        Layer.provide(
-          OAuthLogins.layer({
-            apps: settings.oauthApps,
-            publicUrl: settings.publicUrl,
-            redirectAllowList: settings.redirectAllowList,
-            loginChallenge: settings.loginChallenge,
-            providerTimeoutMs: settings.oauthProviderTimeoutMs
-          })
-        )
+        Layer.provide(ChainId.layer(settings.chainId))
       ),
       { ...listenOptionsOf(settings), rateLimit: attestorIpRateLimit(settings), outcomes: attestorOutcomes }
     )
@@ -138,12 +161,22 @@ export const attestorServer = Layer.unwrapEffect(
  */
 const attestorClock = Layer.unwrapEffect(
   Effect.map(AttestorSettings, (settings) =>
-    settings.devnetChainClock ? devnetChainClockLayer(settings.rpcUrl.href) : Layer.empty
+    settings.devnetChainClock ? DevnetChainClock.layer(settings.rpcUrl.href) : Layer.empty
   )
 )
 
-export const AttestorLive = attestorServer.pipe(
+const AttestorLive = attestorServer.pipe(
   Layer.provide(attestorClock),
   Layer.provide(attestorServices),
   Layer.provide(AttestorSettings.layer)
 )
+
+/**
+ * The attestor's layers: `layer` is the whole process (settings from the environment, or a test's
+ * ConfigProvider); the others are its parts, for a program or a test that provides some itself.
+ */
+export const Attestor = {
+  layer: AttestorLive,
+  server: attestorServer,
+  services: attestorServices
+}

@@ -32,8 +32,8 @@ import { type AnvilInstance, type AnvilStartError, startAnvil } from "../src/cha
 import { type OAuthStandIns, oauthStandIns, type StandInPlatform } from "../src/devnet/oauthStandIns.js"
 import { walletPage } from "../src/devnet/walletPage.js"
 import { type FacilitatorStandIn, facilitatorStandIn, installX402Contracts } from "../src/devnet/x402.js"
-import { AttestorLive } from "./attestor.js"
-import { RelayerLive } from "./relayer.js"
+import { Attestor } from "./attestor.js"
+import { Relayer } from "./relayer.js"
 
 /** Fixed development secrets: the devnet is public by design, never use these elsewhere. */
 export const DEVNET_HINT_PRIVATE_KEY: Hex = keccak256(stringToHex("fee-vault devnet hint key"))
@@ -442,9 +442,9 @@ export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
         }
         yield* writeDevnetFile(chain, urls)
         const scope = yield* Effect.scope
-        yield* Layer.buildWithScope(withSettings(RelayerLive, relayerEnv(chain, relayerPort)), scope)
+        yield* Layer.buildWithScope(withSettings(Relayer.layer, relayerEnv(chain, relayerPort)), scope)
         yield* Layer.buildWithScope(
-          withSettings(AttestorLive, {
+          withSettings(Attestor.layer, {
             ...attestorEnv(chain, attestorPort),
             ...standInEnv(standIns, attestorUrl),
             ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),

@@ -6,6 +6,7 @@ import { Effect, Layer, Option } from "effect"
 import { ChainClient } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { RelayerSettings, relayerSettingsWarnings } from "../src/config/relayer.js"
+import { MetricsEndpoint } from "../src/http/MetricsEndpoint.js"
 import { listenOptionsOf, serveApi } from "../src/http/server.js"
 import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
 import { AccountReader } from "../src/relayer/AccountReader.js"
@@ -20,6 +21,7 @@ import { relayerOutcomes } from "../src/relayer/metrics.js"
 import { NonceReservations } from "../src/relayer/NonceReservations.js"
 import { OwnerActions } from "../src/relayer/OwnerActions.js"
 import { Relay } from "../src/relayer/Relay.js"
+import { RelayerHealth } from "../src/relayer/RelayerHealth.js"
 import { RevertCooldowns } from "../src/relayer/RevertCooldowns.js"
 import { TxPreflight } from "../src/relayer/TxPreflight.js"
 import { DenyList } from "../src/relayer/validation/DenyList.js"
@@ -33,12 +35,12 @@ import { SettledTxObserver, TxSender } from "../src/txsender/TxSender.js"
  * transactions over the one `Relay` step. They need the checks below (or a test's stubs of
  * them), the settings, the fee oracle and the sender.
  */
-export const writeServices = Layer.mergeAll(Claims.layer, OwnerActions.layer, BindTransactions.layer).pipe(
+const writeServices = Layer.mergeAll(Claims.layer, OwnerActions.layer, BindTransactions.layer).pipe(
   Layer.provideMerge(Relay.layer)
 )
 
 /** The live checks of the write path: account reads, deny list, signatures, simulation, limits. */
-export const writeChecks = Layer.mergeAll(
+const writeChecks = Layer.mergeAll(
   AccountReader.layer,
   DenyList.layer,
   VaultSignatures.layer,
@@ -48,10 +50,10 @@ export const writeChecks = Layer.mergeAll(
 )
 
 /** The whole write path, live: what the write handlers stand on. */
-export const writePathLive = writeServices.pipe(Layer.provide(writeChecks))
+const writePathLive = writeServices.pipe(Layer.provide(writeChecks))
 
 /** Everything below the HTTP server, given the settings. */
-export const relayerServices = Layer.unwrapEffect(
+const relayerServices = Layer.unwrapEffect(
   Effect.map(RelayerSettings, (settings) => {
     const base = Layer.mergeAll(
       ChainClient.layer({
@@ -95,12 +97,14 @@ const startupWarnings = Layer.effectDiscard(
   )
 )
 
-export const relayerServer = Layer.unwrapEffect(
+const relayerServer = Layer.unwrapEffect(
   Effect.map(RelayerSettings, (settings) =>
     serveApi(
       RelayerApi,
       RelayerHandlers.pipe(
         Layer.provide(writePathLive),
+        Layer.provide(RelayerHealth.layer),
+        Layer.provide(MetricsEndpoint.layer(settings.metricsToken)),
         Layer.provide(FeeOracle.layer),
         // Read once, lazily, for every handler and check that signs or answers with it.
         Layer.provide(ChainId.layer(settings.chainId))
@@ -111,7 +115,17 @@ export const relayerServer = Layer.unwrapEffect(
 )
 
 /** The whole relayer; settings come from the environment (or a test's ConfigProvider). */
-export const RelayerLive = relayerServer.pipe(
-  Layer.provide(relayerServices),
-  Layer.provide(RelayerSettings.layer)
-)
+const RelayerLive = relayerServer.pipe(Layer.provide(relayerServices), Layer.provide(RelayerSettings.layer))
+
+/**
+ * The relayer's layers: `layer` is the whole process (settings from the environment, or a test's
+ * ConfigProvider); the others are its parts, for a program or a test that provides some itself.
+ */
+export const Relayer = {
+  layer: RelayerLive,
+  server: relayerServer,
+  services: relayerServices,
+  writeServices: writeServices,
+  writeChecks: writeChecks,
+  writePath: writePathLive
+}

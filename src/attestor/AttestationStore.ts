@@ -25,6 +25,7 @@ import type { Address, Hex } from "viem"
 import type { Visibility } from "../../schema/attestor.js"
 import { Unavailable } from "../../schema/errors.js"
 import { advisoryKey, transactionLock } from "../store/advisoryLock.js"
+import { stubLayer } from "../stubLayer.js"
 
 export interface Attestation {
   readonly id: Hex
@@ -106,13 +107,13 @@ export class AttestationStore extends Context.Tag("AttestationStore")<
     Effect.suspend(() => makeAttestationStore)
   )
 
-  /** For wiring that signs no bind (tests of other routes): any use is a defect saying so. */
-  static readonly unused: Layer.Layer<AttestationStore> = Layer.succeed(AttestationStore, {
-    record: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
-    visibilitiesOf: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
-    contest: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
-    contestedOf: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store"),
-    ofId: () => Effect.dieMessage("AttestationStore.unused: this wiring has no attestation store")
+  /** For tests: the members given; any other use dies naming it (src/stubLayer.ts). */
+  static readonly test = stubLayer(AttestationStore, {
+    record: "function",
+    visibilitiesOf: "function",
+    contest: "function",
+    contestedOf: "function",
+    ofId: "function"
   })
 }
 

@@ -13,7 +13,7 @@ import type { InvalidSession, Unavailable } from "../../schema/errors.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { Indexer } from "../indexer/Indexer.js"
 import { escrowOf, type IndexedEscrows, indexedEscrows } from "./escrows.js"
-import { HintIndex } from "./hintIndex.js"
+import { HintIndex } from "./HintIndex.js"
 import { PublicCommitments } from "./PublicCommitments.js"
 import { authenticate, SessionStore, type StoredSession } from "./SessionStore.js"
 

@@ -42,6 +42,7 @@ import { type LoginChallenge, type LoginSecret, Session, SessionToken } from "..
 import { InvalidSession, Unavailable } from "../../schema/errors.js"
 import { atMostEvery } from "../background/throttle.js"
 import { advisoryKey, transactionLock } from "../store/advisoryLock.js"
+import { stubLayer } from "../stubLayer.js"
 
 /** A session as read back: what it stands for and when it stops being valid (unix seconds). */
 export interface StoredSession extends Session {
@@ -123,12 +124,12 @@ export class SessionStore extends Context.Tag("SessionStore")<SessionStore, Sess
   static readonly layer = (config: SessionStoreConfig): Layer.Layer<SessionStore, never, SqlClient> =>
     Layer.effect(SessionStore, makeSessionStore(config))
 
-  /** For wiring that serves no session (tests of other routes): any use is a defect saying so. */
-  static readonly unused: Layer.Layer<SessionStore> = Layer.succeed(SessionStore, {
-    ttlSeconds: 0,
-    create: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store"),
-    read: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store"),
-    endOthers: () => Effect.dieMessage("SessionStore.unused: this wiring has no session store")
+  /** For tests: the members given; any other use dies naming it (src/stubLayer.ts). */
+  static readonly test = stubLayer(SessionStore, {
+    ttlSeconds: "data",
+    create: "function",
+    read: "function",
+    endOthers: "function"
   })
 }
 

@@ -45,7 +45,7 @@ import { counter } from "../http/metrics.js"
 import { Indexer } from "../indexer/Indexer.js"
 import { TxSender, type TxSenderShape } from "../txsender/TxSender.js"
 import { AttestationStore } from "./AttestationStore.js"
-import { HintIndex } from "./hintIndex.js"
+import { HintIndex } from "./HintIndex.js"
 import { ProposalStore, type ProposalStoreShape } from "./ProposalStore.js"
 import {
   decide,

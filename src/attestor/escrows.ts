@@ -40,7 +40,7 @@ import { isStale, requireServable } from "../indexer/freshness.js"
 import type { IndexerShape, IndexerStatus } from "../indexer/Indexer.js"
 import type { AccountState } from "../store/projections/accounts.js"
 import type { Escrow as HintEscrow } from "../store/projections/hints.js"
-import type { HintIndexShape, HintIndexStatus } from "./hintIndex.js"
+import type { HintIndexShape, HintIndexStatus } from "./HintIndex.js"
 import type { PublicCommitmentsShape } from "./PublicCommitments.js"
 
 // ---------------------------------------------------------------------------------------------

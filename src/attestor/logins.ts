@@ -1,49 +1,14 @@
 /**
- * Logins (docs/attestor.md §3, §4 "OAuth start / callback / verify rules", §5): each verified
- * login becomes a session bound to the stealth owner fixed before it. This version has one
- * login, the messenger widget:
- *
- * `POST /v1/oauth/messenger/verify` `{ auth, stealthOwner, id?, loginChallenge? }` → SessionResponse
- *
- * 1. Without `MESSENGER_BOT_TOKEN` the route answers 400 `unsupported` whatever the body (the
- *    code docs/attestor.md uses for a feature this instance is not configured for; `LoginOffered`, before
- *    the body is read), and `/v1/info` does not list messenger.
- * 2. The body is decoded (`MessengerVerifyRequest`): a malformed one, a missing `hash` included,
- *    is 400 `bad_request`.
- * 3. The widget payload is verified (messenger.ts): a hash that does not match the bot's key, an
- *    `auth_date` older than `MESSENGER_AUTH_MAX_AGE_SECONDS` or in the future are 401
- *    `invalid_session`: no session can be made of it, and the remedy is to log in again.
- * 4. Each payload is single-use (docs/attestor.md §3): its `hash` is recorded with the session in one
- *    transaction and kept until the payload would be too old anyway; a replay is 401
- *    `invalid_session` too, and makes no session. So is a payload whose `auth_date` is in an
- *    earlier second than the user's last contest (docs/protocol.md §10 "Contests"): whoever kept
- *    it from before cannot redeem it after.
- * 5. The session is `{ platform: "messenger", userId: <widget id>, stealthOwner, ids: [id] or [] }`,
- *    with the `loginChallenge` when one was sent (optional here in both `LOGIN_CHALLENGE` modes: the
- *    session comes back in the answer to the caller that asked, docs/protocol.md §10).
- *
- * Metric `attestor_logins_total{platform,outcome}` (`ok` or the refusal's code). Nothing of the
- * payload, the user, the key, the ids or the token reaches a log line or a metric.
+ * What every login shares (docs/attestor.md §3, §4): the refusal of a platform this instance is not
+ * configured for, and the answer that carries a new session. The logins themselves are services:
+ * `MessengerLogins`, `OAuthLogins` and `FedsocialLogins`.
  */
-import { Clock, Effect, Either, Option, Redacted } from "effect"
-import type { MessengerVerifyRequest, Platform, Session, SessionResponse } from "../../schema/attestor.js"
-import { InvalidSession, Unavailable } from "../../schema/errors.js"
-import type { AttestorSettings } from "../config/attestor.js"
-import type { MessengerVerifyError } from "./api/logins.js"
-import { verifyWidgetPayload, type WidgetKey, type WidgetRefusal, widgetKey } from "./messenger.js"
-import { type CreatedSession, SESSION_STORE_UNAVAILABLE, type SessionStore } from "./SessionStore.js"
+import type { Platform, SessionResponse } from "../../schema/attestor.js"
+import type { CreatedSession } from "./SessionStore.js"
 
 /** The refusal of a login this instance is not configured for (400 `unsupported`). */
 export const loginNotConfigured = (platform: Platform | string) =>
   `${platform} login is not configured on this attestor`
-
-export const MESSENGER_REPLAYED = "this messenger login was already used: log in again"
-
-const widgetRefusals: Readonly<Record<WidgetRefusal, string>> = {
-  hash: "the messenger login could not be verified",
-  expired: "the messenger login is too old: log in again",
-  future: "the messenger login is dated in the future"
-}
 
 /** The answer to a login: the token once, and what it stands for. */
 export const sessionResponse = (created: CreatedSession): SessionResponse => ({
@@ -54,50 +19,3 @@ export const sessionResponse = (created: CreatedSession): SessionResponse => ({
   ids: created.ids,
   expiresAt: BigInt(created.expiresAt)
 })
-
-export interface MessengerLoginConfig {
-  readonly key: WidgetKey
-  readonly maxAgeSeconds: number
-}
-
-/** Verifies a decoded messenger login and makes its session. */
-export const verifyMessengerLogin =
-  ({ key, maxAgeSeconds }: MessengerLoginConfig, store: SessionStore["Type"]) =>
-  (body: MessengerVerifyRequest): Effect.Effect<SessionResponse, MessengerVerifyError> =>
-    Effect.gen(function* () {
-      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-      const login = verifyWidgetPayload(body.auth, { key, now, maxAgeSeconds })
-      if (Either.isLeft(login))
-        return yield* Effect.fail(new InvalidSession({ message: widgetRefusals[login.left] }))
-      const session: Session = {
-        platform: "messenger",
-        userId: login.right.userId,
-        stealthOwner: body.stealthOwner,
-        ids: body.id === undefined ? [] : [body.id]
-      }
-      const created = yield* store
-        .create(session, {
-          // The hash stands for the whole payload: it is the HMAC of every other field.
-          singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.acceptedUntil + 1 },
-          loginChallenge: body.loginChallenge,
-          // The payload was signed when the user logged in: one from before a contest is refused.
-          startedAt: body.auth.auth_date
-        })
-        .pipe(
-          Effect.catchTags({
-            LoginAlreadyUsed: () => Effect.fail(new InvalidSession({ message: MESSENGER_REPLAYED })),
-            LoginStartedBeforeContest: (e) => Effect.fail(new InvalidSession({ message: e.message })),
-            SessionStoreError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE }))
-          })
-        )
-      return sessionResponse(created)
-    })
-
-/** What the messenger login needs from the settings; none without a bot token. */
-export const messengerLoginConfig = (
-  settings: AttestorSettings["Type"]
-): Option.Option<MessengerLoginConfig> =>
-  Option.map(settings.messengerBotToken, (token) => ({
-    key: widgetKey(Redacted.value(token)),
-    maxAgeSeconds: settings.messengerAuthMaxAgeSeconds
-  }))

@@ -1,4 +1,4 @@
-import { AttestorLive } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import { runService } from "./main.js"
 
-runService("attestor", AttestorLive)
+runService("attestor", Attestor.layer)

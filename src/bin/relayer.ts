@@ -1,4 +1,4 @@
-import { RelayerLive } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { runService } from "./main.js"
 
-runService("relayer", RelayerLive)
+runService("relayer", Relayer.layer)

@@ -8,7 +8,7 @@ import type { Deployment } from "../../schema/deployment.js"
 import type { ResolverSettings } from "../attestor/handles/resolvers.js"
 import { type OAuthApp, oauthProviders } from "../attestor/oauth/providers.js"
 import { allowListEntry } from "../attestor/oauth/redirectAllowList.js"
-import { DEVNET_CHAIN_ID } from "../chain/devnetChainClock.js"
+import { DEVNET_CHAIN_ID } from "../chain/DevnetChainClock.js"
 import {
   address,
   addressOr,
@@ -110,7 +110,7 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly publicUrl: string
   /**
    * `DEVNET_CHAIN_CLOCK`: deadlines, sessions and payments by the devnet chain's clock instead of
-   * this machine's (src/chain/devnetChainClock.ts); accepted on the devnet's chain id only.
+   * this machine's (src/chain/DevnetChainClock.ts); accepted on the devnet's chain id only.
    */
   readonly devnetChainClock: boolean
 }

@@ -10,7 +10,7 @@
  * names.
  */
 
-export { AttestorLive, attestorServer, attestorServices } from "../../layers/attestor.js"
+export { Attestor } from "../../layers/attestor.js"
 export { AttestorApi } from "../attestor/api/index.js"
 export { ChainClient, type ChainClientShape } from "../chain/ChainClient.js"
 export { ChainId } from "../chain/chainId.js"

@@ -14,14 +14,7 @@
  * Re-exports only: each name stays defined beside the code it names.
  */
 
-export {
-  RelayerLive,
-  relayerServer,
-  relayerServices,
-  writeChecks,
-  writePathLive,
-  writeServices
-} from "../../layers/relayer.js"
+export { Relayer } from "../../layers/relayer.js"
 export { ChainClient, type ChainClientShape } from "../chain/ChainClient.js"
 export { ChainId } from "../chain/chainId.js"
 export {

@@ -2,7 +2,7 @@
  * The operator endpoint both services declare (docs/relayer.md §4, docs/attestor.md §4):
  * `/v1/metrics`, hidden (404) until a token is set and then behind it as a bearer token (401
  * otherwise); both refusals have empty bodies (docs/protocol.md §7). Declaration only: the handler is
- * `handleMetrics` (src/http/operator.ts).
+ * `MetricsEndpoint` (src/http/MetricsEndpoint.ts).
  */
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiError from "@effect/platform/HttpApiError"

@@ -81,19 +81,32 @@ export interface TxSenderConfig {
 export class TxSender extends Context.Tag("TxSender")<TxSender, TxSenderShape>() {
   /**
    * The sender of `config.key` and its health view (`HotKeyState`); its fibers stop when the
-   * layer's scope closes.
+   * layer's scope closes. Tests that tune its timing give the options themselves.
    */
-  static layer(config: TxSenderConfig): Layer.Layer<TxSender | HotKeyState, never, ChainClient | SqlClient> {
+  static layer(
+    config: TxSenderConfig | TxSenderOptions
+  ): Layer.Layer<TxSender | HotKeyState, never, ChainClient | SqlClient> {
     return Layer.scopedContext(
-      txSenderContext({
-        ...txSenderOptions(config.service, config.key, config.settings),
-        onSettled: config.onSettled
-      })
+      txSenderContext(
+        "settings" in config
+          ? { ...txSenderOptions(config.service, config.key, config.settings), onSettled: config.onSettled }
+          : config
+      )
     )
+  }
+
+  /**
+   * For unit tests of the pipeline: stub what a test expects; any other operation dies with
+   * "TxSender.<op> not stubbed".
+   */
+  static test(stubs: Partial<TxSenderShape>): Layer.Layer<TxSender> {
+    return stubLayer(TxSender, { address: "data", submit: "function", status: "function" })({
+      address: "0x0000000000000000000000000000000000000000",
+      ...stubs
+    })
   }
 }
 
-/** What a sender tells of the requests it finds mined (the relayer's revert cooldowns use it). */
 export class SettledTxObserver extends Context.Tag("SettledTxObserver")<
   SettledTxObserver,
   SettledObserver
@@ -353,19 +366,3 @@ export const txSenderOptions = (
   lockTimeout: Duration.millis(settings.txLockWaitMs),
   rpcDeadline: Duration.millis(settings.txRpcTimeoutMs)
 })
-
-/** The sender with explicit options, for tests that tune its timing. */
-export const txSenderLayerWith = (
-  options: TxSenderOptions
-): Layer.Layer<TxSender | HotKeyState, never, ChainClient | SqlClient> =>
-  Layer.scopedContext(txSenderContext(options))
-
-/**
- * A `TxSender` for unit tests of the pipeline: stub what a test expects; any other operation
- * dies with "TxSender.<op> not stubbed".
- */
-export const txSenderTest = (stubs: Partial<TxSenderShape>): Layer.Layer<TxSender> =>
-  stubLayer(TxSender, { address: "data", submit: "function", status: "function" })({
-    address: "0x0000000000000000000000000000000000000000",
-    ...stubs
-  })

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Redacted } from "effect"
 import type { Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
-import { attestorRoleCheckLayer } from "../../src/attestor/attestorRoleCheck.js"
+import { AttestorRoleCheck } from "../../src/attestor/AttestorRoleCheck.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, type AttestorSettingsShape } from "../../src/config/attestor.js"
@@ -45,7 +45,7 @@ const warningsFor = (answers: ReadonlyArray<boolean | "down">) =>
     )
     yield* Effect.scoped(
       Layer.build(
-        attestorRoleCheckLayer.pipe(Layer.provide(Layer.mergeAll(chain, settings)), Layer.provide(logger))
+        AttestorRoleCheck.layer.pipe(Layer.provide(Layer.mergeAll(chain, settings)), Layer.provide(logger))
       ).pipe(Effect.zipRight(Effect.sleep("1500 millis")))
     )
     return { warnings, asked }

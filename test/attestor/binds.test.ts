@@ -30,7 +30,7 @@ import {
 } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { attestorServer } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import { BindResponse, Session, type Visibility } from "../../schema/attestor.js"
 import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
 import { computeId, handleCommitment, userIdHash } from "../../schema/ids.js"
@@ -43,7 +43,7 @@ import {
   planBinds
 } from "../../src/attestor/bindSigning.js"
 import type { IndexedEscrow } from "../../src/attestor/escrows.js"
-import { HintIndex, type HintIndexStatus } from "../../src/attestor/hintIndex.js"
+import { HintIndex, type HintIndexStatus } from "../../src/attestor/HintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
@@ -151,7 +151,7 @@ const capture = Logger.replace(
 )
 
 const runtime = ManagedRuntime.make(
-  attestorServer.pipe(
+  Attestor.server.pipe(
     Layer.provideMerge(Layer.mergeAll(stubIndexer, stubHints, VetoWatcher.disabled)),
     Layer.provideMerge(
       Layer.mergeAll(

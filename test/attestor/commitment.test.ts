@@ -21,7 +21,7 @@ import {
 import { encodeAbiParameters, type Hex, keccak256, stringToHex, toHex } from "viem"
 import { privateKeyToAccount, publicKeyToAddress } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { attestorServer } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import { CommitmentResponse } from "../../schema/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import {
@@ -30,8 +30,8 @@ import {
   commitmentKeys,
   freshNonce
 } from "../../src/attestor/commitment.js"
+import { HintIndex } from "../../src/attestor/HintIndex.js"
 import { commitmentAnswer } from "../../src/attestor/handlers/commitments.js"
-import { HintIndex } from "../../src/attestor/hintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
@@ -76,17 +76,17 @@ const capture = Logger.replace(
 )
 
 const runtime = ManagedRuntime.make(
-  attestorServer.pipe(
+  Attestor.server.pipe(
     Layer.provide(
       Layer.mergeAll(
         Indexer.disabled,
         HintIndex.disabled,
         VetoWatcher.disabled,
-        SessionStore.unused,
-        OAuthStates.unused,
+        SessionStore.test({}),
+        OAuthStates.test({}),
         PublicCommitments.none,
-        PaymentStore.unused,
-        AttestationStore.unused
+        PaymentStore.test({}),
+        AttestationStore.test({})
       )
     ),
     // fedsocial's verify takes its nonce and makes its session in one transaction.

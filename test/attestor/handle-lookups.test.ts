@@ -36,7 +36,7 @@ const paid = {
 
 const lookupsWith = (env: Record<string, string>) =>
   HandleLookups.layer.pipe(
-    Layer.provide(Layer.mergeAll(mockChainClient({}), ChainId.test(31337), PaymentStore.unused)),
+    Layer.provide(Layer.mergeAll(mockChainClient({}), ChainId.test(31337), PaymentStore.test({}))),
     Layer.provide(AttestorSettings.layer),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
     Layer.provide(Logger.minimumLogLevel(LogLevel.None))

@@ -7,7 +7,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { getAddress, type Hex, keccak256, numberToHex, stringToHex } from "viem"
 import { TEST_HINT_PRIVATE_KEY } from "../../src/attestor/HintDecryptor.js"
-import { HintFollower, rebuildHintIndex } from "../../src/attestor/hintIndex.js"
+import { HintFollower, rebuildHintIndex } from "../../src/attestor/HintIndex.js"
 import {
   encodeBeneficiaryHint,
   type HintPlaintext,

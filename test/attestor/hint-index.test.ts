@@ -11,7 +11,7 @@ import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeId } from "../../schema/ids.js"
 import { HintDecryptor, hintsRejected, TEST_HINT_PRIVATE_KEY } from "../../src/attestor/HintDecryptor.js"
-import { HintIndex, hintIndexLayer, rebuildHintIndex } from "../../src/attestor/hintIndex.js"
+import { HintIndex, rebuildHintIndex } from "../../src/attestor/HintIndex.js"
 import {
   encodeBeneficiaryHint,
   type HintPlaintext,
@@ -65,7 +65,7 @@ for (const database of testDatabases()) {
   describe(`${database.name}`, () => {
     const makeRuntime = () =>
       ManagedRuntime.make(
-        hintIndexLayer({ startBlock: ctx.deployment.startBlock, pollIntervalMs: 50 }).pipe(
+        HintIndex.layer({ startBlock: ctx.deployment.startBlock, pollIntervalMs: 50 }).pipe(
           Layer.provideMerge(
             Indexer.layer({
               chainId: Option.some(ctx.chainId),

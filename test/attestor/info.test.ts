@@ -1,5 +1,5 @@
 /**
- * GET /v1/info through the attestor's own server wiring (layers/attestor.ts `attestorServer`) over
+ * GET /v1/info through the attestor's own server wiring (layers/attestor.ts `Attestor.server`) over
  * a mocked chain: the body computed from the settings, the chain id read from the RPC once when
  * no setting names it, and reads that cost no rate-limit token. Also the OpenAPI document.
  */
@@ -7,10 +7,10 @@ import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option
 import { type Hex, hexToBigInt } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { attestorServer } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import { AttestorInfo } from "../../schema/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
-import { HintIndex } from "../../src/attestor/hintIndex.js"
+import { HintIndex } from "../../src/attestor/HintIndex.js"
 import { loginPlatforms } from "../../src/attestor/info.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
@@ -47,17 +47,17 @@ const baseEnv = {
 /** The attestor's server over the given chain id reads, with settings from `env`. */
 const serve = (env: Record<string, string>, chainId: Effect.Effect<number, ChainUnavailable>) =>
   ManagedRuntime.make(
-    attestorServer.pipe(
+    Attestor.server.pipe(
       Layer.provide(
         Layer.mergeAll(
           Indexer.disabled,
           HintIndex.disabled,
           VetoWatcher.disabled,
-          SessionStore.unused,
-          OAuthStates.unused,
+          SessionStore.test({}),
+          OAuthStates.test({}),
           PublicCommitments.none,
-          PaymentStore.unused,
-          AttestationStore.unused
+          PaymentStore.test({}),
+          AttestationStore.test({})
         )
       ),
       // fedsocial's verify takes its nonce and makes its session in one transaction.

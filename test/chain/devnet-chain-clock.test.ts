@@ -6,7 +6,7 @@
 import { createServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Layer } from "effect"
-import { devnetChainClockLayer } from "../../src/chain/devnetChainClock.js"
+import { DevnetChainClock } from "../../src/chain/DevnetChainClock.js"
 
 /** A node whose clock runs `offset.seconds` ahead; `offset.failing` makes it answer 500. */
 const fakeAnvil = Effect.acquireRelease(
@@ -37,7 +37,7 @@ describe("the devnet chain's clock", () => {
   it.live("runs ahead by anvil's offset from the start, follows it, keeps it through a failed read", () =>
     Effect.gen(function* () {
       const anvil = yield* fakeAnvil
-      const context = yield* Layer.build(devnetChainClockLayer(anvil.url, { refreshMs: 50 }))
+      const context = yield* Layer.build(DevnetChainClock.layer(anvil.url, { refreshMs: 50 }))
       const lead = leadSeconds.pipe(Effect.provide(context))
       // Read before anything runs on it: the first request is already on the chain's time.
       expect(yield* lead).toBe(3_600)
@@ -58,7 +58,7 @@ describe("the devnet chain's clock", () => {
 
   it.live("a node that never answers leaves the wall clock", () =>
     Effect.gen(function* () {
-      const context = yield* Layer.build(devnetChainClockLayer("http://127.0.0.1:1", { refreshMs: 50 }))
+      const context = yield* Layer.build(DevnetChainClock.layer("http://127.0.0.1:1", { refreshMs: 50 }))
       expect(yield* leadSeconds.pipe(Effect.provide(context))).toBe(0)
     }).pipe(Effect.scoped)
   )

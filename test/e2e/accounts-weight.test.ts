@@ -17,7 +17,7 @@ import {
   withSettings,
   writeDevnetFile
 } from "../../layers/devnet.js"
-import { RelayerLive } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { serverUrl } from "../../src/http/server.js"
 
 const BURST = 30
@@ -37,7 +37,7 @@ beforeAll(async () => {
     writeDevnetFile(chain, { relayerUrl: "http://127.0.0.1:1", attestorUrl: "http://127.0.0.1:1" })
   )
   const runtime = ManagedRuntime.make(
-    withSettings(RelayerLive, {
+    withSettings(Relayer.layer, {
       ...relayerEnv(chain, 0),
       TRUST_PROXY: "1",
       RATE_LIMIT_IP_BURST: String(BURST),

@@ -11,7 +11,7 @@ import type { PrivateKeyAccount } from "viem/accounts"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
-import { writeServices } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { errorCatalog } from "../../schema/errors.js"
 import { EMPTY_DATA_HASH, QUOTED, shieldPayload } from "../../schema/ids.js"
 import type { FinalizeBindRequest, PingRequest } from "../../schema/relayer.js"
@@ -565,7 +565,7 @@ describe("the pipeline's settings on the live chain", () => {
   const { submitted } = sender
   /** The action pipeline against the devnet's vault, with a sender that only records; fees quote 1. */
   const pipeline = (overrides: Record<string, string>) =>
-    writeServices.pipe(Layer.provide(liveChainLayers(net.env, overrides, sender, 1n)))
+    Relayer.writeServices.pipe(Layer.provide(liveChainLayers(net.env, overrides, sender, 1n)))
   const ping = (body: unknown, overrides: Record<string, string>) =>
     Effect.flatMap(OwnerActions, (actions) => actions.ping(body as unknown as PingRequest)).pipe(
       Effect.provide(pipeline(overrides))
@@ -613,7 +613,9 @@ describe("the pipeline's settings on the live chain", () => {
       )
       const error = yield* Effect.flip(
         finalize.pipe(
-          Effect.provide(writeServices.pipe(Layer.provide(liveChainLayers(net.env, down, sender, 1n))))
+          Effect.provide(
+            Relayer.writeServices.pipe(Layer.provide(liveChainLayers(net.env, down, sender, 1n)))
+          )
         )
       )
       expect(codeOf(error)).toBe("unavailable")

@@ -17,7 +17,7 @@ import { type Address, type Hex, keccak256, toHex, zeroAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { devnetAccount, devnetRoles, launchSampleToken } from "../../contracts/deploy.js"
-import { AttestorLive } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import {
   attestorEnv,
   devnetKeys,
@@ -80,7 +80,7 @@ beforeAll(async () => {
       ]
       for (const env of envs)
         yield* Layer.buildWithScope(
-          withSettings(AttestorLive, env).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Error))),
+          withSettings(Attestor.layer, env).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Error))),
           scope
         )
       return ports.map((port) => `http://127.0.0.1:${port}`)

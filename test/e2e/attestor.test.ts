@@ -22,7 +22,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { devnetAccount, devnetRoles, launchSampleToken } from "../../contracts/deploy.js"
-import { AttestorLive } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import {
   attestorEnv,
   DEVNET_HINT_PRIVATE_KEY,
@@ -60,7 +60,7 @@ beforeAll(async () => {
         attestorUrl: `http://127.0.0.1:${port}`
       })
       yield* Layer.buildWithScope(
-        withSettings(AttestorLive, attestorEnv(devnet, port)).pipe(
+        withSettings(Attestor.layer, attestorEnv(devnet, port)).pipe(
           Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
         ),
         scope

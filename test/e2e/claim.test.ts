@@ -24,7 +24,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll } from "vitest"
 import { shieldAdapterAbi } from "../../contracts/abi.js"
 import { deploySmartWallet } from "../../contracts/deploy.js"
-import { writeServices } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { errorCatalog } from "../../schema/errors.js"
 import { computeId, FULL, ownerCommitment, QUOTED, shieldPayload } from "../../schema/ids.js"
 import type { Claim, ClaimRequest } from "../../schema/relayer.js"
@@ -437,7 +437,9 @@ describe("gas cap on the live chain", () => {
   })
   // A fee oracle that quotes 0: the claims here pay no fee.
   const pipeline = (overrides: Record<string, string>) =>
-    writeServices.pipe(Layer.provide(liveChainLayers(net.env, overrides, sender, 0n, recordEstimates)))
+    Relayer.writeServices.pipe(
+      Layer.provide(liveChainLayers(net.env, overrides, sender, 0n, recordEstimates))
+    )
 
   it.live(
     "an estimate above budget x GAS_CAP_BPS is gas_cap_exceeded; within it, sent with estimate x 1.2",

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Arbitrary, Effect, FastCheck as fc, Layer, Logger, ManagedRuntime, Schema, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { AttestorLive } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import {
   attestorEnv,
   type DevnetChain,
@@ -20,7 +20,7 @@ import {
   withSettings,
   writeDevnetFile
 } from "../../layers/devnet.js"
-import { RelayerLive } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import * as attestorSchema from "../../schema/attestor.js"
 import { errorCatalog } from "../../schema/errors.js"
 import * as relayerSchema from "../../schema/relayer.js"
@@ -58,14 +58,14 @@ beforeAll(async () => {
     writeDevnetFile(chain, { relayerUrl: "http://127.0.0.1:1", attestorUrl: "http://127.0.0.1:1" })
   )
   const relayerRuntime = ManagedRuntime.make(
-    quiet(withSettings(RelayerLive, { ...relayerEnv(chain, 0), ...unlimited }))
+    quiet(withSettings(Relayer.layer, { ...relayerEnv(chain, 0), ...unlimited }))
   )
   relayer = relayerRuntime as ManagedRuntime.ManagedRuntime<unknown, unknown>
   bases.relayer = await relayerRuntime.runPromise(serverUrl)
   const attestorRuntime = ManagedRuntime.make(
     // A microblog app and fedsocial, so their routes are served (starting calls no provider).
     quiet(
-      withSettings(AttestorLive, {
+      withSettings(Attestor.layer, {
         ...attestorEnv(chain, 0),
         ...unlimited,
         MICROBLOG_CLIENT_ID: "fuzz",

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { AttestorLive } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import { withSettings } from "../../layers/devnet.js"
-import { RelayerLive } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { type AnvilInstance, spawnAnvil } from "../../src/chain/anvil.js"
 import { serverUrl } from "../../src/http/server.js"
 import { testKey } from "../relayer/txsender-support.js"
@@ -47,14 +47,14 @@ const common = (): Record<string, string> => ({
 /** Each service's whole layer with its own settings and `extra` on top. */
 const services = {
   relayer: (extra: Record<string, string>) =>
-    withSettings(RelayerLive, {
+    withSettings(Relayer.layer, {
       ...common(),
       RELAYER_PRIVATE_KEY: testKey(1).privateKey,
       INDEXER_ENABLED: "false",
       ...extra
     }),
   attestor: (extra: Record<string, string>) =>
-    withSettings(AttestorLive, {
+    withSettings(Attestor.layer, {
       ...common(),
       ATTESTOR_PRIVATE_KEY: testKey(2).privateKey,
       HINT_PRIVATE_KEY: `0x${"22".repeat(32)}`,

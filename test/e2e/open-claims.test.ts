@@ -16,7 +16,7 @@ import { type Hex, parseGwei, toHex, zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { devnetAccount, devnetClients } from "../../contracts/deploy.js"
 import { freeLoopbackPort, relayerEnv, withSettings } from "../../layers/devnet.js"
-import { RelayerLive } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { claimsFrontrun } from "../../src/relayer/metrics.js"
 import { type RpcProxy, startRpcProxy } from "../chain/rpcProxy.js"
 import { rpc } from "../relayer/txsender-support.js"
@@ -126,7 +126,7 @@ describe("an open claim", () => {
     closers.push(() => Effect.runPromise(Scope.close(scope, Exit.void)))
     await Effect.runPromise(
       Layer.buildWithScope(
-        withSettings(RelayerLive, {
+        withSettings(Relayer.layer, {
           ...relayerEnv(net.chain, port),
           RPC_URL: reads.url,
           SEND_RPC_URL: sends.url,

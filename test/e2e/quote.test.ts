@@ -23,7 +23,7 @@ import {
   withSettings,
   writeDevnetFile
 } from "../../layers/devnet.js"
-import { RelayerLive } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { Unavailable } from "../../schema/errors.js"
 import { QuoteResponse } from "../../schema/relayer.js"
 import { ChainClient } from "../../src/chain/ChainClient.js"
@@ -42,7 +42,7 @@ const relayerDevnet = Layer.scoped(
     const urls = { relayerUrl: `http://127.0.0.1:${port}`, attestorUrl: "http://127.0.0.1:9" }
     yield* writeDevnetFile(chain, urls)
     yield* Layer.buildWithScope(
-      withSettings(RelayerLive, {
+      withSettings(Relayer.layer, {
         ...relayerEnv(chain, port),
         // Dozens of quotes from one address: the per-IP limit is not what these tests are about.
         RATE_LIMIT_IP_BURST: "100000",

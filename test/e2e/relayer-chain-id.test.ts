@@ -9,7 +9,7 @@ import { Effect, Exit, Layer, Scope } from "effect"
 import { encodeAbiParameters, type Hex, keccak256, zeroAddress } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freeLoopbackPort, relayerEnv, withSettings } from "../../layers/devnet.js"
-import { RelayerLive } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { type RpcProxy, startRpcProxy } from "../chain/rpcProxy.js"
 import { E18, freshAddress, freshOwner, json, VaultDevnet } from "./support/relayerDevnet.js"
 
@@ -59,7 +59,7 @@ describe("relayer without CHAIN_ID", () => {
     const started = await Effect.runPromise(Scope.make())
     scope = started
     await Effect.runPromise(
-      Layer.buildWithScope(withSettings(RelayerLive, env), started).pipe(Effect.timeout("60 seconds"))
+      Layer.buildWithScope(withSettings(Relayer.layer, env), started).pipe(Effect.timeout("60 seconds"))
     )
     const base = `http://127.0.0.1:${port}`
 

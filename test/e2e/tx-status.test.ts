@@ -12,7 +12,7 @@ import type { Address, Hex } from "viem"
 import { keccak256, toHex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { withSettings } from "../../layers/devnet.js"
-import { relayerServer, relayerServices } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { type AnvilInstance, spawnAnvil } from "../../src/chain/anvil.js"
 import { RelayerSettings } from "../../src/config/relayer.js"
 import { serverUrl } from "../../src/http/server.js"
@@ -38,8 +38,8 @@ writeFileSync(
 )
 
 /** The relayer with its services exposed, so the test can hand transactions to its sender. */
-const relayer = relayerServer.pipe(
-  Layer.provideMerge(relayerServices),
+const relayer = Relayer.server.pipe(
+  Layer.provideMerge(Relayer.services),
   Layer.provideMerge(RelayerSettings.layer)
 )
 

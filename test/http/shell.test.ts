@@ -8,8 +8,8 @@ import { Effect, HashMap, Layer, Logger, ManagedRuntime, Option, Redacted, Schem
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FeeTooLow, RateLimited, Wire } from "../../schema/errors.js"
 import { Uint256 } from "../../schema/primitives.js"
+import { handleMetrics } from "../../src/http/MetricsEndpoint.js"
 import { serviceDocument } from "../../src/http/openapi.js"
-import { handleMetrics } from "../../src/http/operator.js"
 import { metricsEndpoint } from "../../src/http/operatorApi.js"
 import { serveApi, serverUrl } from "../../src/http/server.js"
 

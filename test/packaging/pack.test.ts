@@ -34,7 +34,7 @@ import {
   withSettings,
   writeDevnetFile
 } from "../../layers/devnet.js"
-import { RelayerLive } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { repoRoot } from "../support/process.js"
 
 // tsc over the package's sources and npm pack: a minute or two on a busy machine.
@@ -248,7 +248,10 @@ describe("the packed package, installed in a scratch project", () => {
       )
       await Effect.runPromise(
         Layer.buildWithScope(
-          withSettings(RelayerLive, { ...relayerEnv(chain, port), DATA_DIR: join(scratch, "relayer-data") }),
+          withSettings(Relayer.layer, {
+            ...relayerEnv(chain, port),
+            DATA_DIR: join(scratch, "relayer-data")
+          }),
           scope
         )
       )

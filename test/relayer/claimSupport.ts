@@ -6,7 +6,7 @@
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { encodeAbiParameters, getAddress, type Hex, keccak256, toHex } from "viem"
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { writeServices } from "../../layers/relayer.js"
+import { Relayer } from "../../layers/relayer.js"
 import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
 import { Unavailable } from "../../schema/errors.js"
 import { computeId, ownerCommitment, shieldPayload } from "../../schema/ids.js"
@@ -254,7 +254,7 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
       hasCode: (address) => Effect.succeed(world.contracts.has(address.toLowerCase()))
     })
   )
-  return writeServices.pipe(
+  return Relayer.writeServices.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
         chain,

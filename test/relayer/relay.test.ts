@@ -18,8 +18,8 @@ import { TxPreflight } from "../../src/relayer/TxPreflight.js"
 import {
   HotKeyUnderfunded,
   SendUnavailable,
-  type TxSubmitError,
-  txSenderTest
+  TxSender,
+  type TxSubmitError
 } from "../../src/txsender/TxSender.js"
 import { settingsLayer } from "./claimSupport.js"
 
@@ -83,7 +83,7 @@ const harness = (options: {
       })
     ),
     Layer.provide(
-      txSenderTest({
+      TxSender.test({
         address: VAULT,
         // As the sender does: the request's own write goes with the stored transaction.
         submit: (tx) =>

@@ -11,7 +11,6 @@ import {
   SendUnavailable,
   TxRejected,
   TxSender,
-  txSenderTest,
   txSubmitErrorToApi
 } from "../../src/txsender/TxSender.js"
 
@@ -57,7 +56,7 @@ describe("submission errors", () => {
 
   it("the test layer dies on an operation a test did not stub", async () => {
     const exit = await Effect.runPromiseExit(
-      Effect.flatMap(TxSender, (sender) => sender.status("0x00")).pipe(Effect.provide(txSenderTest({})))
+      Effect.flatMap(TxSender, (sender) => sender.status("0x00")).pipe(Effect.provide(TxSender.test({})))
     )
     expect(Exit.isFailure(exit) && String(exit.cause)).toContain("TxSender.status not stubbed")
   })

@@ -30,8 +30,7 @@ import {
   TxSender,
   type TxSenderOptions,
   type TxSenderShape,
-  type TxSubmitError,
-  txSenderLayerWith
+  type TxSubmitError
 } from "../../src/txsender/TxSender.js"
 import type { TxRequest } from "../../src/txsender/TxSenderShape.js"
 import { testDatabases } from "../support/database.js"
@@ -75,7 +74,7 @@ const buildSender = (
   rpcUrl: string = url
 ): Effect.Effect<TxSenderShape, never, SqlClient | Scope.Scope> =>
   Layer.build(
-    txSenderLayerWith({
+    TxSender.layer({
       privateKey: key.privateKey,
       chainId: Option.some(31337),
       replaceAfter: "30 seconds",
@@ -228,7 +227,7 @@ const buildMockSender = (
   overrides: Partial<TxSenderOptions> = {}
 ): Effect.Effect<TxSenderShape, never, SqlClient | Scope.Scope> =>
   Layer.build(
-    txSenderLayerWith({
+    TxSender.layer({
       privateKey: generatePrivateKey(),
       chainId: Option.some(31337),
       replaceAfter: "1 hour",

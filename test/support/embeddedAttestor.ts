@@ -4,9 +4,9 @@
  * above) pushed to `lines`, so a test can check what reached the log.
  */
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
-import { attestorServer } from "../../layers/attestor.js"
+import { Attestor } from "../../layers/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
-import { HintIndex } from "../../src/attestor/hintIndex.js"
+import { HintIndex } from "../../src/attestor/HintIndex.js"
 import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
@@ -33,7 +33,7 @@ export const offlineAttestorEnv = {
 
 export const embeddedAttestor = (env: Record<string, string>, lines: Array<string>) =>
   ManagedRuntime.make(
-    attestorServer.pipe(
+    Attestor.server.pipe(
       Layer.provide(Layer.mergeAll(Indexer.disabled, HintIndex.disabled, VetoWatcher.disabled)),
       Layer.provide(
         Layer.unwrapEffect(

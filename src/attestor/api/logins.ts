@@ -7,8 +7,9 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as OpenApi from "@effect/platform/OpenApi"
-import { Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import {
   FedsocialStartResponse,
   FedsocialVerifyRequest,
@@ -20,13 +21,31 @@ import {
   Platform,
   SessionResponse
 } from "../../../schema/attestor.js"
-import { Wire } from "../../../schema/errors.js"
+import { NotFound, Unsupported, Wire } from "../../../schema/errors.js"
 import { type ErrorOf, postEndpoint } from "../../http/declare.js"
+import { loginNotConfigured } from "../logins.js"
+
+/** The platform segment of a login route's path: `/v1/oauth/<platform>/…`. */
+const platformOf = (url: string): string => url.split("?", 1)[0]?.split("/")[3] ?? ""
 
 /** Whether the route's platform is one this instance logs in with (400 `unsupported` if not). */
 export class LoginOffered extends HttpApiMiddleware.Tag<LoginOffered>()("LoginOffered", {
   failure: Wire.Unsupported
-}) {}
+}) {
+  /** Offers exactly `platforms` (those `/v1/info` lists). */
+  static readonly layer = (platforms: Iterable<string>): Layer.Layer<LoginOffered> => {
+    const offered = new Set(platforms)
+    return Layer.succeed(
+      LoginOffered,
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const platform = platformOf(request.url)
+        return offered.has(platform)
+          ? Effect.void
+          : Effect.fail(new Unsupported({ message: loginNotConfigured(platform) }))
+      })
+    )
+  }
+}
 
 /**
  * Whether the legacy GET start is served (`OAUTH_GET_START`): 404 `not_found` when it is not,
@@ -35,7 +54,15 @@ export class LoginOffered extends HttpApiMiddleware.Tag<LoginOffered>()("LoginOf
  */
 export class LegacyStartEnabled extends HttpApiMiddleware.Tag<LegacyStartEnabled>()("LegacyStartEnabled", {
   failure: Wire.NotFound
-}) {}
+}) {
+  static readonly layer = (enabled: boolean): Layer.Layer<LegacyStartEnabled> =>
+    Layer.succeed(
+      LegacyStartEnabled,
+      enabled
+        ? Effect.void
+        : Effect.fail(new NotFound({ message: "GET /v1/oauth/:platform/start is disabled: use POST" }))
+    )
+}
 
 const PlatformPath = Schema.Struct({ platform: Platform })
 

@@ -4,6 +4,6 @@ import { Effect } from "effect"
 import { AttestorApi } from "../api/index.js"
 import { BindSignatures } from "../BindSignatures.js"
 
-export const AttestorBindsLive = HttpApiBuilder.group(AttestorApi, "binds", (handlers) =>
+export const AttestorBindsHandlers = HttpApiBuilder.group(AttestorApi, "binds", (handlers) =>
   Effect.map(BindSignatures, (binds) => handlers.handle("bind", ({ payload }) => binds.sign(payload)))
 )

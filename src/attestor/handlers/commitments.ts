@@ -20,7 +20,7 @@ export const commitmentAnswer = precomputed(CommitmentResponse, {
   isEncoded: (answer) => isUserId(answer.userId)
 })
 
-export const AttestorCommitmentsLive = HttpApiBuilder.group(AttestorApi, "commitments", (handlers) =>
+export const AttestorCommitmentsHandlers = HttpApiBuilder.group(AttestorApi, "commitments", (handlers) =>
   Effect.map(Commitments, (commitments) =>
     handlers.handle("commitment", ({ payload, headers }) =>
       Effect.map(

@@ -4,6 +4,6 @@ import { Effect } from "effect"
 import { AttestorApi } from "../api/index.js"
 import { SessionEscrows } from "../SessionEscrows.js"
 
-export const AttestorEscrowsLive = HttpApiBuilder.group(AttestorApi, "escrows", (handlers) =>
+export const AttestorEscrowsHandlers = HttpApiBuilder.group(AttestorApi, "escrows", (handlers) =>
   Effect.map(SessionEscrows, (escrows) => handlers.handle("escrows", ({ payload }) => escrows.list(payload)))
 )

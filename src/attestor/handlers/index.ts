@@ -4,20 +4,20 @@
  * (layers/attestor.ts).
  */
 import { Layer } from "effect"
-import { AttestorBindsLive } from "./binds.js"
-import { AttestorCommitmentsLive } from "./commitments.js"
-import { AttestorEscrowsLive } from "./escrows.js"
-import { AttestorInfoLive } from "./info.js"
-import { AttestorLoginsLive } from "./logins.js"
-import { AttestorOperatorLive } from "./operator.js"
-import { AttestorPublicHandlesLive } from "./publicHandles.js"
+import { AttestorBindsHandlers } from "./binds.js"
+import { AttestorCommitmentsHandlers } from "./commitments.js"
+import { AttestorEscrowsHandlers } from "./escrows.js"
+import { AttestorInfoHandlers } from "./info.js"
+import { AttestorLoginsHandlers } from "./logins.js"
+import { AttestorOperatorHandlers } from "./operator.js"
+import { AttestorPublicHandlesHandlers } from "./publicHandles.js"
 
 export const AttestorHandlers = Layer.mergeAll(
-  AttestorOperatorLive,
-  AttestorInfoLive,
-  AttestorCommitmentsLive,
-  AttestorPublicHandlesLive,
-  AttestorLoginsLive,
-  AttestorEscrowsLive,
-  AttestorBindsLive
+  AttestorOperatorHandlers,
+  AttestorInfoHandlers,
+  AttestorCommitmentsHandlers,
+  AttestorPublicHandlesHandlers,
+  AttestorLoginsHandlers,
+  AttestorEscrowsHandlers,
+  AttestorBindsHandlers
 )

@@ -5,7 +5,7 @@ import { AttestorApi } from "../api/index.js"
 import { PublicHandles } from "../PublicHandles.js"
 import { answerWithPayment } from "./payment.js"
 
-export const AttestorPublicHandlesLive = HttpApiBuilder.group(AttestorApi, "publicHandles", (handlers) =>
+export const AttestorPublicHandlesHandlers = HttpApiBuilder.group(AttestorApi, "publicHandles", (handlers) =>
   Effect.map(PublicHandles, (publicHandles) =>
     handlers.handle("publicHandle", ({ payload, headers }) =>
       answerWithPayment(publicHandles.issue(payload, headers["payment-signature"]))

@@ -74,7 +74,7 @@ export class FedsocialLogins extends Context.Tag("FedsocialLogins")<FedsocialLog
     Layer.effect(FedsocialLogins, Effect.zipRight(publicRpcWarning(config), makeFedsocialLogins(config)))
 
   /** No fedsocial on this instance: `LoginOffered` refuses its routes before they get here. */
-  static readonly unconfigured: Layer.Layer<FedsocialLogins> = Layer.succeed(FedsocialLogins, {
+  static readonly disabled: Layer.Layer<FedsocialLogins> = Layer.succeed(FedsocialLogins, {
     start: () => Effect.dieMessage("fedsocial is not configured on this attestor"),
     verify: () => Effect.dieMessage("fedsocial is not configured on this attestor")
   })

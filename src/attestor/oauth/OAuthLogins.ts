@@ -29,6 +29,8 @@
  * Nothing of a code, state, token, verifier or user reaches a log line, a metric or an error
  * message.
  */
+
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import {
   CodeChallengeMethod,
   generateCodeVerifier,
@@ -38,13 +40,15 @@ import {
 } from "arctic"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type {
+  LegacyOAuthStartQuery,
   OAuthCallbackPlatform,
   OAuthStartRequest,
   OAuthStartResponse,
   Platform,
   SessionResponse
 } from "../../../schema/attestor.js"
-import { BadRequest, InvalidSession, Unavailable, Unsupported } from "../../../schema/errors.js"
+import { BadRequest, errorCatalog, InvalidSession, Unavailable, Unsupported } from "../../../schema/errors.js"
+import { reportOutcome } from "../../http/outcomes.js"
 import { sessionResponse } from "../logins.js"
 import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
 import { OAuthStates } from "./OAuthStates.js"
@@ -100,14 +104,65 @@ export interface OAuthLoginsShape {
     platform: Platform,
     query: OAuthCallbackQuery
   ) => Effect.Effect<OAuthCallbackResult, OAuthCallbackRefusal>
+  /** The deprecated GET start: a 302 to the provider, or `{ url, state }` with `format=json`. */
+  readonly legacyStart: (
+    platform: Platform,
+    query: LegacyOAuthStartQuery
+  ) => Effect.Effect<OAuthStartResponse | HttpServerResponse.HttpServerResponse, OAuthStartError>
+  /**
+   * The callback as the browser gets it: for a login started with a `redirect`, a 302 to the
+   * matched entry with `#attest=<session>`, or `#error=<code>` when it fails; else the JSON answer.
+   */
+  readonly callbackAnswer: (
+    platform: Platform,
+    query: OAuthCallbackQuery
+  ) => Effect.Effect<SessionResponse | HttpServerResponse.HttpServerResponse, OAuthCallbackError>
 }
 
 export class OAuthLogins extends Context.Tag("OAuthLogins")<OAuthLogins, OAuthLoginsShape>() {
   static readonly layer = (
     config: OAuthLoginsConfig
   ): Layer.Layer<OAuthLogins, never, OAuthStates | SessionStore> =>
-    Layer.effect(OAuthLogins, makeOAuthLogins(config))
+    Layer.effect(OAuthLogins, Effect.map(makeOAuthLogins(config), withBrowserAnswers))
 }
+
+/** The two answers that go to a browser, from `start` and `callback`. */
+const withBrowserAnswers = ({
+  start,
+  callback
+}: Pick<OAuthLoginsShape, "start" | "callback">): OAuthLoginsShape => ({
+  start,
+  callback,
+  legacyStart: (platform, query) =>
+    Effect.map(
+      start(platform, {
+        stealthOwner: query.stealthOwner,
+        ...(query.redirect === undefined ? {} : { redirect: query.redirect }),
+        ...(query.loginChallenge === undefined ? {} : { loginChallenge: query.loginChallenge })
+      }),
+      (started) =>
+        query.format === "json" ? started : HttpServerResponse.redirect(started.url, { status: 302 })
+    ),
+  callbackAnswer: (platform, query) =>
+    callback(platform, query).pipe(
+      Effect.matchEffect({
+        onSuccess: ({ session, redirect }) =>
+          Effect.succeed(
+            redirect === undefined
+              ? session
+              : HttpServerResponse.redirect(`${redirect}#attest=${session.session}`, { status: 302 })
+          ),
+        onFailure: ({ error, redirect }) => {
+          if (redirect === undefined) return Effect.fail(error)
+          const code = errorCatalog[error._tag].code
+          return Effect.as(
+            reportOutcome(code),
+            HttpServerResponse.redirect(`${redirect}#error=${code}`, { status: 302 })
+          )
+        }
+      })
+    )
+})
 
 export const notAnOAuthPlatform = (platform: string) =>
   platform === "messenger"
@@ -363,5 +418,5 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         return { session: sessionResponse(created), redirect }
       })
 
-    return { start, callback } satisfies OAuthLoginsShape
+    return { start, callback } satisfies Pick<OAuthLoginsShape, "start" | "callback">
   })

@@ -21,6 +21,7 @@ import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { OAuthPlatform } from "../../../schema/attestor.js"
 import { Address, Bytes32 } from "../../../schema/primitives.js"
 import { atMostEvery } from "../../background/throttle.js"
+import { stubLayer } from "../../stubLayer.js"
 import { storageDigest } from "../SessionStore.js"
 
 /** What a login was started for: fixed before the user meets the provider. */
@@ -75,11 +76,8 @@ export class OAuthStates extends Context.Tag("OAuthStates")<OAuthStates, OAuthSt
   static readonly layer = (config: OAuthStatesConfig): Layer.Layer<OAuthStates, never, SqlClient> =>
     Layer.effect(OAuthStates, makeOAuthStates(config))
 
-  /** For wiring that starts no OAuth login (tests of other routes): any use is a defect saying so. */
-  static readonly unused: Layer.Layer<OAuthStates> = Layer.succeed(OAuthStates, {
-    put: () => Effect.dieMessage("OAuthStates.unused: this wiring has no OAuth state store"),
-    take: () => Effect.dieMessage("OAuthStates.unused: this wiring has no OAuth state store")
-  })
+  /** For tests: the members given; any other use dies naming it (src/stubLayer.ts). */
+  static readonly test = stubLayer(OAuthStates, { put: "function", take: "function" })
 }
 
 export interface OAuthStatesConfig {

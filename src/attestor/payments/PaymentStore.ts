@@ -125,12 +125,12 @@ export class PaymentStore extends Context.Tag("PaymentStore")<PaymentStore, Paym
     Effect.map(SqlClient, makePaymentStore)
   )
 
-  /** For wirings without paid lookups: any use dies. */
-  static readonly unused: Layer.Layer<PaymentStore> = stubLayer(PaymentStore, {
+  /** For tests: the members given; any other use dies naming it (src/stubLayer.ts). */
+  static readonly test = stubLayer(PaymentStore, {
     hold: "function",
     mark: "function",
     get: "function",
     lease: "function",
     release: "function"
-  })({})
+  })
 }

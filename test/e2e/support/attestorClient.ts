@@ -7,7 +7,7 @@ import { Effect, Exit, Layer, Logger, LogLevel, Schema, Scope } from "effect"
 import { type Address, type Hex, zeroAddress } from "viem"
 import { expect } from "vitest"
 import { launchSampleToken } from "../../../contracts/deploy.js"
-import { AttestorLive } from "../../../layers/attestor.js"
+import { Attestor } from "../../../layers/attestor.js"
 import {
   attestorEnv,
   DEVNET_MESSENGER_BOT_TOKEN,
@@ -104,7 +104,7 @@ export class AttestorClient {
           ...env
         }
         yield* Layer.buildWithScope(
-          withSettings(AttestorLive, settings).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Error))),
+          withSettings(Attestor.layer, settings).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Error))),
           scope
         )
         return { url, standIns, facilitator }

@@ -36,7 +36,7 @@ import {
   withSettings,
   writeDevnetFile
 } from "../../../layers/devnet.js"
-import { RelayerLive } from "../../../layers/relayer.js"
+import { Relayer } from "../../../layers/relayer.js"
 import { vaultDomain, vaultTypes } from "../../../schema/eip712.js"
 import { Unavailable } from "../../../schema/errors.js"
 import { computeId, ownerCommitment } from "../../../schema/ids.js"
@@ -321,7 +321,7 @@ export class RelayerDevnet extends VaultDevnet {
           INDEXER_POLL_INTERVAL_MS: "100",
           ...env
         }
-        yield* Layer.buildWithScope(withSettings(RelayerLive, settings), yield* Effect.scope)
+        yield* Layer.buildWithScope(withSettings(Relayer.layer, settings), yield* Effect.scope)
         return { chain, relayerUrl, settings }
       })
     )

@@ -11,7 +11,7 @@ import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Schema
 import { type Address, type Hex, parseEventLogs } from "viem"
 import { expect } from "vitest"
 import { feeVaultAbi } from "../../../contracts/abi.js"
-import { relayerServer, relayerServices } from "../../../layers/relayer.js"
+import { Relayer } from "../../../layers/relayer.js"
 import { AccountsResponse } from "../../../schema/relayer.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { serverUrl } from "../../../src/http/server.js"
@@ -91,8 +91,8 @@ export async function startRelayer(env: Record<string, string>): Promise<Running
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
   )
   const runtime = ManagedRuntime.make(
-    relayerServer.pipe(
-      Layer.provideMerge(relayerServices),
+    Relayer.server.pipe(
+      Layer.provideMerge(Relayer.services),
       Layer.provideMerge(settings),
       Layer.provide(
         Logger.minimumLogLevel(

@@ -18,7 +18,7 @@
  * counted (`attestor_hint_index_restarts_total`) and followed by a restart with jittered
  * exponential backoff; the server keeps serving the last index meanwhile.
  *
- * Wiring (`layers/attestor.ts`): `hintIndexLayer({ startBlock })` needs
+ * Wiring (`layers/attestor.ts`): `HintIndex.layer({ startBlock })` needs
  * - `Indexer`: `Indexer.layer(...)` of the attestor's vault on the attestor's own database, with the
  *   same start block (its snapshot names the chain and vault, and its changes trigger syncs);
  * - `EventStore`: `EventStore.layer` over the same SQL client (`storageLayer(...)`, migrations
@@ -215,6 +215,15 @@ export interface HintIndexShape {
 }
 
 export class HintIndex extends Context.Tag("HintIndex")<HintIndex, HintIndexShape>() {
+  /**
+   * The hint index of the indexed vault, kept live by a scoped fiber. Needs `Indexer` (running on
+   * the same database, same start block), `EventStore` and `HintDecryptor`; see the module comment.
+   */
+  static readonly layer = (
+    config: HintIndexConfig
+  ): Layer.Layer<HintIndex, never, Indexer | EventStore | HintDecryptor> =>
+    Layer.scoped(HintIndex, makeHintIndex(config))
+
   /** No index: for wiring without a vault indexer (tests of routes that do not read hints). */
   static readonly disabled: Layer.Layer<HintIndex> = Layer.succeed(HintIndex, {
     status: Effect.succeed<HintIndexStatus>({ state: "disabled", block: undefined, hash: undefined }),
@@ -317,12 +326,3 @@ export const makeHintIndex = (config: HintIndexConfig) =>
 
     return { status, read, escrowsOf } satisfies HintIndexShape
   })
-
-/**
- * The hint index of the indexed vault, kept live by a scoped fiber. Needs `Indexer` (running on
- * the same database, same start block), `EventStore` and `HintDecryptor`; see the module comment.
- */
-export const hintIndexLayer = (
-  config: HintIndexConfig
-): Layer.Layer<HintIndex, never, Indexer | EventStore | HintDecryptor> =>
-  Layer.scoped(HintIndex, makeHintIndex(config))

@@ -60,26 +60,28 @@ export const clockLeadSeconds: Effect.Effect<number> = Effect.map(Clock.currentT
  * before anything runs, then every `refreshMs` in a fiber of the layer's scope (on the wall clock);
  * a failed read keeps the last one.
  */
-export const devnetChainClockLayer = (
-  rpcUrl: string,
-  options: { readonly refreshMs?: number; readonly timeoutMs?: number } = {}
-): Layer.Layer<never> =>
-  Layer.unwrapScoped(
-    Effect.gen(function* () {
-      let offsetMs = 0
-      const read = Effect.tryPromise(() => readOffsetSeconds(rpcUrl, options.timeoutMs ?? 2_000)).pipe(
-        Effect.tap((seconds) =>
-          Effect.sync(() => {
-            offsetMs = Math.max(0, seconds) * 1000
-          })
-        ),
-        Effect.ignore
-      )
-      yield* read
-      yield* read.pipe(
-        Effect.repeat(Schedule.spaced(Duration.millis(options.refreshMs ?? 500))),
-        Effect.forkScoped
-      )
-      return Layer.setClock(chainClock(() => offsetMs))
-    })
-  )
+export const DevnetChainClock = {
+  layer: (
+    rpcUrl: string,
+    options: { readonly refreshMs?: number; readonly timeoutMs?: number } = {}
+  ): Layer.Layer<never> =>
+    Layer.unwrapScoped(
+      Effect.gen(function* () {
+        let offsetMs = 0
+        const read = Effect.tryPromise(() => readOffsetSeconds(rpcUrl, options.timeoutMs ?? 2_000)).pipe(
+          Effect.tap((seconds) =>
+            Effect.sync(() => {
+              offsetMs = Math.max(0, seconds) * 1000
+            })
+          ),
+          Effect.ignore
+        )
+        yield* read
+        yield* read.pipe(
+          Effect.repeat(Schedule.spaced(Duration.millis(options.refreshMs ?? 500))),
+          Effect.forkScoped
+        )
+        return Layer.setClock(chainClock(() => offsetMs))
+      })
+    )
+}

@@ -16,8 +16,9 @@ export const attestorRoleWarning = (listed: boolean, attestor: string, vault: st
     ? undefined
     : `ATTESTOR_PRIVATE_KEY's address ${attestor} is not an attestor of the vault ${vault}: the vault refuses its bind signatures and vetoes until its admin adds it (setAttestor)`
 
-export const attestorRoleCheckLayer: Layer.Layer<never, never, AttestorSettings | ChainClient> =
-  Layer.scopedDiscard(
+/** Provides nothing: its layer starts the background check (layers/attestor.ts). */
+export const AttestorRoleCheck = {
+  layer: Layer.scopedDiscard(
     Effect.gen(function* () {
       const settings = yield* AttestorSettings
       const chain = yield* ChainClient
@@ -39,4 +40,5 @@ export const attestorRoleCheckLayer: Layer.Layer<never, never, AttestorSettings 
           Effect.forkScoped
         )
     })
-  )
+  ) satisfies Layer.Layer<never, never, AttestorSettings | ChainClient>
+}
