@@ -43,10 +43,11 @@
  * Metrics `attestor_binds_total{outcome}` and `attestor_bind_signatures_total`. Nothing of the
  * session, escrows, owners or signatures reaches a log line or a metric.
  */
-import { Clock, Context, Effect, Either, Layer, Metric, Redacted } from "effect"
+import { Context, Effect, Either, Layer, Metric, Redacted } from "effect"
 import type { BindRequest, BindResponse, BindSignature } from "../../schema/attestor.js"
 import { BadRequest } from "../../schema/errors.js"
 import { ChainId } from "../chain/chainId.js"
+import { nowSeconds } from "../clock.js"
 import { AttestorSettings } from "../config/attestor.js"
 import { type Attestation, AttestationStore, attestationStoreUnavailable } from "./AttestationStore.js"
 import type { BindError } from "./api/binds.js"
@@ -69,8 +70,6 @@ export interface BindSignaturesShape {
   /** Answers a decoded bind request: the signatures, or a contest's revocations. */
   readonly sign: (request: BindRequest) => Effect.Effect<BindResponse, BindError>
 }
-
-const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
 export class BindSignatures extends Context.Tag("BindSignatures")<BindSignatures, BindSignaturesShape>() {
   /** Signing with the settings' key for their vault; the chain id read once from the RPC when not configured. */

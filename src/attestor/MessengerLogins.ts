@@ -24,9 +24,10 @@
  * Metric `attestor_logins_total{platform,outcome}` (`ok` or the refusal's code). Nothing of the
  * payload, the user, the key, the ids or the token reaches a log line or a metric.
  */
-import { Clock, Context, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Either, Layer, Option, Redacted } from "effect"
 import type { MessengerVerifyRequest, Session, SessionResponse } from "../../schema/attestor.js"
 import { InvalidSession, Unavailable, Unsupported } from "../../schema/errors.js"
+import { nowSeconds } from "../clock.js"
 import type { AttestorSettingsShape } from "../config/attestor.js"
 import type { MessengerVerifyError } from "./api/logins.js"
 import { loginNotConfigured, sessionResponse } from "./logins.js"
@@ -51,7 +52,7 @@ export const verifyMessengerLogin =
   ({ key, maxAgeSeconds }: MessengerLoginConfig, store: SessionStore["Type"]) =>
   (body: MessengerVerifyRequest): Effect.Effect<SessionResponse, MessengerVerifyError> =>
     Effect.gen(function* () {
-      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      const now = yield* nowSeconds
       const login = verifyWidgetPayload(body.auth, { key, now, maxAgeSeconds })
       if (Either.isLeft(login))
         return yield* Effect.fail(new InvalidSession({ message: widgetRefusals[login.left] }))

@@ -37,11 +37,13 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { type LoginChallenge, type LoginSecret, Session, SessionToken } from "../../schema/attestor.js"
 import { InvalidSession, Unavailable } from "../../schema/errors.js"
 import { atMostEvery } from "../background/throttle.js"
+import { nowSeconds } from "../clock.js"
 import { advisoryKey, transactionLock } from "../store/advisoryLock.js"
+import { deleteExpired, type ExpiringRowsConfig } from "../store/expiringRows.js"
 import { stubLayer } from "../stubLayer.js"
 
 /** A session as read back: what it stands for and when it stops being valid (unix seconds). */
@@ -133,14 +135,7 @@ export class SessionStore extends Context.Tag("SessionStore")<SessionStore, Sess
   })
 }
 
-export interface SessionStoreConfig {
-  readonly ttlSeconds: number
-  /** Least time between two prunings of expired rows. Default 60 s. */
-  readonly pruneIntervalSeconds?: number
-}
-
-/** Rows one pruning deletes from each table at most; the next pruning goes on. */
-const PRUNE_LIMIT = 1_000
+export type SessionStoreConfig = ExpiringRowsConfig
 
 const TOKEN_BYTES = 32
 
@@ -150,8 +145,6 @@ const newToken = (): SessionToken =>
 /** What the database keeps of a token or a single-use key. */
 export const storageDigest = (value: string): string =>
   createHash("sha256").update(value, "utf8").digest("hex")
-
-const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
 interface SessionRow {
   readonly platform: string
@@ -178,12 +171,8 @@ export const makeSessionStore = (config: SessionStoreConfig) =>
     /** Deletes expired rows; best effort, a failure is logged without data and tried again later. */
     const pruneExpired = (now: number) =>
       Effect.gen(function* () {
-        yield* sql`
-          DELETE FROM attestor_sessions WHERE token_hash IN (
-            SELECT token_hash FROM attestor_sessions WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`
-        yield* sql`
-          DELETE FROM attestor_used_logins WHERE digest IN (
-            SELECT digest FROM attestor_used_logins WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`
+        yield* deleteExpired(sql, "attestor_sessions", "token_hash", now)
+        yield* deleteExpired(sql, "attestor_used_logins", "digest", now)
       }).pipe(
         // Its own transaction, a savepoint when `create` runs inside a caller's (fedsocial's): a
         // failed pruning on PostgreSQL must not abort the transaction that makes the session.

@@ -34,12 +34,13 @@
  * No id, owner, address or hash reaches a log line or a label.
  */
 
-import { Clock, Context, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
+import { Context, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
 import { type Address, encodeFunctionData } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { pollForChanges } from "../background/poll.js"
 import { supervised } from "../background/supervised.js"
 import { ChainClient } from "../chain/ChainClient.js"
+import { nowSeconds } from "../clock.js"
 import { AttestorSettings } from "../config/attestor.js"
 import { counter } from "../http/metrics.js"
 import { Indexer } from "../indexer/Indexer.js"
@@ -146,8 +147,6 @@ export interface VetoWatcherConfig {
   readonly restartBaseDelayMs?: number
   readonly restartMaxDelayMs?: number
 }
-
-const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
 /**
  * The watcher over `store`, sending through `sender` (required with `autoVeto`). Needs the

@@ -10,7 +10,7 @@
  * ```
  *
  * The recomputed HMAC is compared with `hash` by `timingSafeEqual`. A payload is accepted while
- * `now - auth_date <= MESSENGER_AUTH_MAX_AGE_SECONDS` (one day by default) and `auth_date` is not
+ * `now - auth_date <= MESSENGER_AUTH_MAX_AGE_SECONDS` (300 s by default) and `auth_date` is not
  * more than `MESSENGER_AUTH_CLOCK_SKEW_SECONDS` in the future. The user's immutable id is the
  * widget's numeric `id`; names, username and photo are signed but not used.
  *

@@ -10,12 +10,13 @@
  *
  * Nothing of the handle, user or commitment reaches a log line or a metric.
  */
-import { Clock, Effect, Either, Schedule } from "effect"
+import { Effect, Either, Schedule } from "effect"
 import type { Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import type { PublicHandleRequest, PublicHandleResponse } from "../../schema/attestor.js"
 import { publicHandleDomain, publicHandleTypes } from "../../schema/eip712.js"
 import { BadRequest, type Unavailable } from "../../schema/errors.js"
+import { nowSeconds } from "../clock.js"
 import type { PublicHandleError } from "./api/publicHandles.js"
 import {
   type CommitmentKeys,
@@ -52,7 +53,7 @@ export const issuePublicHandle =
       const chainId = yield* config.chainId
       const { userId, paymentResponse } = yield* config.lookup(body.platform, handle, paymentSignature)
       const commitment = commitmentFor(config.keys, body.platform, userId, yield* freshNonce)
-      const issuedAt = BigInt(Math.floor((yield* Clock.currentTimeMillis) / 1000))
+      const issuedAt = BigInt(yield* nowSeconds)
       const attestation = yield* Effect.promise(() =>
         privateKeyToAccount(config.signingKey).signTypedData({
           domain: publicHandleDomain(chainId),

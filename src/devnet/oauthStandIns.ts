@@ -19,8 +19,8 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import { Effect, type Scope } from "effect"
+import { closeOnce, listen } from "./loopbackServer.js"
 
 export interface StandInClient {
   readonly clientId: string
@@ -856,26 +856,13 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
     })
   })
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(options.port ?? 0, host, () => {
-      server.off("error", reject)
-      resolve()
-    })
-  })
-  const address = server.address() as AddressInfo
+  const address = await listen(server, options.port ?? 0, host)
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`
 
-  let closing: Promise<void> | undefined
-  const close = (): Promise<void> => {
-    closing ??= new Promise<void>((resolve) => {
-      for (const timer of timers) clearTimeout(timer)
-      timers.clear()
-      server.close(() => resolve())
-      server.closeAllConnections()
-    })
-    return closing
-  }
+  const close = closeOnce(server, () => {
+    for (const timer of timers) clearTimeout(timer)
+    timers.clear()
+  })
 
   const endpoints = (platform: StandInPlatform) => {
     switch (platform) {

@@ -17,13 +17,13 @@
  */
 import { readFile } from "node:fs/promises"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { Effect, type Scope } from "effect"
 import type { Plugin } from "esbuild"
 import { createSiweMessage } from "viem/siwe"
 import { devnetAccount } from "../../contracts/deploy.js"
 import { signWidgetPayload, widgetKey } from "../attestor/messenger.js"
+import { closeOnce, listen } from "./loopbackServer.js"
 
 export interface WalletPageOptions {
   /** Default "127.0.0.1". */
@@ -241,30 +241,14 @@ export const startWalletPage = async (options: WalletPageOptions): Promise<Walle
       else json(res, 500, { error: "the devnet page server failed", code: "internal" })
     })
   })
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
-      server.off("error", reject)
-      resolve()
-    })
-  })
-  const url = `http://localhost:${(server.address() as AddressInfo).port}`
+  const { port } = await listen(server, options.port ?? 0, options.host ?? "127.0.0.1")
+  const url = `http://localhost:${port}`
   config = JSON.stringify({
     attestorUrl: options.attestorUrl,
     relayerUrl: options.relayerUrl,
     fids: DEVNET_SIGNER_FIDS
   })
-  let closing: Promise<void> | undefined
-  return {
-    url,
-    close: () => {
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-      })
-      return closing
-    }
-  }
+  return { url, close: closeOnce(server) }
 }
 
 /** The Effect flavour: a scoped resource closed with its scope. */

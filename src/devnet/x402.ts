@@ -20,7 +20,6 @@
 import { readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { createRequire } from "node:module"
-import type { AddressInfo } from "node:net"
 import path from "node:path"
 import { x402Facilitator } from "@x402/core/facilitator"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
@@ -42,6 +41,7 @@ import {
 import { privateKeyToAccount } from "viem/accounts"
 import { x402ExactPermit2ProxyAbi } from "../../contracts/abi.js"
 import { loadArtifacts } from "../../contracts/build.js"
+import { closeOnce, listen } from "./loopbackServer.js"
 
 /** Permit2's canonical address (the same on every chain). */
 export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3"
@@ -364,15 +364,7 @@ export async function startFacilitatorStandIn(
       else res.destroy()
     })
   })
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(options.port ?? 0, host, () => {
-      server.off("error", reject)
-      resolve()
-    })
-  })
-  const { port } = server.address() as AddressInfo
-  let closing: Promise<void> | undefined
+  const { port } = await listen(server, options.port ?? 0, host)
   return {
     url: `http://${host}:${port}`,
     signerAddress: account.address,
@@ -387,13 +379,7 @@ export async function startFacilitatorStandIn(
       })
       return release
     },
-    close: () => {
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-      })
-      return closing
-    }
+    close: closeOnce(server)
   }
 }
 

@@ -18,7 +18,7 @@
  * cancel, never both go out.
  */
 
-import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
+import { Array as Arr, Context, Effect, Layer, Option } from "effect"
 import { type Address, decodeFunctionResult, encodeFunctionData } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import {
@@ -38,6 +38,7 @@ import type {
 } from "../../schema/relayer.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { chainUnavailable } from "../chain/errors.js"
+import { nowSeconds } from "../clock.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { AccountReader, type AccountSnapshot, type VaultAccount } from "./AccountReader.js"
 import type { BindTransactionError } from "./api/binds.js"
@@ -83,7 +84,6 @@ const makeBindTransactions = Effect.gen(function* () {
   const { replay, send } = yield* Relay
   const budget = (input: Parameters<typeof bindGasBudgetOf>[0]) =>
     bindGasBudgetOf(input, settings.gasBudgetBps)
-  const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
   /** `attestorThreshold()` and `isAttestor(s)` for each signer, in one call of the vault's multicall. */
   const attestors = (signers: ReadonlyArray<Address>): Effect.Effect<AttestorView, Unavailable> =>

@@ -374,6 +374,17 @@ describe("npm run devnet", () => {
     // A recipient logs in with microblog at the stand-in provider (docs/protocol.md §9) as the devnet's
     // sample user, and finds the sample launch's escrow.
     const stealthOwner = mnemonicToAccount(MNEMONIC, { addressIndex: 8 }).address
+    // The devnet keeps LOGIN_CHALLENGE=required, as production does: a start without one is refused.
+    const unbound = await fetch(`${file.attestorUrl}/v1/oauth/microblog/start`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ stealthOwner })
+    })
+    expect(unbound.status).toBe(400)
+    expect(await unbound.json()).toMatchObject({
+      code: "bad_request",
+      error: expect.stringMatching(/^loginChallenge: required/)
+    })
     const { loginSecret, loginChallenge } = newLoginSecret()
     const started = (await (
       await fetch(`${file.attestorUrl}/v1/oauth/microblog/start`, {

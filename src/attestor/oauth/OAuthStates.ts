@@ -17,10 +17,12 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { OAuthPlatform } from "../../../schema/attestor.js"
 import { Address, Bytes32 } from "../../../schema/primitives.js"
 import { atMostEvery } from "../../background/throttle.js"
+import { nowSeconds } from "../../clock.js"
+import { deleteExpired, type ExpiringRowsConfig } from "../../store/expiringRows.js"
 import { stubLayer } from "../../stubLayer.js"
 import { storageDigest } from "../SessionStore.js"
 
@@ -80,16 +82,9 @@ export class OAuthStates extends Context.Tag("OAuthStates")<OAuthStates, OAuthSt
   static readonly test = stubLayer(OAuthStates, { put: "function", take: "function" })
 }
 
-export interface OAuthStatesConfig {
-  readonly ttlSeconds: number
-  /** Least time between two prunings of expired rows. Default 60 s. */
-  readonly pruneIntervalSeconds?: number
-}
+export type OAuthStatesConfig = ExpiringRowsConfig
 
 const STATE_BYTES = 32
-const PRUNE_LIMIT = 1_000
-
-const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
 interface StateRow {
   readonly platform: string
@@ -120,9 +115,7 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
     const pruneIfDue = (now: number) =>
       whenDue(
         now,
-        sql`
-          DELETE FROM attestor_oauth_states WHERE state_hash IN (
-            SELECT state_hash FROM attestor_oauth_states WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`.pipe(
+        deleteExpired(sql, "attestor_oauth_states", "state_hash", now).pipe(
           Effect.asVoid,
           Effect.catchTag("SqlError", () =>
             Effect.logWarning("pruning expired OAuth states failed; will retry")

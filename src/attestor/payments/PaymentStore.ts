@@ -13,9 +13,10 @@
  * Nothing of the payer or the authorization reaches a log line or a metric.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { Address } from "viem"
 import { Unavailable } from "../../../schema/errors.js"
+import { nowSeconds } from "../../clock.js"
 import { stubLayer } from "../../stubLayer.js"
 
 export type PaymentState = "unpaid" | "authorized" | "settled" | "failed" | "indeterminate"
@@ -60,8 +61,6 @@ const STORE_UNAVAILABLE = "the attestor's database is not answering"
 const unavailable = () => new Unavailable({ message: STORE_UNAVAILABLE })
 
 export const authorizationKey = (id: AuthorizationId): string => `${id.payer.toLowerCase()}:${id.nonce}`
-
-const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
 export const makePaymentStore = (sql: SqlClient): PaymentStoreShape => ({
   hold: (id, terms) =>

@@ -24,7 +24,7 @@
  */
 import type { FacilitatorClient } from "@x402/core/http"
 import { type PaymentPayload, type PaymentRequirements, SettleError, VerifyError } from "@x402/core/types"
-import { Clock, Effect, Either, Metric } from "effect"
+import { Effect, Either, Metric } from "effect"
 import type { LookupPlatform } from "../../../schema/attestor.js"
 import {
   type NotFound,
@@ -34,6 +34,7 @@ import {
   Unavailable,
   type Unsupported
 } from "../../../schema/errors.js"
+import { nowSeconds } from "../../clock.js"
 import { lookupPayment } from "../metrics.js"
 import type { AuthorizationId, PaymentStoreShape } from "./PaymentStore.js"
 import { FACILITATOR_UNAVAILABLE } from "./quote.js"
@@ -202,7 +203,7 @@ export const paidLookup =
             challenge: paymentRequiredHeader(requirements, config.publicUrl)
           })
         )
-      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      const now = yield* nowSeconds
       const presented = readPaymentSignature(paymentSignature, requirements, now)
       if (Either.isLeft(presented))
         return yield* Effect.fail(new PaymentFailed({ message: refusalMessage[presented.left] }))
