@@ -109,8 +109,13 @@ const chain = mockChainClient({
   estimateGas: () => Effect.succeed(150_000n)
 })
 
-// Stubbed around the claim rules: a fixed quote, a hot key that records, no cooldowns.
-const feeOracle = stubLayer(FeeOracle, { quote: "function", gasBudget: "function", isCurrent: "function" })({
+// Stubbed around the claim rules: a fixed quote and gas price, a hot key that records, no cooldowns.
+const feeOracle = stubLayer(FeeOracle, {
+  quote: "function",
+  gasBudget: "function",
+  gasPrice: "effect",
+  isCurrent: "function"
+})({
   quote: () =>
     Effect.succeed({
       relayerFee: FEE,
@@ -119,7 +124,9 @@ const feeOracle = stubLayer(FeeOracle, { quote: "function", gasBudget: "function
       price: { num: 1n, den: 1n },
       validUntil: 60
     }),
-  gasBudget: () => 200_000n
+  gasBudget: () => 200_000n,
+  // The price a transaction sent now pays per gas, which the fee must cover at its gas limit.
+  gasPrice: Effect.succeed(1n)
 })
 const sender = stubLayer(TxSender, { address: "data", submit: "function", status: "function" })({
   address: relayer.address,

@@ -12,7 +12,7 @@
  *   4. fee against the current quote minus `QUOTE_TOLERANCE_BPS`
  *   5. refuse an id or ERC-1271 owner code on a revert cooldown, reserve the nonces it consumes
  *      (409 while another request holds one), build, simulate, cap, check the fee covers the gas
- *      limit, send
+ *      limit at the current gas price (not the quote's, which may be a minute old), send
  *
  * An open claim (`claim.relayer` the zero address) is refused under `OPEN_CLAIMS=refuse`
  * (docs/relayer.md §8 "Open claims").
@@ -165,7 +165,6 @@ const makeClaims = Effect.gen(function* () {
       const paid = {
         fee: claim.relayerFee,
         field: "claim.relayerFee",
-        gasPrice: quote.gasPrice,
         price: quote.price
       }
       return yield* sendPaid(

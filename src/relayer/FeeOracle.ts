@@ -94,6 +94,12 @@ export interface FeeOracleShape {
   /** The gas budget alone (no pricing): what the gas cap multiplies. */
   readonly gasBudget: (request: QuoteRequest) => bigint
   /**
+   * The latest gas price reading (wei per gas): the price the next quote would be priced at, and
+   * what a transaction sent now pays per gas, where a cached quote's may be up to a quote's
+   * lifetime old. 503 when it is unknown or older than `GAS_PRICE_MAX_AGE_SECONDS`, as a quote is.
+   */
+  readonly gasPrice: Effect.Effect<bigint, Unavailable>
+  /**
    * Whether `quote` is still the answer to its question: what `quote` would return now. A quote
    * served again from bytes (src/http/cachedAnswers.ts) is checked with it on every request.
    */
@@ -404,6 +410,7 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
     return {
       quote: (request) => Effect.flatMap(validateQuoteRequest(options.rules, request), currentQuote),
       gasBudget: (request) => gasBudgetOf(budgetInput(request), options.gasBudgetBps),
+      gasPrice: currentGasPrice,
       isCurrent: (quote) => {
         const question = questionOf.get(quote)
         return question !== undefined && answered.get(question) === quote && isValid(quote)

@@ -14,7 +14,8 @@
  *   4. the fee against `GET /v1/quote?action=…&asset=<fee asset>&adapter=0x0[&register=1][&templates=n]`
  *      minus `QUOTE_TOLERANCE_BPS`; a missing fee is 402 too, unless `REQUIRE_ACTION_FEE=false`
  *   5. reserve the nonces it consumes (409 while another request holds one), multicall
- *      `[register?, action, fee?]`, simulate, cap, charge the account's limit, send
+ *      `[register?, action, fee?]`, simulate, cap, check a fee covers the gas limit at the current
+ *      gas price, charge the account's limit, send
  */
 
 import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
@@ -184,7 +185,6 @@ const makeOwnerActions: Effect.Effect<
         paid = {
           fee: fee.claim.relayerFee,
           field: "fee.claim.relayerFee",
-          gasPrice: quote.gasPrice,
           price: quote.price
         }
       }

@@ -3,8 +3,8 @@
  * contract on a revert cooldown refused (src/relayer/RevertCooldowns.ts), the nonces the
  * transaction will consume reserved (src/relayer/NonceReservations.ts), the steps batched into one
  * transaction, simulated and gas-capped, a paid request's fee checked against the gas limit it
- * would be sent with, the account's rate limit charged only once the vault has accepted the
- * simulation, and the transaction handed to the hot key's sender.
+ * would be sent with at the current gas price, the account's rate limit charged only once the
+ * vault has accepted the simulation, and the transaction handed to the hot key's sender.
  */
 
 import { Context, Data, Effect, Exit, Layer, Option } from "effect"
@@ -22,6 +22,7 @@ import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxHashResponse } from "../../schema/relayer.js"
 import { type NativePrice, RelayerSettings } from "../config/relayer.js"
 import { TxSender, txSubmitErrorToApi } from "../txsender/TxSender.js"
+import { FeeOracle } from "./FeeOracle.js"
 import { feeCovering } from "./fees/cover.js"
 import { IdRateLimit } from "./IdRateLimit.js"
 import { batchCalls } from "./multicall.js"
@@ -56,14 +57,15 @@ export interface RelayRequest {
   readonly replayable?: boolean
 }
 
-/** What a paid request's fee is worth: the fee, and the quote's gas price and asset price. */
+/**
+ * What a paid request's fee is worth: the fee, and the asset's price its quote was converted at.
+ * The gas price is not the quote's: see `sendPaid`.
+ */
 export interface FeePaid {
   /** In base units of the asset. */
   readonly fee: bigint
   /** Names the fee in the refusal: `claim.relayerFee`, `fee.claim.relayerFee`. */
   readonly field: string
-  /** Wei per gas. */
-  readonly gasPrice: bigint
   readonly price: NativePrice
 }
 
@@ -83,7 +85,8 @@ export interface RelayShape {
   readonly send: (request: RelayRequest) => Effect.Effect<TxHashResponse, RelayError>
   /**
    * `send` for a request that pays: refused with 402 `fee_too_low` when its fee does not cover the
-   * gas limit at the quote's gas price (docs/relayer.md §8 "Gas cap and fee margin").
+   * gas limit at the fee oracle's current gas price reading, and 503 `unavailable` when there is
+   * none (docs/relayer.md §8 "Gas cap and fee margin").
    */
   readonly sendPaid: (
     request: RelayRequest,
@@ -106,7 +109,7 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
   static readonly layer: Layer.Layer<
     Relay,
     never,
-    RelayerSettings | TxPreflight | IdRateLimit | TxSender | NonceReservations | RevertCooldowns
+    RelayerSettings | TxPreflight | IdRateLimit | TxSender | NonceReservations | RevertCooldowns | FeeOracle
   > = Layer.effect(
     Relay,
     Effect.gen(function* () {
@@ -116,6 +119,7 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
       const sender = yield* TxSender
       const reservations = yield* NonceReservations
       const cooldowns = yield* RevertCooldowns
+      const oracle = yield* FeeOracle
       const replay: RelayShape["replay"] = (calls) =>
         Effect.map(reservations.storedFor(vault, batchCalls(calls)), (hash) =>
           Option.map(hash, (txHash) => ({ txHash: txHash as Bytes32 }))
@@ -198,17 +202,23 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
         replay,
         send: (request) => relay(request, () => Effect.void),
         sendPaid: (request, paid) =>
-          relay(request, (gasLimit) => {
-            // The most gas the transaction may burn, at the gas price its fee was quoted at.
-            const needed = feeCovering(gasLimit, paid.gasPrice, paid.price)
-            return paid.fee >= needed
-              ? Effect.void
-              : Effect.fail(
-                  new FeeTooLow({
-                    message: `${paid.field} does not pay for this transaction's gas limit of ${gasLimit} at the current gas price: it needs at least ${needed}`
-                  })
-                )
-          })
+          relay(request, (gasLimit) =>
+            // The most gas the transaction may burn, at the price it pays per gas if sent now: the
+            // quote's own may be a quote's lifetime old, priced when gas was cheaper. No reading
+            // (stale or never read) is 503, as a quote would be, not the quote's price: that
+            // fallback would let through exactly what this check refuses, at a time the relayer
+            // cannot see the price it sends at.
+            Effect.flatMap(oracle.gasPrice, (gasPrice) => {
+              const needed = feeCovering(gasLimit, gasPrice, paid.price)
+              return paid.fee >= needed
+                ? Effect.void
+                : Effect.fail(
+                    new FeeTooLow({
+                      message: `${paid.field} does not pay for this transaction's gas limit of ${gasLimit} at the current gas price: it needs at least ${needed}`
+                    })
+                  )
+            })
+          )
       }
     })
   )

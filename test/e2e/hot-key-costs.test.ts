@@ -7,7 +7,7 @@
  * - a claim that passed simulation and reverted on chain puts the account and the wallet's code
  *   hash on a cooldown: 429 `rate_limited` with `Retry-After` for that account and for a new
  *   account registering with the same code (an established one sharing the code is served), and,
- *   on PostgreSQL, from a second relayer process sharing the database.
+ *   on PostgreSQL, from a second relayer process sharing the database, for both keys.
  */
 import { Effect } from "effect"
 import {
@@ -238,7 +238,7 @@ describe("a gas-burning ERC-1271 owner", () => {
   }, 360_000)
 
   it.skipIf(!usePostgres)(
-    "a second relayer process sharing the PostgreSQL database refuses the account on a cooldown",
+    "a second relayer process sharing the PostgreSQL database refuses the account and a new account of the code on a cooldown",
     async () => {
       const account = cooled
       if (account === undefined || schema?.storage.kind !== "postgresql")
@@ -251,15 +251,26 @@ describe("a gas-burning ERC-1271 owner", () => {
       })
       running.push(service)
       const base = await service.url()
-      const res = await answerOf(
-        await fetch(`${base}/v1/claim`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: await claimBody(account, 0n, await directFee())
-        })
-      )
+      const post = async (body: string) =>
+        fetch(`${base}/v1/claim`, { method: "POST", headers: { "content-type": "application/json" }, body })
+      /** This process's own quote: its gas price reading may differ from the first's. */
+      const quote = async (params: Record<string, string>) => {
+        const res = await fetch(`${base}/v1/quote?${new URLSearchParams(params)}`)
+        const body = (await res.json()) as { relayerFee?: string }
+        expect(res.status, json(body)).toBe(200)
+        return BigInt(body.relayerFee ?? "0")
+      }
+      const direct = { asset: net.settlementAsset, adapter: zeroAddress }
+      const res = await answerOf(await post(await claimBody(account, 0n, await quote(direct))))
       expect({ status: res.status, code: res.body.code }).toEqual({ status: 429, code: "rate_limited" })
+      expect(res.body.error).toMatch(/for this account passed simulation and then reverted on chain/)
       expect(Number(res.retryAfter)).toBeGreaterThan(3_000)
+      // A new account registering with the same owner code, on its cooldown from the first
+      // process's examination: refused here too, nothing sent.
+      const newcomer = await walletAccount(0n, false)
+      const body = await claimBody(newcomer, 0n, await quote({ ...direct, register: "1" }))
+      const message = await expectRefusal(net, () => post(body), 429, "rate_limited")
+      expect(message).toMatch(/signed through this owner contract's code passed simulation and then reverted/)
       expect(await service.stop()).toBe(0)
     },
     120_000

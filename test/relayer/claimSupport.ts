@@ -1,6 +1,7 @@
 /**
  * Stub layers for the claim pipeline's unit tests: settings from a map, an account table instead
- * of the vault, a fee oracle with a fixed quote, a mocked chain for simulation and gas, and a
+ * of the vault, a fee oracle with a fixed quote and gas price reading (or the real one, over a
+ * gas price the test sets), a mocked chain for simulation and gas, and a
  * TxSender that records what it was asked to send. Only the rules themselves run for real.
  */
 import { ConfigProvider, Effect, Layer, Option } from "effect"
@@ -161,6 +162,8 @@ export interface World {
   readonly quoted: Array<QuoteRequest>
   readonly contracts: Set<string>
   fee: bigint
+  /** The fee oracle's gas price reading (wei per gas), what the fee must cover the gas limit at. */
+  gasPrice: bigint
   /** What executing the transaction gives: its revert, or an outage. */
   simulate: ChainClientShape["call"]
   /** The gas estimate once it executed. */
@@ -177,6 +180,7 @@ export const makeWorld = (): World => ({
   quoted: [],
   contracts: new Set([WALLET.toLowerCase()]),
   fee: QUOTED_FEE,
+  gasPrice: 1n,
   simulate: () => Effect.succeed("0x"),
   estimate: () => Effect.succeed(GAS_ESTIMATE),
   submit: () => Effect.succeed(TX_HASH),
@@ -202,8 +206,15 @@ export const registerIn = (
   })
 }
 
-/** Every service the pipeline needs, over `world`; `env` overrides settings. */
-export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
+/**
+ * Every service the pipeline needs, over `world`; `env` overrides settings, `oracle` replaces the
+ * stub fee oracle.
+ */
+export const claimsLayer = (
+  world: World,
+  env: Record<string, string> = {},
+  options: { readonly oracle?: Layer.Layer<FeeOracle> } = {}
+) => {
   const settings = settingsLayer(env)
   // Estimation executes the transaction, as a node does: a reverting one fails with its revert
   // (the preflight's one call). No `eth_call` is stubbed: the claim path makes none.
@@ -231,7 +242,7 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         }
       })
   })
-  const oracle = Layer.succeed(FeeOracle, {
+  const stubOracle = Layer.succeed(FeeOracle, {
     quote: (request) =>
       Effect.sync(() => {
         world.quoted.push(request)
@@ -244,6 +255,7 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
         }
       }),
     gasBudget: () => GAS_BUDGET,
+    gasPrice: Effect.sync(() => world.gasPrice),
     isCurrent: () => false
   })
   const signatures = Layer.succeed(
@@ -259,7 +271,7 @@ export const claimsLayer = (world: World, env: Record<string, string> = {}) => {
       Layer.mergeAll(
         chain,
         accounts,
-        oracle,
+        options.oracle ?? stubOracle,
         signatures,
         DenyList.test([DENIED]),
         IdRateLimit.layer,

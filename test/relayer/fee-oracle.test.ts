@@ -485,6 +485,28 @@ describe("fee oracle", () => {
     })
   )
 
+  it.scoped(
+    "gives its latest gas price reading: a cached quote's may be older; stale is 503 as a quote is",
+    () =>
+      Effect.gen(function* () {
+        const { oracle, state } = harness([{ name: "static", answer: () => perEth(3000n) }])
+        const o = yield* oracle
+        expect(yield* o.gasPrice).toBe(2n * GWEI)
+        const quote = yield* o.quote(request())
+        state.setGasPrice(5n * GWEI)
+        yield* TestClock.adjust("5 seconds")
+        // The price the next quote is priced at, while the cached one keeps its own.
+        expect(yield* o.gasPrice).toBe(5n * GWEI)
+        expect(yield* o.quote(request())).toEqual(quote)
+        expect((yield* o.quote(request({ action: "ping" }))).gasPrice).toBe(5n * GWEI)
+        state.setGasPrice("down")
+        yield* TestClock.adjust("65 seconds")
+        const error = yield* failureOf(o.gasPrice)
+        expect(error).toBeInstanceOf(Unavailable)
+        expect(error.message).toMatch(/stale/)
+      })
+  )
+
   it.scoped("stops quoting with 503 once the gas price has failed to refresh for too long", () =>
     Effect.gen(function* () {
       const { oracle, state } = harness([{ name: "static", answer: () => perEth(3000n) }])

@@ -3,18 +3,21 @@
  * reservation, over stubs: a held nonce is refused before simulation, a refusal before sending
  * releases the reservation, a sent transaction is stored with its link to it, and a request interrupted once it
  * was handed to the sender, or refused by a sender unsure of its store, keeps it (the transaction may still
- * go out).
+ * go out). A paid request's fee is checked against its gas limit at the fee oracle's gas price reading
+ * after simulation, before anything is charged.
  */
 import { unsafeFragment } from "@effect/sql/Statement"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import type { Hex } from "viem"
-import { NonceMismatch, RateLimited, SimulationFailed } from "../../schema/errors.js"
+import { NonceMismatch, RateLimited, SimulationFailed, Unavailable } from "../../schema/errors.js"
+import { FeeOracle } from "../../src/relayer/FeeOracle.js"
 import { IdRateLimit } from "../../src/relayer/IdRateLimit.js"
 import { NonceReservations } from "../../src/relayer/NonceReservations.js"
-import { Relay, type RelayRequest } from "../../src/relayer/Relay.js"
+import { type FeePaid, Relay, type RelayRequest } from "../../src/relayer/Relay.js"
 import { RevertCooldowns } from "../../src/relayer/RevertCooldowns.js"
 import { TxPreflight } from "../../src/relayer/TxPreflight.js"
+import { stubLayer } from "../../src/stubLayer.js"
 import {
   HotKeyUnderfunded,
   SendUnavailable,
@@ -40,6 +43,8 @@ const harness = (options: {
   readonly simulation?: "ok" | "fails"
   readonly charge?: "ok" | "limited"
   readonly submit?: Effect.Effect<Hex, TxSubmitError>
+  /** The fee oracle's gas price reading; none of its other members is used. */
+  readonly gasPrice?: Effect.Effect<bigint, Unavailable>
 }) => {
   const log: Array<string> = []
   const reservations = Layer.succeed(NonceReservations, {
@@ -93,12 +98,29 @@ const harness = (options: {
           )
       })
     ),
+    Layer.provide(
+      stubLayer(FeeOracle, {
+        quote: "function",
+        gasBudget: "function",
+        gasPrice: "effect",
+        isCurrent: "function"
+      })(
+        options.gasPrice === undefined
+          ? {}
+          : { gasPrice: Effect.tap(options.gasPrice, () => Effect.sync(() => void log.push("gas price"))) }
+      )
+    ),
     Layer.provide(settingsLayer())
   )
   const send = (request: RelayRequest) =>
     Effect.flatMap(Relay, (r) => r.send(request)).pipe(Effect.provide(relay))
-  return { log, send }
+  const sendPaid = (request: RelayRequest, paid: FeePaid) =>
+    Effect.flatMap(Relay, (r) => r.sendPaid(request, paid)).pipe(Effect.provide(relay))
+  return { log, send, sendPaid }
 }
+
+/** A fee of `fee` units of an asset worth one wei a unit. */
+const paying = (fee: bigint): FeePaid => ({ fee, field: "claim.relayerFee", price: { num: 1n, den: 1n } })
 
 describe("relay with nonce reservations", () => {
   it.effect("sent: reserved first, then simulated, charged, and submitted with its link", () =>
@@ -166,5 +188,52 @@ describe("relay with nonce reservations", () => {
       yield* Effect.exit(refused.send(request))
       expect(refused.log).toEqual(["take nonce:7", "simulate", "charge", "submit", "release"])
     })
+  )
+})
+
+describe("relay of a paid request", () => {
+  it.effect(
+    "paid: the fee checked against the gas limit at the oracle's gas price after simulation, before the charge",
+    () =>
+      Effect.gen(function* () {
+        // The stub's gas limit is 60k: at 3 wei a gas, 180k units.
+        const covered = harness({ gasPrice: Effect.succeed(3n) })
+        expect(yield* covered.sendPaid(request, paying(180_000n))).toEqual({ txHash: HASH })
+        expect(covered.log).toEqual([
+          "take nonce:7",
+          "simulate",
+          "gas price",
+          "charge",
+          "submit",
+          "link true"
+        ])
+
+        const short = harness({ gasPrice: Effect.succeed(3n) })
+        const exit = yield* Effect.exit(short.sendPaid(request, paying(179_999n)))
+        expect(exit).toEqual(
+          Exit.fail(
+            expect.objectContaining({
+              _tag: "FeeTooLow",
+              message: expect.stringMatching(
+                /gas limit of 60000 at the current gas price: it needs at least 180000$/
+              )
+            })
+          )
+        )
+        expect(short.log).toEqual(["take nonce:7", "simulate", "gas price", "release"])
+      })
+  )
+
+  it.effect(
+    "paid, with no gas price reading (stale or never read): 503, not the quote's price; released",
+    () =>
+      Effect.gen(function* () {
+        const { log, sendPaid } = harness({
+          gasPrice: Effect.fail(new Unavailable({ message: "the gas price is stale: no good read for 61 s" }))
+        })
+        const exit = yield* Effect.exit(sendPaid(request, paying(10n ** 30n)))
+        expect(exit).toEqual(Exit.fail(expect.objectContaining({ _tag: "Unavailable" })))
+        expect(log).toEqual(["take nonce:7", "simulate", "release"])
+      })
   )
 })

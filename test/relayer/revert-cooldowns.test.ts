@@ -6,7 +6,7 @@
  * a quiet spell. The code hash refuses only requests that register a new account. A revert counts
  * nothing when another transaction executed a step of the same request first (the same signed
  * step at the nonce, the registration, a bind change earlier in the block); a nonce the owner used
- * for a different step counts.
+ * for a different step counts. Cooldowns started and refusals are counted by key (id, code_hash).
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Either, Layer, Metric, Option, TestClock } from "effect"
@@ -14,7 +14,13 @@ import { type Address, encodeFunctionData, type Hex, keccak256, toHex, zeroAddre
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { RelayerSettings, type RelayerSettingsShape } from "../../src/config/relayer.js"
-import { claimsFrontrun, onchainReverts, revertCooldowns } from "../../src/relayer/metrics.js"
+import {
+  type CooldownKey,
+  claimsFrontrun,
+  cooldownRefusals,
+  onchainReverts,
+  revertCooldowns
+} from "../../src/relayer/metrics.js"
 import { batchCalls, claimCall, registerCall } from "../../src/relayer/multicall.js"
 import { RevertCooldowns, registersAccount, relayedTxOf } from "../../src/relayer/RevertCooldowns.js"
 import { migrate } from "../../src/store/migrations.js"
@@ -243,11 +249,41 @@ const tell = (tx: SettledTx) =>
     throw new Error("the revert was not examined")
   })
 
+/** Cooldowns started or lengthened so far under `key` (`relayer_revert_cooldowns_total{key}`). */
+const strikesOf = (key: CooldownKey) =>
+  Effect.map(Metric.value(Metric.tagged(revertCooldowns, "key", key)), (state) => state.count)
+
 /** Cooldowns started or lengthened on accounts so far (the `key="id"` series). */
-const idStrikes = Effect.map(
-  Metric.value(Metric.tagged(revertCooldowns, "key", "id")),
-  (state) => state.count
-)
+const idStrikes = strikesOf("id")
+
+/** Requests refused so far for a cooldown under `key` (`relayer_revert_cooldown_refusals_total{key}`). */
+const refusalsOf = (key: CooldownKey) =>
+  Effect.map(Metric.value(Metric.tagged(cooldownRefusals, "key", key)), (state) => state.count)
+
+/** Both counters, each by key. */
+const counts = Effect.all({
+  strikes: Effect.all({ id: strikesOf("id"), code_hash: strikesOf("code_hash") }),
+  refusals: Effect.all({ id: refusalsOf("id"), code_hash: refusalsOf("code_hash") })
+})
+
+/** `effect`'s result, and how much each key's series of both counters grew while it ran. */
+const counted = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const before = yield* counts
+    const result = yield* effect
+    const after = yield* counts
+    return {
+      result,
+      strikes: {
+        id: after.strikes.id - before.strikes.id,
+        code_hash: after.strikes.code_hash - before.strikes.code_hash
+      },
+      refusals: {
+        id: after.refusals.id - before.refusals.id,
+        code_hash: after.refusals.code_hash - before.refusals.code_hash
+      }
+    }
+  })
 
 describe("relayedTxOf", () => {
   it("reads the account, signed nonce and open-claim flag of a claim, and whether it registers", () => {
@@ -280,12 +316,30 @@ for (const database of testDatabases()) {
       Effect.gen(function* () {
         const id = idOf(`${database.name} ends`)
         const twin = idOf(`${database.name} twin`)
-        expect(yield* retryAfter(id)).toBeUndefined()
-        yield* tell(revertedClaim(id, `${database.name} ends 1`))
-        expect(yield* retryAfter(id)).toBe(HOUR)
+        expect(yield* counted(retryAfter(id))).toEqual({
+          result: undefined,
+          strikes: { id: 0, code_hash: 0 },
+          refusals: { id: 0, code_hash: 0 }
+        })
+        // The account and its ERC-1271 owner's code go on a cooldown: one of each counted.
+        const struck = yield* counted(tell(revertedClaim(id, `${database.name} ends 1`)))
+        expect(struck.strikes).toEqual({ id: 1, code_hash: 1 })
+        // Each refusal is counted under the key that refused it.
+        expect(yield* counted(retryAfter(id))).toEqual({
+          result: HOUR,
+          strikes: { id: 0, code_hash: 0 },
+          refusals: { id: 1, code_hash: 0 }
+        })
         // A new account signing through the same code is refused too; other code is not.
-        expect(yield* retryAfter(twin, [TWIN], true)).toBe(HOUR)
-        expect(yield* retryAfter(twin, [OTHER_CODE_OWNER], true)).toBeUndefined()
+        expect(yield* counted(retryAfter(twin, [TWIN], true))).toEqual({
+          result: HOUR,
+          strikes: { id: 0, code_hash: 0 },
+          refusals: { id: 0, code_hash: 1 }
+        })
+        expect(yield* counted(retryAfter(twin, [OTHER_CODE_OWNER], true))).toMatchObject({
+          result: undefined,
+          refusals: { id: 0, code_hash: 0 }
+        })
         expect(yield* retryAfter(twin)).toBeUndefined()
         const refused = yield* refusalOf(id)
         expect(Either.isLeft(refused) && refused.left.message).toMatch(/reverted on chain/)
@@ -461,7 +515,9 @@ for (const database of testDatabases()) {
           const finalize = (id: Hex, hash: string) =>
             reverted(encodeFunctionData({ abi: feeVaultAbi, functionName: "finalizeBind", args: [id] }), hash)
           const id = idOf(`${database.name} bind`)
-          yield* tell(finalize(id, `${database.name} bind 1`))
+          // No owner signed it, so no owner code is struck: the account alone.
+          const struck = yield* counted(tell(finalize(id, `${database.name} bind 1`)))
+          expect(struck.strikes).toEqual({ id: 1, code_hash: 0 })
           expect(yield* retryAfter(id)).toBe(HOUR)
           // Another transaction finalized (or cancelled) the bind earlier in the block.
           const raced = idOf(`${database.name} bind raced`)

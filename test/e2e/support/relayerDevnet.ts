@@ -423,8 +423,9 @@ export const recordingSender = (): RecordingSender => {
  * devnet's chain: the relayer's settings `env` with `overrides` on top, the real chain client,
  * account reader, deny list, signature checks, preflight and per-id rate limit; `sender` in place
  * of the real one, no nonce reservations or revert cooldowns, and a fee oracle that quotes
- * `relayerFee` on a 60k-gas budget at a gas price of 0, so that any fee pays for any gas limit
- * (the fee check has tests of its own: test/e2e/hot-key-costs.test.ts).
+ * `relayerFee` on a 60k-gas budget and reads a gas price of 0, so that any fee pays for any gas
+ * limit (the fee check has tests of its own: test/relayer/fee-cover.test.ts,
+ * test/e2e/hot-key-costs.test.ts).
  */
 export const liveChainLayers = (
   env: Record<string, string>,
@@ -455,6 +456,7 @@ export const liveChainLayers = (
         validUntil: 0
       }),
     gasBudget: () => 60_000n,
+    gasPrice: Effect.succeed(0n),
     isCurrent: () => false
   })
   return Layer.mergeAll(
