@@ -23,6 +23,7 @@ export {
   type RelayerSettingsShape,
   relayerSettingsWarnings
 } from "../config/relayer.js"
+export { MetricsEndpoint } from "../http/MetricsEndpoint.js"
 export {
   AccountReader,
   type AccountReaderShape,
@@ -38,6 +39,7 @@ export { IdRateLimit } from "../relayer/IdRateLimit.js"
 export { NonceReservations } from "../relayer/NonceReservations.js"
 export { OwnerActions, type OwnerActionsShape } from "../relayer/OwnerActions.js"
 export { Relay, type RelayShape } from "../relayer/Relay.js"
+export { RelayerHealth, type RelayerHealthShape } from "../relayer/RelayerHealth.js"
 export { RevertCooldowns } from "../relayer/RevertCooldowns.js"
 export { TxPreflight, type TxPreflightShape } from "../relayer/TxPreflight.js"
 export { DenyList } from "../relayer/validation/DenyList.js"
