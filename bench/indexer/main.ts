@@ -51,7 +51,7 @@ import type { StoredEvent } from "../../src/store/EventStore.js"
 import { storageLayer } from "../../src/store/sql.js"
 import { freshPostgresSchema } from "../../test/support/postgresSchema.js"
 import { bundled, ensureBuild } from "../lib/build.js"
-import { freePort, relayerNodeArgs, startRaw } from "../lib/devnet.js"
+import { freePort, liftedRelayerLimits, relayerNodeArgs, startRaw } from "../lib/devnet.js"
 import { medianBy, mib, runLoad, type Server, scratchFile, sleep, startServer } from "../lib/processes.js"
 import { record, row } from "../lib/results.js"
 import type { LoadResult } from "../load.js"
@@ -230,6 +230,8 @@ async function main() {
       INDEXER_MAX_BLOCK_RANGE: String(MAX_RANGE),
       RELAYER_PRIVATE_KEY: RELAYER_KEY,
       METRICS_TOKEN: DEVNET_METRICS_TOKEN,
+      // Every series comes from one address, and an identity body weighs on the per-IP limit.
+      ...liftedRelayerLimits,
       HOST: "127.0.0.1",
       PORT: String(port),
       ...db.env
@@ -320,7 +322,9 @@ async function main() {
             res.on("end", () => resolve(Buffer.concat(chunks)))
           }).on("error", reject)
         })
-        const listed = JSON.parse(identityBytes.toString("utf8")) as { block: number; accounts: unknown[] }
+        const listed = JSON.parse(identityBytes.toString("utf8")) as { block: number; accounts?: unknown[] }
+        if (listed.accounts === undefined)
+          throw new Error(`/v1/accounts answered ${identityBytes.toString("utf8").slice(0, 300)}`)
         await serving.stop()
 
         // ---- the same, bundled (scripts/bundle.ts) under plain node, several times: one start's peak
