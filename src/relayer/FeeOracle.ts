@@ -247,11 +247,20 @@ const startGasPriceRefresher = (
 ) =>
   Effect.gen(function* () {
     const latest = yield* Ref.make(Option.none<GasPriceReading>())
+    // The same reading for synchronous readers (whether a cached quote still holds).
+    let latestWei: bigint | undefined
     const firstAttempt = yield* Deferred.make<void>()
     const refreshOnce = gasPrice.pipe(
       Effect.flatMap((wei) =>
         Effect.flatMap(Clock.currentTimeMillis, (atMs) =>
-          Ref.set(latest, Option.some({ wei, atMs })).pipe(Effect.zipRight(recordGasPrice(wei)))
+          Ref.set(latest, Option.some({ wei, atMs })).pipe(
+            Effect.zipRight(
+              Effect.sync(() => {
+                latestWei = wei
+              })
+            ),
+            Effect.zipRight(recordGasPrice(wei))
+          )
         )
       ),
       Effect.catchAllCause((cause) =>
@@ -270,7 +279,7 @@ const startGasPriceRefresher = (
     // in a defect of its own, it restarts instead of going stale.
     const loop = Effect.repeat(refreshOnce, Schedule.spaced(Duration.millis(refreshMs)))
     yield* supervised("gas price refresher", loop, { baseDelayMs: 1_000 }).pipe(Effect.forkScoped)
-    return { latest, firstAttempt }
+    return { latest, firstAttempt, latestWei: () => latestWei }
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -290,6 +299,12 @@ export interface FeeOracleOptions {
   readonly gasBudgetBps: number
   /** `PRICE_MAX_DEVIATION_BPS`. */
   readonly maxDeviationBps: number
+  /**
+   * `GAS_LIMIT_MULTIPLIER_BPS`: with it, a quote is priced again before its time once the gas
+   * price has risen past what its fee covers at the gas limit a transaction of its budget is sent
+   * with (`outpriced`); without, a quote lives its lifetime whatever the gas price does.
+   */
+  readonly gasLimitMultiplierBps?: number
 }
 
 /** The oracle from explicit parts; its gas price refresher lives as long as the scope. */
@@ -389,9 +404,25 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
     const answered = new Map<string, Quote>()
     const questionOf = new WeakMap<Quote, string>()
     const clock = yield* Effect.clock
-    const isValid = (quote: Quote) => clock.unsafeCurrentTimeMillis() < quote.validUntil * 1000
+    /**
+     * Whether the gas price has risen so far since `quote` was priced that its fee no longer pays
+     * for its budget's gas limit (budget x GAS_LIMIT_MULTIPLIER_BPS) at the latest reading: the
+     * fee cover (src/relayer/Relay.ts) would refuse a fee of it, so it is priced again instead of
+     * being served until `validUntil` (docs/relayer.md §8 "Gas cap and fee margin").
+     */
+    const outpriced = (quote: Quote): boolean => {
+      const wei = refresher.latestWei()
+      const multiplierBps = options.gasLimitMultiplierBps
+      if (wei === undefined || multiplierBps === undefined) return false
+      return wei * BigInt(multiplierBps) > quote.gasPrice * BigInt(options.feeMarginBps)
+    }
+    const isValid = (quote: Quote) =>
+      clock.unsafeCurrentTimeMillis() < quote.validUntil * 1000 && !outpriced(quote)
 
-    /** The cached quote while it is valid; the cache's own clock may outlast `validUntil` by < 1 s. */
+    /**
+     * The cached quote while it is valid; the cache's own clock may outlast `validUntil` by < 1 s,
+     * and an outpriced quote is still in the cache.
+     */
     const currentQuote = (key: QuoteKey) =>
       Effect.gen(function* () {
         const question = questionText(key)
@@ -436,7 +467,8 @@ export const makeFeeOracle = Effect.gen(function* () {
     gasPriceRefreshMs: settings.gasPriceRefreshMs,
     gasPriceMaxAgeSeconds: settings.gasPriceMaxAgeSeconds,
     gasBudgetBps: settings.gasBudgetBps,
-    maxDeviationBps: settings.priceMaxDeviationBps
+    maxDeviationBps: settings.priceMaxDeviationBps,
+    gasLimitMultiplierBps: settings.gasLimitMultiplierBps
   })
 })
 

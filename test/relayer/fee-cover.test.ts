@@ -105,7 +105,8 @@ describe("a claim's fee cover", () => {
         gasPriceRefreshMs: 5_000,
         gasPriceMaxAgeSeconds: 60,
         gasBudgetBps: 10_000,
-        maxDeviationBps: 500
+        maxDeviationBps: 500,
+        gasLimitMultiplierBps: 12_000
       })
     )
 
@@ -115,9 +116,12 @@ describe("a claim's fee cover", () => {
       Effect.gen(function* () {
         const world = makeWorld()
         registerIn(world, ID, { balances: { [USDT]: 1000n * E18 } })
-        // Estimated at the whole budget: a 1.2x gas limit of 180k, well under the 2x cap.
-        world.estimate = () => Effect.succeed(gasTable.claimDirect)
-        const gasLimit = (gasTable.claimDirect * 12n) / 10n
+        // Estimated 5 % over its budget: a 1.2x gas limit of 189k, well under the 2x cap, that a
+        // fee of the quote (150k x 1.3 = 195k gas) pays for at P but not at 1.05 P.
+        const estimate = (gasTable.claimDirect * 105n) / 100n
+        world.estimate = () => Effect.succeed(estimate)
+        const gasLimit = (estimate * 12n) / 10n
+        const risen = (P * 105n) / 100n
         const reading: { wei: bigint | "down" } = { wei: P }
         yield* Effect.gen(function* () {
           const oracle = yield* FeeOracle
@@ -125,15 +129,16 @@ describe("a claim's fee cover", () => {
           const quote = yield* oracle.quote(direct)
           expect(quote.gasPrice).toBe(P)
           expect(quote.relayerFee).toBe(relayerFeeOf(gasTable.claimDirect, P, 13_000, ONE))
-          // Within the quote's lifetime the gas price doubles; the quote in force is still the one
-          // priced at P, so a fee of it passes the quote rule.
-          reading.wei = 2n * P
+          // Within the quote's lifetime the gas price rises 5 %, less than the quote's fee leaves
+          // over its budget's gas limit (1.3 / 1.2): the quote in force is still the one priced
+          // at P, so a fee of it passes the quote rule.
+          reading.wei = risen
           yield* TestClock.adjust("5 seconds")
-          expect(yield* oracle.gasPrice).toBe(2n * P)
+          expect(yield* oracle.gasPrice).toBe(risen)
           expect(yield* oracle.quote(direct)).toEqual(quote)
-          // It pays for the gas limit at P, not at 2P: refused, naming the fee at 2P.
+          // It pays for this claim's gas limit at P, not at 1.05 P: refused, naming the fee at 1.05 P.
           expect(quote.relayerFee).toBeGreaterThanOrEqual(gasLimit * P)
-          expect(quote.relayerFee).toBeLessThan(gasLimit * 2n * P)
+          expect(quote.relayerFee).toBeLessThan(gasLimit * risen)
           const message = yield* refusedWith(
             world,
             submit(yield* Effect.promise(() => claimRequest({ relayerFee: quote.relayerFee }))),
@@ -143,13 +148,52 @@ describe("a claim's fee cover", () => {
             new RegExp(`^claim\\.relayerFee does not pay for this transaction's gas limit of ${gasLimit} `)
           )
           const needed = neededIn(message)
-          expect(needed).toBe(feeCovering(gasLimit, 2n * P, ONE))
+          expect(needed).toBe(feeCovering(gasLimit, risen, ONE))
           // Paying that fee, it goes.
           expect(yield* submit(yield* Effect.promise(() => claimRequest({ relayerFee: needed })))).toEqual({
             txHash: TX_HASH
           })
           expect(world.submitted).toHaveLength(1)
           expect(world.submitted[0]?.gas).toBe(gasLimit)
+        }).pipe(Effect.provide(claimsLayer(world, {}, { oracle: liveOracle(reading) })))
+      })
+  )
+
+  it.effect(
+    "a gas price risen past what a quote's fee pays for at its budget's gas limit prices the quote again, before its time",
+    () =>
+      Effect.gen(function* () {
+        const world = makeWorld()
+        registerIn(world, ID, { balances: { [USDT]: 1000n * E18 } })
+        world.estimate = () => Effect.succeed(gasTable.claimDirect)
+        const reading: { wei: bigint | "down" } = { wei: P }
+        yield* Effect.gen(function* () {
+          const oracle = yield* FeeOracle
+          const quote = yield* oracle.quote(direct)
+          expect(oracle.isCurrent(quote)).toBe(true)
+          // Gas doubles 5 s into a 60 s quote: a fee of it no longer pays for 1.2x its budget.
+          reading.wei = 2n * P
+          yield* TestClock.adjust("5 seconds")
+          expect(oracle.isCurrent(quote)).toBe(false)
+          const again = yield* oracle.quote(direct)
+          expect(again.gasPrice).toBe(2n * P)
+          expect(again.relayerFee).toBe(relayerFeeOf(gasTable.claimDirect, 2n * P, 13_000, ONE))
+          // A wallet that asks again after a refusal is told the fee that now goes through.
+          const message = yield* refusedWith(
+            world,
+            submit(yield* Effect.promise(() => claimRequest({ relayerFee: quote.relayerFee }))),
+            "fee_too_low"
+          )
+          expect(message).toMatch(/below the current quote/)
+          expect(
+            yield* submit(yield* Effect.promise(() => claimRequest({ relayerFee: again.relayerFee })))
+          ).toEqual({
+            txHash: TX_HASH
+          })
+          // A rise the fee still covers keeps the quote: 8 % more is below 1.3 / 1.2.
+          reading.wei = (2n * P * 108n) / 100n
+          yield* TestClock.adjust("5 seconds")
+          expect(yield* oracle.quote(direct)).toEqual(again)
         }).pipe(Effect.provide(claimsLayer(world, {}, { oracle: liveOracle(reading) })))
       })
   )
