@@ -26,6 +26,7 @@ import { gasBurningWalletAbi } from "../../contracts/abi.js"
 import { deployGasBurningWallet, devnetAccount, devnetClients } from "../../contracts/deploy.js"
 import { freeLoopbackPort, relayerEnv } from "../../layers/devnet.js"
 import { computeId, ownerCommitment } from "../../schema/ids.js"
+import { prometheusText } from "../../src/http/metrics.js"
 import { postgresSchema } from "../indexer/support/harness.js"
 import { rpc } from "../relayer/txsender-support.js"
 import { type ServiceProcess, startService } from "../support/process.js"
@@ -126,6 +127,13 @@ const adminCall = async (
 
 const directFee = () => net.quote({ asset: net.settlementAsset, adapter: zeroAddress })
 
+/** What the relayer (in this process) found of the transactions it saw revert, by cause: for a failure's message. */
+const revertCauses = async () =>
+  (await Effect.runPromise(prometheusText))
+    .split("\n")
+    .filter((line) => line.startsWith("relayer_onchain_reverts_total{"))
+    .join("; ")
+
 const answerOf = async (res: Response) => ({
   status: res.status,
   retryAfter: res.headers.get("retry-after"),
@@ -188,7 +196,10 @@ describe("a gas-burning ERC-1271 owner", () => {
       await sleep(50)
       refused = await answerOf(await net.post("/v1/claim", next))
     }
-    expect({ status: refused.status, code: refused.body.code }, json(refused.body)).toEqual({
+    expect(
+      { status: refused.status, code: refused.body.code },
+      `${json(refused.body)}; reverts seen: ${await revertCauses()}`
+    ).toEqual({
       status: 429,
       code: "rate_limited"
     })
