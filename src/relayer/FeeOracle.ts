@@ -28,7 +28,6 @@ import {
   Exit,
   Layer,
   Option,
-  Ref,
   Schedule
 } from "effect"
 import { type Address, isAddress, zeroAddress } from "viem"
@@ -246,22 +245,15 @@ const startGasPriceRefresher = (
   refreshMs: number
 ) =>
   Effect.gen(function* () {
-    const latest = yield* Ref.make(Option.none<GasPriceReading>())
-    // The same reading for synchronous readers (whether a cached quote still holds).
-    let latestWei: bigint | undefined
+    // Written by this loop alone; read synchronously too (whether a cached quote still holds).
+    let latest: GasPriceReading | undefined
     const firstAttempt = yield* Deferred.make<void>()
     const refreshOnce = gasPrice.pipe(
       Effect.flatMap((wei) =>
-        Effect.flatMap(Clock.currentTimeMillis, (atMs) =>
-          Ref.set(latest, Option.some({ wei, atMs })).pipe(
-            Effect.zipRight(
-              Effect.sync(() => {
-                latestWei = wei
-              })
-            ),
-            Effect.zipRight(recordGasPrice(wei))
-          )
-        )
+        Effect.flatMap(Clock.currentTimeMillis, (atMs) => {
+          latest = { wei, atMs }
+          return recordGasPrice(wei)
+        })
       ),
       Effect.catchAllCause((cause) =>
         recordGasPriceRefreshFailure.pipe(
@@ -279,7 +271,7 @@ const startGasPriceRefresher = (
     // in a defect of its own, it restarts instead of going stale.
     const loop = Effect.repeat(refreshOnce, Schedule.spaced(Duration.millis(refreshMs)))
     yield* supervised("gas price refresher", loop, { baseDelayMs: 1_000 }).pipe(Effect.forkScoped)
-    return { latest, firstAttempt, latestWei: () => latestWei }
+    return { latest: () => latest, firstAttempt }
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -314,22 +306,19 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
     const maxAgeMs = options.gasPriceMaxAgeSeconds * 1000
 
     const currentGasPrice = Effect.gen(function* () {
-      let reading = yield* Ref.get(refresher.latest)
       // Right after start-up the first read may still be on its way: wait for it once.
-      if (Option.isNone(reading)) {
-        yield* Deferred.await(refresher.firstAttempt)
-        reading = yield* Ref.get(refresher.latest)
-      }
-      if (Option.isNone(reading))
+      if (refresher.latest() === undefined) yield* Deferred.await(refresher.firstAttempt)
+      const reading = refresher.latest()
+      if (reading === undefined)
         return yield* new Unavailable({
           message: "the gas price is not known: the chain RPC is not answering"
         })
-      const ageMs = (yield* Clock.currentTimeMillis) - reading.value.atMs
+      const ageMs = (yield* Clock.currentTimeMillis) - reading.atMs
       if (ageMs > maxAgeMs)
         return yield* new Unavailable({
           message: `the gas price is stale: no good read for ${Math.round(ageMs / 1000)} s`
         })
-      return reading.value.wei
+      return reading.wei
     })
 
     const priceOf = (asset: Address): Effect.Effect<NativePrice, Unavailable> =>
@@ -411,7 +400,7 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
      * being served until `validUntil` (docs/relayer.md §8 "Gas cap and fee margin").
      */
     const outpriced = (quote: Quote): boolean => {
-      const wei = refresher.latestWei()
+      const wei = refresher.latest()?.wei
       const multiplierBps = options.gasLimitMultiplierBps
       if (wei === undefined || multiplierBps === undefined) return false
       return wei * BigInt(multiplierBps) > quote.gasPrice * BigInt(options.feeMarginBps)
