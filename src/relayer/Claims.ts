@@ -19,7 +19,7 @@
  */
 
 import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
-import { BadRequest, FeeTooLow, NonceMismatch } from "../../schema/errors.js"
+import { BadRequest, NonceMismatch } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
 import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
 import { RelayerSettings } from "../config/relayer.js"
@@ -29,7 +29,7 @@ import type { ClaimError } from "./api/claims.js"
 import type { QuoteRequest } from "./FeeOracle.js"
 import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { nonceUsed, Relay } from "./Relay.js"
+import { feePaidAgainstQuote, nonceUsed, Relay } from "./Relay.js"
 import {
   checkAdapter,
   checkAgainstConsolidated,
@@ -38,8 +38,7 @@ import {
   checkDataHash,
   checkDeadline,
   checkRegistration,
-  checkRelayer,
-  minimumFee
+  checkRelayer
 } from "./validation/claimRules.js"
 import { DenyList, screenRecipients } from "./validation/DenyList.js"
 import { expectedOwner } from "./validation/owner.js"
@@ -155,18 +154,14 @@ const makeClaims = Effect.gen(function* () {
         consolidate: consolidate !== undefined,
         register: register !== undefined
       }
-      const quote = yield* oracle.quote(quoteRequest)
-      if (claim.relayerFee < minimumFee(quote.relayerFee, settings.quoteToleranceBps))
-        return yield* new FeeTooLow({
-          message: `claim.relayerFee is below the current quote of ${quote.relayerFee} for this request`
-        })
-
-      // Rule 5: cooldowns, build, simulate, cap, fee cover, send.
-      const paid = {
+      const paid = yield* feePaidAgainstQuote(oracle, quoteRequest, {
         fee: claim.relayerFee,
         field: "claim.relayerFee",
-        price: quote.price
-      }
+        toleranceBps: settings.quoteToleranceBps,
+        what: "request"
+      })
+
+      // Rule 5: cooldowns, build, simulate, cap, fee cover, send.
       return yield* sendPaid(
         {
           id,

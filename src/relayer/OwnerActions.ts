@@ -41,14 +41,9 @@ import type { ActionError } from "./api/actions.js"
 import type { QuoteRequest } from "./FeeOracle.js"
 import { FeeOracle } from "./FeeOracle.js"
 import { claimCall, consolidateCall, registerCall } from "./multicall.js"
-import { type FeePaid, nonceUsed, Relay, type RelayRequest } from "./Relay.js"
+import { type FeePaid, feePaidAgainstQuote, nonceUsed, Relay, type RelayRequest } from "./Relay.js"
 import { checkFeeClaim, checkTemplates } from "./validation/actionRules.js"
-import {
-  checkConsolidateStep,
-  checkDeadline,
-  checkRegistration,
-  minimumFee
-} from "./validation/claimRules.js"
+import { checkConsolidateStep, checkDeadline, checkRegistration } from "./validation/claimRules.js"
 import { DenyList, screenRecipients } from "./validation/DenyList.js"
 import { expectedOwner } from "./validation/owner.js"
 import type { OwnerSignature, VaultMessage } from "./validation/VaultSignatures.js"
@@ -177,16 +172,12 @@ const makeOwnerActions: Effect.Effect<
       // Rule 4: the fee against the current quote (the operator pays when fees are optional).
       let paid: FeePaid | undefined
       if (fee !== undefined && settings.requireActionFee) {
-        const quote = yield* oracle.quote(quoteRequest)
-        if (fee.claim.relayerFee < minimumFee(quote.relayerFee, settings.quoteToleranceBps))
-          return yield* new FeeTooLow({
-            message: `fee.claim.relayerFee is below the current quote of ${quote.relayerFee} for this ${action}`
-          })
-        paid = {
+        paid = yield* feePaidAgainstQuote(oracle, quoteRequest, {
           fee: fee.claim.relayerFee,
           field: "fee.claim.relayerFee",
-          price: quote.price
-        }
+          toleranceBps: settings.quoteToleranceBps,
+          what: action
+        })
       }
 
       // Rule 5: cooldowns, build, simulate, cap, fee cover (when it pays), send.

@@ -22,13 +22,14 @@ import type { Bytes32 } from "../../schema/primitives.js"
 import type { TxHashResponse } from "../../schema/relayer.js"
 import { type NativePrice, RelayerSettings } from "../config/relayer.js"
 import { TxSender, txSubmitErrorToApi } from "../txsender/TxSender.js"
-import { FeeOracle } from "./FeeOracle.js"
+import { FeeOracle, type FeeOracleShape, type QuoteRequest } from "./FeeOracle.js"
 import { feeCovering } from "./fees/cover.js"
 import { IdRateLimit } from "./IdRateLimit.js"
 import { batchCalls } from "./multicall.js"
 import { NonceReservations, type ReservationKey } from "./NonceReservations.js"
 import { RevertCooldowns, registersAccount } from "./RevertCooldowns.js"
 import { TxPreflight } from "./TxPreflight.js"
+import { minimumFee } from "./validation/claimRules.js"
 
 export interface RelayRequest {
   /** The account whose rate limit the transaction is charged to. */
@@ -68,6 +69,30 @@ export interface FeePaid {
   readonly field: string
   readonly price: NativePrice
 }
+
+/**
+ * Rule 4 of a paid request (docs/relayer.md §4): its `fee`, named `field`, against the current
+ * quote for `request` less `QUOTE_TOLERANCE_BPS`; what `sendPaid` then checks against the gas.
+ */
+export const feePaidAgainstQuote = (
+  oracle: FeeOracleShape,
+  request: QuoteRequest,
+  paying: {
+    readonly fee: bigint
+    readonly field: string
+    readonly toleranceBps: number
+    readonly what: string
+  }
+) =>
+  Effect.flatMap(oracle.quote(request), (quote) =>
+    paying.fee < minimumFee(quote.relayerFee, paying.toleranceBps)
+      ? Effect.fail(
+          new FeeTooLow({
+            message: `${paying.field} is below the current quote of ${quote.relayerFee} for this ${paying.what}`
+          })
+        )
+      : Effect.succeed<FeePaid>({ fee: paying.fee, field: paying.field, price: quote.price })
+  )
 
 export type RelayError = NonceMismatch | SimulationFailed | GasCapExceeded | RateLimited | Unavailable
 
