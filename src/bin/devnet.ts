@@ -97,7 +97,8 @@ const serviceProcess = (name: string, entry: string, env: Record<string, string>
           [...SERVICE_NODE_FLAGS, "--import", "tsx", entry],
           {
             cwd: repoRoot,
-            env: { ...process.env, ...SERVICE_ALLOCATOR_ENV, ...env },
+            // The devnet gives every setting it means: a developer's .env in the checkout is not read.
+            env: { ...process.env, ENV_FILE: "none", ...SERVICE_ALLOCATOR_ENV, ...env },
             stdio: ["ignore", "pipe", "pipe"]
           }
         )
