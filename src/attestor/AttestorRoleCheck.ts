@@ -10,12 +10,6 @@ import { feeVaultAbi } from "../../contracts/abi.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { AttestorSettings } from "../config/attestor.js"
 
-/** The warning for a signing key the vault does not list; none when it does. */
-export const attestorRoleWarning = (listed: boolean, attestor: string, vault: string): string | undefined =>
-  listed
-    ? undefined
-    : `ATTESTOR_PRIVATE_KEY's address ${attestor} is not an attestor of the vault ${vault}: the vault refuses its bind signatures and vetoes until its admin adds it (setAttestor)`
-
 /** Provides nothing: its layer starts the background check (layers/attestor.ts). */
 export const AttestorRoleCheck = {
   layer: Layer.scopedDiscard(
@@ -32,10 +26,13 @@ export const AttestorRoleCheck = {
         })
         .pipe(
           Effect.retry(Schedule.exponential("1 second").pipe(Schedule.upTo("5 minutes"))),
-          Effect.flatMap((listed) => {
-            const warning = attestorRoleWarning(listed, attestor, settings.vault)
-            return warning === undefined ? Effect.void : Effect.logWarning(warning)
-          }),
+          Effect.flatMap((listed) =>
+            listed
+              ? Effect.void
+              : Effect.logWarning(
+                  `ATTESTOR_PRIVATE_KEY's address ${attestor} is not an attestor of the vault ${settings.vault}: the vault refuses its bind signatures and vetoes until its admin adds it (setAttestor)`
+                )
+          ),
           Effect.ignore,
           Effect.forkScoped
         )

@@ -3,9 +3,10 @@
  * it changes while the process runs, so it is computed once and served from memory; only the chain
  * id may have to wait for the RPC when no `CHAIN_ID` (or deployment file) names it.
  */
-import { Context, Effect, Layer, Option, Ref } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { AttestorInfo } from "../../schema/attestor.js"
 import type { Unavailable } from "../../schema/errors.js"
+import { keptOnceRead } from "../background/once.js"
 import { ChainId } from "../chain/chainId.js"
 import { AttestorSettings } from "../config/attestor.js"
 import { attestorInfo } from "./info.js"
@@ -20,20 +21,12 @@ export class InfoDocument extends Context.Tag("InfoDocument")<InfoDocument, Info
     Effect.gen(function* () {
       const settings = yield* AttestorSettings
       const chainId = yield* ChainId
-      const cached = yield* Ref.make<Option.Option<AttestorInfo>>(
-        Option.map(settings.chainId, (id) => attestorInfo(settings, id))
-      )
-      // Without a configured chain id the RPC's answer is read once and the body cached with it.
-      const fromChain = chainId.get.pipe(
-        Effect.map((id) => attestorInfo(settings, id)),
-        Effect.tap((info) => Ref.set(cached, Option.some(info)))
-      )
-      return {
-        current: Effect.flatMap(
-          Ref.get(cached),
-          Option.match({ onSome: Effect.succeed, onNone: () => fromChain })
-        )
-      }
+      // Built now with a configured chain id; else with the RPC's answer, read once and kept.
+      const current = yield* Option.match(settings.chainId, {
+        onSome: (id) => Effect.succeed(Effect.succeed(attestorInfo(settings, id))),
+        onNone: () => keptOnceRead(Effect.map(chainId.get, (id) => attestorInfo(settings, id)))
+      })
+      return { current }
     })
   )
 }

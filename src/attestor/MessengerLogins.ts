@@ -34,7 +34,7 @@ import { loginNotConfigured, sessionResponse } from "./logins.js"
 import { verifyWidgetPayload, type WidgetKey, type WidgetRefusal, widgetKey } from "./messenger.js"
 import { SESSION_STORE_UNAVAILABLE, SessionStore } from "./SessionStore.js"
 
-export const MESSENGER_REPLAYED = "this messenger login was already used: log in again"
+const MESSENGER_REPLAYED = "this messenger login was already used: log in again"
 
 const widgetRefusals: Readonly<Record<WidgetRefusal, string>> = {
   hash: "the messenger login could not be verified",
@@ -48,7 +48,7 @@ export interface MessengerLoginConfig {
 }
 
 /** Verifies a decoded messenger login and makes its session. */
-export const verifyMessengerLogin =
+const verifyMessengerLogin =
   ({ key, maxAgeSeconds }: MessengerLoginConfig, store: SessionStore["Type"]) =>
   (body: MessengerVerifyRequest): Effect.Effect<SessionResponse, MessengerVerifyError> =>
     Effect.gen(function* () {

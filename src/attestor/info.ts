@@ -1,8 +1,7 @@
 /**
  * `GET /v1/info` (docs/attestor.md §2 AttestorInfo): what a creator and a client need to know
- * about this attestor before talking to it. Nothing in it changes while the process runs, so the
- * body is computed once and served from memory; only the chain id may have to wait for the RPC
- * when no `CHAIN_ID` (or deployment file) names it.
+ * about this attestor before talking to it: the body, built from the settings and the chain id
+ * (served by `InfoDocument`).
  */
 import { Option, Redacted, Schema } from "effect"
 import { privateKeyToAccount } from "viem/accounts"

@@ -10,9 +10,10 @@ import { createRequire } from "node:module"
 import net from "node:net"
 import path from "node:path"
 import { Data, Effect, type Scope } from "effect"
+import { DEVNET_CHAIN_ID } from "./DevnetChainClock.js"
 
 export const ANVIL_HOST = "127.0.0.1"
-export const ANVIL_CHAIN_ID = 31337
+export const ANVIL_CHAIN_ID = DEVNET_CHAIN_ID
 export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk"
 
 export interface AnvilOptions {

@@ -8,7 +8,7 @@ import { Context, Effect, Layer, Option, type Redacted } from "effect"
 import { bearerMatches, prometheusText } from "./metrics.js"
 import { METRICS_CONTENT_TYPE } from "./operatorApi.js"
 
-export interface MetricsRequest {
+interface MetricsRequest {
   readonly headers: { readonly authorization?: string | undefined }
 }
 

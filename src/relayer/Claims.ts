@@ -18,10 +18,11 @@
  * (docs/relayer.md §8 "Open claims").
  */
 
-import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
+import { Array as Arr, Context, Effect, Layer, Option } from "effect"
 import { BadRequest, NonceMismatch } from "../../schema/errors.js"
 import { ZERO_ADDRESS } from "../../schema/ids.js"
 import type { ClaimRequest, TxHashResponse } from "../../schema/relayer.js"
+import { nowSeconds } from "../clock.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { TxSender } from "../txsender/TxSender.js"
 import { AccountReader } from "./AccountReader.js"
@@ -77,7 +78,7 @@ const makeClaims = Effect.gen(function* () {
       if (Option.isSome(replayed)) return replayed.value
 
       // Rule 1: the request on its face.
-      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      const now = yield* nowSeconds
       yield* checkDeadline(claim.deadline, now, settings.minDeadlineSeconds, "claim.deadline")
       if (consolidate !== undefined)
         yield* checkDeadline(consolidate.deadline, now, settings.minDeadlineSeconds, "consolidate.deadline")

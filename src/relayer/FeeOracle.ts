@@ -292,11 +292,11 @@ export interface FeeOracleOptions {
   /** `PRICE_MAX_DEVIATION_BPS`. */
   readonly maxDeviationBps: number
   /**
-   * `GAS_LIMIT_MULTIPLIER_BPS`: with it, a quote is priced again before its time once the gas
-   * price has risen past what its fee covers at the gas limit a transaction of its budget is sent
-   * with (`outpriced`); without, a quote lives its lifetime whatever the gas price does.
+   * `GAS_LIMIT_MULTIPLIER_BPS`: a quote is priced again before its time once the gas price has
+   * risen past what its fee covers at the gas limit a transaction of its budget is sent with
+   * (`outpriced`).
    */
-  readonly gasLimitMultiplierBps?: number
+  readonly gasLimitMultiplierBps: number
 }
 
 /** The oracle from explicit parts; its gas price refresher lives as long as the scope. */
@@ -399,11 +399,11 @@ export const makeFeeOracleWith = (options: FeeOracleOptions) =>
      * fee cover (src/relayer/Relay.ts) would refuse a fee of it, so it is priced again instead of
      * being served until `validUntil` (docs/relayer.md §8 "Gas cap and fee margin").
      */
+    const limitBps = BigInt(options.gasLimitMultiplierBps)
+    const marginBps = BigInt(options.feeMarginBps)
     const outpriced = (quote: Quote): boolean => {
       const wei = refresher.latest()?.wei
-      const multiplierBps = options.gasLimitMultiplierBps
-      if (wei === undefined || multiplierBps === undefined) return false
-      return wei * BigInt(multiplierBps) > quote.gasPrice * BigInt(options.feeMarginBps)
+      return wei !== undefined && wei * limitBps > quote.gasPrice * marginBps
     }
     const isValid = (quote: Quote) =>
       clock.unsafeCurrentTimeMillis() < quote.validUntil * 1000 && !outpriced(quote)

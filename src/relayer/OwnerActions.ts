@@ -18,7 +18,7 @@
  *      gas price, charge the account's limit, send
  */
 
-import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
+import { Array as Arr, Context, Effect, Layer, Option } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import type { VaultPrimaryType } from "../../schema/eip712.js"
@@ -34,6 +34,7 @@ import type {
   ShieldTemplatesRequest,
   TxHashResponse
 } from "../../schema/relayer.js"
+import { nowSeconds } from "../clock.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { TxSender } from "../txsender/TxSender.js"
 import { AccountReader } from "./AccountReader.js"
@@ -119,7 +120,7 @@ const makeOwnerActions: Effect.Effect<
       }
 
       // Rule 1: the request on its face.
-      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      const now = yield* nowSeconds
       yield* checkDeadline(plan.deadline[1], now, settings.minDeadlineSeconds, plan.deadline[0])
       if (fee === undefined) {
         if (settings.requireActionFee)

@@ -12,7 +12,7 @@ export class DatabaseStartError extends Data.TaggedError("DatabaseStartError")<{
 }> {}
 
 /** Where the URL points, without its password: `user@host:port/database`. */
-export const databaseTarget = (url: string): string => {
+const databaseTarget = (url: string): string => {
   try {
     const parsed = new URL(url)
     const user = decodeURIComponent(parsed.username) || "the default user"
@@ -41,7 +41,7 @@ const timedOut = (error: unknown): boolean =>
   /timed out|timeout/i.test(error.message)
 
 /** The cause of a failed connection, by the PostgreSQL SQLSTATE or the socket's error code. */
-export const databaseCause = (error: unknown): string => {
+const databaseCause = (error: unknown): string => {
   const codes = codesOf(error)
   const has = (code: string) => codes.includes(code)
   if (has("ECONNREFUSED")) return "connection refused: is PostgreSQL running and listening there?"

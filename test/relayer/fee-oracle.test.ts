@@ -350,6 +350,7 @@ const harness = (
     gasPriceMaxAgeSeconds: 60,
     gasBudgetBps: 10_000,
     maxDeviationBps: 500,
+    gasLimitMultiplierBps: 12_000,
     ...overrides
   })
   return { state, oracle }
@@ -476,12 +477,13 @@ describe("fee oracle", () => {
       for (const action of ["claim", "ping", "rotate-owner", "consolidate"] as const)
         yield* o.quote(request({ action }))
       expect(state.gasReads.count).toBe(1)
-      state.setGasPrice(7n * GWEI)
+      // A rise the cached quotes' fees still cover (below 1.3 / 1.2).
+      state.setGasPrice(21n * (GWEI / 10n))
       yield* TestClock.adjust("5 seconds")
       expect(state.gasReads.count).toBe(2)
       // Cached quotes keep their price; a new question sees the new one.
       expect((yield* o.quote(request())).gasPrice).toBe(2n * GWEI)
-      expect((yield* o.quote(request({ register: true }))).gasPrice).toBe(7n * GWEI)
+      expect((yield* o.quote(request({ register: true }))).gasPrice).toBe(21n * (GWEI / 10n))
     })
   )
 
@@ -493,12 +495,13 @@ describe("fee oracle", () => {
         const o = yield* oracle
         expect(yield* o.gasPrice).toBe(2n * GWEI)
         const quote = yield* o.quote(request())
-        state.setGasPrice(5n * GWEI)
+        // A rise the cached quote's fee still covers (below 1.3 / 1.2).
+        state.setGasPrice(21n * (GWEI / 10n))
         yield* TestClock.adjust("5 seconds")
         // The price the next quote is priced at, while the cached one keeps its own.
-        expect(yield* o.gasPrice).toBe(5n * GWEI)
+        expect(yield* o.gasPrice).toBe(21n * (GWEI / 10n))
         expect(yield* o.quote(request())).toEqual(quote)
-        expect((yield* o.quote(request({ action: "ping" }))).gasPrice).toBe(5n * GWEI)
+        expect((yield* o.quote(request({ action: "ping" }))).gasPrice).toBe(21n * (GWEI / 10n))
         state.setGasPrice("down")
         yield* TestClock.adjust("65 seconds")
         const error = yield* failureOf(o.gasPrice)

@@ -107,9 +107,11 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
       // A payer signs its deadline by its own clock: on a devnet chain run ahead of it
       // (DEVNET_CHAIN_CLOCK), the window also covers the lead, so the deadline is ahead on chain
       // too (docs/protocol.md §9 "The devnet's clock"). No lead anywhere else.
-      const requirements = Effect.zipWith(quoted, clockLeadSeconds, (quote, lead) =>
-        lead === 0 ? quote : { ...quote, maxTimeoutSeconds: quote.maxTimeoutSeconds + lead }
-      )
+      const requirements = settings.devnetChainClock
+        ? Effect.zipWith(quoted, clockLeadSeconds, (quote, lead) =>
+            lead === 0 ? quote : { ...quote, maxTimeoutSeconds: quote.maxTimeoutSeconds + lead }
+          )
+        : quoted
       // Read the quote once at start-up, so an operator learns at once of a facilitator that cannot
       // take these payments; the service starts either way and answers 503 until it can.
       yield* requirements.pipe(

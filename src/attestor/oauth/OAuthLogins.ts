@@ -100,10 +100,6 @@ export interface OAuthLoginsShape {
     platform: Platform,
     request: OAuthStartRequest
   ) => Effect.Effect<OAuthStartResponse, OAuthStartError>
-  readonly callback: (
-    platform: Platform,
-    query: OAuthCallbackQuery
-  ) => Effect.Effect<OAuthCallbackResult, OAuthCallbackRefusal>
   /** The deprecated GET start: a 302 to the provider, or `{ url, state }` with `format=json`. */
   readonly legacyStart: (
     platform: Platform,
@@ -123,16 +119,17 @@ export class OAuthLogins extends Context.Tag("OAuthLogins")<OAuthLogins, OAuthLo
   static readonly layer = (
     config: OAuthLoginsConfig
   ): Layer.Layer<OAuthLogins, never, OAuthStates | SessionStore> =>
-    Layer.effect(OAuthLogins, Effect.map(makeOAuthLogins(config), withBrowserAnswers))
+    Layer.effect(OAuthLogins, makeOAuthLogins(config))
 }
 
-/** The two answers that go to a browser, from `start` and `callback`. */
-const withBrowserAnswers = ({
-  start,
-  callback
-}: Pick<OAuthLoginsShape, "start" | "callback">): OAuthLoginsShape => ({
-  start,
-  callback,
+/** The two answers that go to a browser, from `start` and the callback's result. */
+const browserAnswers = (
+  start: OAuthLoginsShape["start"],
+  callback: (
+    platform: Platform,
+    query: OAuthCallbackQuery
+  ) => Effect.Effect<OAuthCallbackResult, OAuthCallbackRefusal>
+): Pick<OAuthLoginsShape, "legacyStart" | "callbackAnswer"> => ({
   legacyStart: (platform, query) =>
     Effect.map(
       start(platform, {
@@ -300,7 +297,7 @@ const revoke = (
 const isOAuthPlatform = (platform: Platform): platform is OAuthCallbackPlatform =>
   platform === "microblog" || platform === "codehost" || platform === "community"
 
-export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
+const makeOAuthLogins = (config: OAuthLoginsConfig) =>
   Effect.gen(function* () {
     const states = yield* OAuthStates
     const sessions = yield* SessionStore
@@ -355,7 +352,10 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         return { url: url.toString(), state } as OAuthStartResponse
       })
 
-    const callback: OAuthLoginsShape["callback"] = (platform, query) =>
+    const callback = (
+      platform: Platform,
+      query: OAuthCallbackQuery
+    ): Effect.Effect<OAuthCallbackResult, OAuthCallbackRefusal> =>
       Effect.gen(function* () {
         const refuse = (error: OAuthCallbackError, redirect: string | undefined) =>
           Effect.fail<OAuthCallbackRefusal>({ error, redirect })
@@ -418,5 +418,5 @@ export const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         return { session: sessionResponse(created), redirect }
       })
 
-    return { start, callback } satisfies Pick<OAuthLoginsShape, "start" | "callback">
+    return { start, ...browserAnswers(start, callback) } satisfies OAuthLoginsShape
   })
