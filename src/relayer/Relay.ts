@@ -1,7 +1,7 @@
 /**
- * The last step of every relayed write (docs/relayer.md §4 rule 5, §8): an account or owner
- * contract on a revert cooldown refused (src/relayer/RevertCooldowns.ts), the nonces the
- * transaction will consume reserved (src/relayer/NonceReservations.ts), the steps batched into one
+ * The last step of every relayed write (docs/relayer.md §4 rule 5, §8): the nonces the
+ * transaction will consume reserved (src/relayer/NonceReservations.ts), an account or owner
+ * contract on a revert cooldown refused (src/relayer/RevertCooldowns.ts), the steps batched into one
  * transaction, simulated and gas-capped, a paid request's fee checked against the gas limit it
  * would be sent with at the current gas price, the account's rate limit charged only once the
  * vault has accepted the simulation, and the transaction handed to the hot key's sender.
@@ -160,27 +160,31 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
           // The sender could not tell whether it stored the transaction, which then goes out.
           let maybeStored = false
           return Effect.acquireUseRelease(
-            Effect.zipRight(
-              cooldowns.check(request.id, request.erc1271Owners ?? [], registersAccount(request.calls)),
-              reservations.take(vault, request.id, request.reserve).pipe(
-                // Held by this very request, stored since its replay was looked up: its hash.
-                Effect.catchTag(
-                  "NonceMismatch",
-                  (refused): Effect.Effect<never, NonceMismatch | Replayed | Unavailable> =>
-                    request.replayable === false
-                      ? Effect.fail(refused)
-                      : Effect.flatMap(
-                          replay(request.calls),
-                          (found): Effect.Effect<never, NonceMismatch | Replayed> =>
-                            Option.isSome(found)
-                              ? Effect.fail(new Replayed({ response: found.value }))
-                              : Effect.fail(refused)
-                        )
-                )
+            reservations.take(vault, request.id, request.reserve).pipe(
+              // Held by this very request, stored since its replay was looked up: its hash.
+              Effect.catchTag(
+                "NonceMismatch",
+                (refused): Effect.Effect<never, NonceMismatch | Replayed | Unavailable> =>
+                  request.replayable === false
+                    ? Effect.fail(refused)
+                    : Effect.flatMap(
+                        replay(request.calls),
+                        (found): Effect.Effect<never, NonceMismatch | Replayed> =>
+                          Option.isSome(found)
+                            ? Effect.fail(new Replayed({ response: found.value }))
+                            : Effect.fail(refused)
+                      )
               )
             ),
             (reservation) =>
               Effect.gen(function* () {
+                // Once the nonces are ours: the sender records a revert's cooldown before it frees
+                // the reverted transaction's nonces, so a request that could take them sees it.
+                yield* cooldowns.check(
+                  request.id,
+                  request.erc1271Owners ?? [],
+                  registersAccount(request.calls)
+                )
                 const data = batchCalls(request.calls)
                 const { gasLimit } = yield* preflight.check({
                   data,

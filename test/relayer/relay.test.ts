@@ -45,15 +45,24 @@ const harness = (options: {
   readonly submit?: Effect.Effect<Hex, TxSubmitError>
   /** The fee oracle's gas price reading; none of its other members is used. */
   readonly gasPrice?: Effect.Effect<bigint, Unavailable>
+  /**
+   * The race of a revert's record: the cooldown is written just before the reverted transaction's
+   * nonces are freed, so it is there once they can be taken (none before).
+   */
+  readonly cooledOnceFree?: boolean
 }) => {
   const log: Array<string> = []
+  let taken = false
   const reservations = Layer.succeed(NonceReservations, {
     take: (vault, id, keys) =>
       Effect.suspend(() => {
         log.push(`take ${keys.map((k) => `${k.kind}:${k.value}`).join(",")}`)
-        return options.held === true
-          ? Effect.fail(new NonceMismatch({ message: "a transaction for this nonce is already in flight" }))
-          : Effect.succeed({ vault, accountId: id, token: "t" })
+        if (options.held === true)
+          return Effect.fail(
+            new NonceMismatch({ message: "a transaction for this nonce is already in flight" })
+          )
+        taken = true
+        return Effect.succeed({ vault, accountId: id, token: "t" })
       }),
     linkOnStore: () => (hash) => {
       log.push(`link ${hash === HASH}`)
@@ -64,7 +73,20 @@ const harness = (options: {
   })
   const relay = Relay.layer.pipe(
     Layer.provide(reservations),
-    Layer.provide(RevertCooldowns.test),
+    Layer.provide(
+      options.cooledOnceFree === true
+        ? Layer.succeed(RevertCooldowns, {
+            check: () =>
+              Effect.suspend(() => {
+                log.push("cooldown")
+                return taken
+                  ? Effect.fail(new RateLimited({ message: "reverted on chain", retryAfterSeconds: 3600 }))
+                  : Effect.void
+              }),
+            settled: () => Effect.void
+          })
+        : RevertCooldowns.test
+    ),
     Layer.provide(
       Layer.succeed(TxPreflight, {
         check: () =>
@@ -129,6 +151,17 @@ describe("relay with nonce reservations", () => {
       expect(yield* send(request)).toEqual({ txHash: HASH })
       expect(log).toEqual(["take nonce:7", "simulate", "charge", "submit", "link true"])
     })
+  )
+
+  it.effect(
+    "a revert's cooldown written as its nonces were freed is seen by the request that takes them",
+    () =>
+      Effect.gen(function* () {
+        const { log, send } = harness({ cooledOnceFree: true })
+        const exit = yield* Effect.exit(send(request))
+        expect(exit).toEqual(Exit.fail(expect.objectContaining({ _tag: "RateLimited" })))
+        expect(log).toEqual(["take nonce:7", "cooldown", "release"])
+      })
   )
 
   it.effect("a held nonce is 409 nonce_mismatch before simulation; nothing else happens", () =>
