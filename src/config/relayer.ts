@@ -294,6 +294,11 @@ export const relayerSettingsWarnings = (settings: RelayerSettingsShape): Readonl
         `GAS_CAP_BPS (${settings.gasCapBps}) is above FEE_MARGIN_BPS (${settings.feeMarginBps}): transactions whose gas the fee does not cover are refused with fee_too_low before the cap is reached`
       ]
     : []),
+  ...(settings.gasLimitMultiplierBps > settings.feeMarginBps
+    ? [
+        `GAS_LIMIT_MULTIPLIER_BPS (${settings.gasLimitMultiplierBps}) is above FEE_MARGIN_BPS (${settings.feeMarginBps}): a fee of the quote never pays for its budget's gas limit, so every quote is priced again on each request and a claim estimated at its budget is refused with fee_too_low`
+      ]
+    : []),
   ...(settings.openClaims === "accept" && Option.isNone(settings.sendRpcUrl)
     ? [
         "open claims (claim.relayer = 0x0) go out through RPC_URL's public mempool without SEND_RPC_URL: anyone can copy one, take its fee, and make this relayer's transaction revert at its cost; set SEND_RPC_URL or OPEN_CLAIMS=refuse"

@@ -213,6 +213,16 @@ describe("relayer settings", () => {
     const refusing = load(loadRelayerSettings, { ...minimal, GAS_CAP_BPS: "13000", OPEN_CLAIMS: "refuse" })
     if (Either.isLeft(refusing)) throw new Error("refused")
     expect(relayerSettingsWarnings(refusing.right)).toEqual([])
+    const outpriced = load(loadRelayerSettings, {
+      ...minimal,
+      GAS_CAP_BPS: "13000",
+      OPEN_CLAIMS: "refuse",
+      GAS_LIMIT_MULTIPLIER_BPS: "13001"
+    })
+    if (Either.isLeft(outpriced)) throw new Error("refused")
+    expect(relayerSettingsWarnings(outpriced.right)).toEqual([
+      expect.stringMatching(/^GAS_LIMIT_MULTIPLIER_BPS \(13001\) is above FEE_MARGIN_BPS \(13000\): /)
+    ])
   })
 
   it("treats an empty METRICS_TOKEN as unset and keeps a set one secret", () => {
