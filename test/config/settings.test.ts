@@ -320,6 +320,17 @@ describe("attestor settings", () => {
     expect(Either.isRight(result) && result.right.loginChallenge).toBe("optional")
   })
 
+  it("takes DEVNET_CHAIN_CLOCK on the devnet's chain id only, never elsewhere or with none known", () => {
+    const on = (env: Record<string, string>) =>
+      load(loadAttestorSettings, { ...minimal, DEVNET_CHAIN_CLOCK: "true", ...env })
+    const devnet = on({ CHAIN_ID: "31337" })
+    expect(Either.isRight(devnet) && devnet.right.devnetChainClock).toBe(true)
+    expect(failure(on({ CHAIN_ID: "1" }))).toContain(
+      "DEVNET_CHAIN_CLOCK: the devnet's chain clock is for the devnet only"
+    )
+    expect(failure(on({}))).toContain("DEVNET_CHAIN_CLOCK: ")
+  })
+
   it("needs the settlement asset, from SETTLEMENT_ASSET or the deployment file", () => {
     const { SETTLEMENT_ASSET: _, ...rest } = minimal
     expect(failure(load(loadAttestorSettings, rest))).toContain(
