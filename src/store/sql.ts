@@ -1,11 +1,15 @@
 /**
  * The one SQL client both services use. With `DATABASE_URL` it is PostgreSQL; without it an
- * embedded PGlite database under `DATA_DIR`, served over the Postgres wire protocol on a loopback
- * port so that the very same `@effect/sql-pg` client (and the same SQL) talks to either.
+ * embedded PGlite database under `DATA_DIR`, served over the Postgres wire protocol so that the
+ * very same `@effect/sql-pg` client (and the same SQL) talks to either. It is served on a Unix
+ * socket in a directory only this process's user can enter, never on a TCP port: the embedded
+ * database has no password and every connection is its superuser (docs/operations.md "The
+ * embedded database").
  */
 import { spawn } from "node:child_process"
-import { access, mkdir, rm } from "node:fs/promises"
-import { extname, join } from "node:path"
+import { access, chmod, mkdir, mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { extname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -74,6 +78,37 @@ export const createClusterInChild = async (
   return exitCode === 0 && clusterExists(dataDir)
 }
 
+/**
+ * The longest socket path a Unix socket can bind on every platform the services run on (Linux
+ * allows 107 bytes, macOS 103).
+ */
+const MAX_SOCKET_PATH = 103
+
+/**
+ * The directory of the embedded database's socket: `DATA_DIR/socket`, or a fresh temporary one for
+ * a database in memory. Mode 0700, set again on a directory that was already there, so only this
+ * user's processes, which can read the database files anyway, can reach the socket. `chmod` fails
+ * on a directory another user owns, and the start with it.
+ */
+const socketDirectory = async (dataDir: string) => {
+  if (dataDir.startsWith("memory://")) {
+    return { directory: await mkdtemp(join(tmpdir(), "fee-vault-db-")), temporary: true }
+  }
+  // Absolute: node-postgres takes a host for a socket directory only when it starts with "/".
+  const directory = resolve(dataDir, "socket")
+  await mkdir(directory, { recursive: true, mode: 0o700 })
+  await chmod(directory, 0o700)
+  return { directory, temporary: false }
+}
+
+/**
+ * `@effect/sql-pg` (node-postgres) reaches a Unix socket through a `host` that is a directory, at
+ * `<host>/.s.PGSQL.<port>`. The port is this process's id: a socket left by a process killed
+ * before it closed its own, on the same `DATA_DIR`, has another name or is this process's to
+ * replace.
+ */
+const socketPort = () => process.pid
+
 /** Starts PGlite and its socket server; both stop when the scope closes. */
 export const embeddedPostgres = (dataDir: string) =>
   Effect.acquireRelease(
@@ -94,26 +129,38 @@ export const embeddedPostgres = (dataDir: string) =>
             await freshConf()
           }
         }
+        const { directory, temporary } = await socketDirectory(dataDir)
+        const port = socketPort()
+        const path = join(directory, `.s.PGSQL.${port}`)
+        const removeSocket = () => rm(temporary ? directory : path, { recursive: true, force: true })
+        if (Buffer.byteLength(path) > MAX_SOCKET_PATH) {
+          await removeSocket()
+          throw new Error(
+            `the socket path ${path} is longer than ${MAX_SOCKET_PATH} bytes: use a shorter DATA_DIR`
+          )
+        }
+        await rm(path, { force: true })
         const db = await PGlite.create(dataDir, embeddedOptions())
-        const server = new PGLiteSocketServer({
-          db,
-          host: "127.0.0.1",
-          port: 0,
-          maxConnections: EMBEDDED_MAX_CONNECTIONS
-        })
+        const server = new PGLiteSocketServer({ db, path, maxConnections: EMBEDDED_MAX_CONNECTIONS })
         try {
           await server.start()
         } catch (e) {
           await db.close()
+          await removeSocket()
           throw e
         }
-        const [host, port] = server.getServerConn().split(":")
-        return { db, server, host: host ?? "127.0.0.1", port: Number(port) }
+        return { db, server, host: directory, port, removeSocket }
       },
       catch: (cause) =>
         new EmbeddedDatabaseError({ message: `cannot open the embedded database in ${dataDir}`, cause })
     }),
-    ({ db, server }) => Effect.promise(() => server.stop().then(() => db.close()))
+    ({ db, server, removeSocket }) =>
+      Effect.promise(() =>
+        server
+          .stop()
+          .then(() => db.close())
+          .finally(removeSocket)
+      )
   )
 
 export const sqlLayer = (

@@ -1,0 +1,194 @@
+/**
+ * The embedded database has no password and every connection to it is its superuser, so no other
+ * process may reach it (docs/operations.md "The embedded database"). A process that found a
+ * loopback port could log in, write a session row for a token of its choosing and have the
+ * attestor sign a bind with it; these tests make that attempt.
+ */
+import { spawn } from "node:child_process"
+import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Reactivity } from "@effect/experimental"
+import { SqlClient } from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { sqlLayer } from "../../src/store/sql.js"
+
+const directories: Array<string> = []
+afterAll(() => Promise.all(directories.map((d) => rm(d, { recursive: true, force: true }))))
+
+const freshDataDir = async () => {
+  const dir = await mkdtemp(join(tmpdir(), "embedded-access-"))
+  directories.push(dir)
+  return join(dir, "data")
+}
+
+const embedded = (dataDir: string) =>
+  sqlLayer({ databaseUrl: Option.none(), dataDir, applicationName: "test" })
+
+/** Runs `use` while the embedded database in `dataDir` is open, after checking that it answers. */
+const whileOpen = <A>(dataDir: string, use: Effect.Effect<A, unknown>) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const context = yield* Layer.build(embedded(dataDir))
+      const sql = Effect.runSync(Effect.provide(SqlClient, context))
+      const rows = yield* sql<{ one: number }>`SELECT 1 AS one`
+      expect(rows[0]?.one).toBe(1)
+      return yield* use
+    })
+  )
+
+/** The TCP ports this process listens on, from /proc (the reviewer's `ss -ltnp`). */
+const listeningTcpPorts = async (): Promise<ReadonlyArray<number>> => {
+  const inodes = new Set<string>()
+  for (const fd of await readdir("/proc/self/fd")) {
+    const link = await readlink(`/proc/self/fd/${fd}`).catch(() => "")
+    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1]
+    if (inode) inodes.add(inode)
+  }
+  const ports: Array<number> = []
+  for (const table of ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) {
+    const rows = (await readFile(table, "utf8").catch(() => "")).split("\n").slice(1)
+    for (const row of rows) {
+      // sl local_address rem_address st … inode: state 0A is LISTEN.
+      const [, local, , state, , , , , , inode] = row.trim().split(/\s+/)
+      if (state === "0A" && inode && inodes.has(inode) && local)
+        ports.push(Number.parseInt(local.split(":")[1] ?? "", 16))
+    }
+  }
+  return ports
+}
+
+/** A login as `psql "host=127.0.0.1 port=<p> user=x dbname=x"` would make it, then one query. */
+const logsIn = (port: number) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const sql = yield* PgClient.make({
+        host: "127.0.0.1",
+        port,
+        username: "postgres",
+        database: "postgres",
+        maxConnections: 1,
+        connectTimeout: "2 seconds"
+      })
+      yield* sql`SELECT 1`
+    })
+  ).pipe(
+    Effect.provide(Reactivity.layer),
+    Effect.timeout("5 seconds"),
+    Effect.match({ onFailure: () => false, onSuccess: () => true })
+  )
+
+/** Connects to the socket at `path` from a child process, as `uid` when given; prints the outcome. */
+const connectFromProcess = (path: string, uid?: number) =>
+  new Promise<string>((resolve, reject) => {
+    const script = `require("node:net").connect(${JSON.stringify(path)})
+      .on("connect", function () { console.log("connected"); this.destroy() })
+      .on("error", (e) => console.log(e.code))`
+    const child = spawn(process.execPath, ["-e", script], {
+      cwd: "/",
+      stdio: ["ignore", "pipe", "inherit"],
+      ...(uid === undefined ? {} : { uid, gid: uid })
+    })
+    let out = ""
+    child.stdout.on("data", (chunk) => {
+      out += chunk
+    })
+    child.on("error", reject)
+    child.on("exit", () => resolve(out.trim()))
+  })
+
+const socketPath = (dataDir: string) => join(dataDir, "socket", `.s.PGSQL.${process.pid}`)
+
+describe("the embedded database", () => {
+  it.effect("listens on no TCP port: a login on every port this process listens on is refused", () =>
+    Effect.gen(function* () {
+      const dataDir = yield* Effect.promise(freshDataDir)
+      const logins = yield* whileOpen(
+        dataDir,
+        Effect.gen(function* () {
+          const ports = yield* Effect.promise(listeningTcpPorts)
+          return yield* Effect.forEach(ports, (port) => Effect.map(logsIn(port), (ok) => ({ port, ok })))
+        })
+      )
+      expect(logins.filter((login) => login.ok)).toEqual([])
+    })
+  )
+
+  it.effect("a database in memory listens on no TCP port either", () =>
+    Effect.gen(function* () {
+      const logins = yield* whileOpen(
+        "memory://",
+        Effect.gen(function* () {
+          const ports = yield* Effect.promise(listeningTcpPorts)
+          return yield* Effect.forEach(ports, (port) => Effect.map(logsIn(port), (ok) => ({ port, ok })))
+        })
+      )
+      expect(logins.filter((login) => login.ok)).toEqual([])
+    })
+  )
+
+  it.effect("is served on a socket in DATA_DIR/socket, a directory of mode 0700, removed at close", () =>
+    Effect.gen(function* () {
+      const dataDir = yield* Effect.promise(freshDataDir)
+      const seen = yield* whileOpen(
+        dataDir,
+        Effect.promise(async () => ({
+          directory: await stat(join(dataDir, "socket")),
+          socket: await stat(socketPath(dataDir))
+        }))
+      )
+      expect(seen.directory.mode & 0o777).toBe(0o700)
+      expect(seen.directory.uid).toBe(process.getuid?.())
+      expect(seen.socket.isSocket()).toBe(true)
+      const after = yield* Effect.promise(() => readdir(join(dataDir, "socket")))
+      expect(after).toEqual([])
+    })
+  )
+
+  it.effect("closes a socket directory that was left open to others, and replaces a stale socket", () =>
+    Effect.gen(function* () {
+      const dataDir = yield* Effect.promise(freshDataDir)
+      yield* Effect.promise(async () => {
+        await mkdir(join(dataDir, "socket"), { recursive: true })
+        await chmod(join(dataDir, "socket"), 0o777)
+        // What a process killed before it closed its socket leaves behind.
+        await writeFile(socketPath(dataDir), "")
+      })
+      const mode = yield* whileOpen(
+        dataDir,
+        Effect.promise(() => stat(join(dataDir, "socket")).then((s) => s.mode & 0o777))
+      )
+      expect(mode).toBe(0o700)
+    })
+  )
+
+  // Only root can start a process as another user; CI runs as root.
+  it.runIf(process.getuid?.() === 0)(
+    "another user's process cannot connect to the socket; the owner's can",
+    () =>
+      Effect.runPromise(
+        Effect.gen(function* () {
+          const dataDir = yield* Effect.promise(freshDataDir)
+          // The data directory itself is open to everyone, as a careless volume mount leaves it.
+          yield* Effect.promise(async () => {
+            await mkdir(dataDir, { recursive: true })
+            await chmod(join(dataDir, ".."), 0o755)
+            await chmod(dataDir, 0o777)
+          })
+          const [owner, other] = yield* whileOpen(
+            dataDir,
+            Effect.promise(() =>
+              Promise.all([
+                connectFromProcess(socketPath(dataDir)),
+                connectFromProcess(socketPath(dataDir), 65534)
+              ])
+            )
+          )
+          expect(owner).toBe("connected")
+          expect(other).toBe("EACCES")
+        })
+      )
+  )
+})
