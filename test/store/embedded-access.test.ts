@@ -11,18 +11,18 @@ import { join } from "node:path"
 import { Reactivity } from "@effect/experimental"
 import { SqlClient } from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { sqlLayer } from "../../src/store/sql.js"
 
-const directories: Array<string> = []
-afterAll(() => Promise.all(directories.map((d) => rm(d, { recursive: true, force: true }))))
-
-const freshDataDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), "embedded-access-"))
-  directories.push(dir)
-  return join(dir, "data")
-}
+// One data directory for every test here, whose cluster is created once: creating one takes seconds.
+let root = ""
+let dataDir = ""
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "embedded-access-"))
+  dataDir = join(root, "data")
+})
+afterAll(() => rm(root, { recursive: true, force: true }))
 
 const embedded = (dataDir: string) =>
   sqlLayer({ databaseUrl: Option.none(), dataDir, applicationName: "test" })
@@ -99,12 +99,11 @@ const connectFromProcess = (path: string, uid?: number) =>
     child.on("exit", () => resolve(out.trim()))
   })
 
-const socketPath = (dataDir: string) => join(dataDir, "socket", `.s.PGSQL.${process.pid}`)
+const socketPath = () => join(dataDir, "socket", `.s.PGSQL.${process.pid}`)
 
 describe("the embedded database", () => {
   it.effect("listens on no TCP port: a login on every port this process listens on is refused", () =>
     Effect.gen(function* () {
-      const dataDir = yield* Effect.promise(freshDataDir)
       const logins = yield* whileOpen(
         dataDir,
         Effect.gen(function* () {
@@ -131,12 +130,11 @@ describe("the embedded database", () => {
 
   it.effect("is served on a socket in DATA_DIR/socket, a directory of mode 0700, removed at close", () =>
     Effect.gen(function* () {
-      const dataDir = yield* Effect.promise(freshDataDir)
       const seen = yield* whileOpen(
         dataDir,
         Effect.promise(async () => ({
           directory: await stat(join(dataDir, "socket")),
-          socket: await stat(socketPath(dataDir))
+          socket: await stat(socketPath())
         }))
       )
       expect(seen.directory.mode & 0o777).toBe(0o700)
@@ -149,12 +147,11 @@ describe("the embedded database", () => {
 
   it.effect("closes a socket directory that was left open to others, and replaces a stale socket", () =>
     Effect.gen(function* () {
-      const dataDir = yield* Effect.promise(freshDataDir)
       yield* Effect.promise(async () => {
         await mkdir(join(dataDir, "socket"), { recursive: true })
         await chmod(join(dataDir, "socket"), 0o777)
         // What a process killed before it closed its socket leaves behind.
-        await writeFile(socketPath(dataDir), "")
+        await writeFile(socketPath(), "")
       })
       const mode = yield* whileOpen(
         dataDir,
@@ -170,7 +167,6 @@ describe("the embedded database", () => {
     () =>
       Effect.runPromise(
         Effect.gen(function* () {
-          const dataDir = yield* Effect.promise(freshDataDir)
           // The data directory itself is open to everyone, as a careless volume mount leaves it.
           yield* Effect.promise(async () => {
             await mkdir(dataDir, { recursive: true })
@@ -180,10 +176,7 @@ describe("the embedded database", () => {
           const [owner, other] = yield* whileOpen(
             dataDir,
             Effect.promise(() =>
-              Promise.all([
-                connectFromProcess(socketPath(dataDir)),
-                connectFromProcess(socketPath(dataDir), 65534)
-              ])
+              Promise.all([connectFromProcess(socketPath()), connectFromProcess(socketPath(), 65534)])
             )
           )
           expect(owner).toBe("connected")
