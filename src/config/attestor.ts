@@ -99,8 +99,8 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly oauthProviderTimeoutMs: number
   /**
    * Sign In With Farcaster (`FEDSOCIAL_DOMAIN`, `FEDSOCIAL_URI`, `FEDSOCIAL_RPC_URL`,
-   * `FEDSOCIAL_ID_REGISTRY`, `FEDSOCIAL_KEY_REGISTRY`); none without a domain: fedsocial is not
-   * offered.
+   * `FEDSOCIAL_ID_REGISTRY`, `FEDSOCIAL_KEY_REGISTRY`, `FEDSOCIAL_CONTRACT_SIGNATURES`,
+   * `FEDSOCIAL_CONTRACT_SIGNATURE_GAS`); none without a domain: fedsocial is not offered.
    */
   readonly fedsocial: Option.Option<FedsocialSettings>
   /**
@@ -252,6 +252,15 @@ export interface FedsocialSettings {
   readonly rpcUrl: string
   readonly idRegistry: Address
   readonly keyRegistry: Address
+  /**
+   * `FEDSOCIAL_CONTRACT_SIGNATURES`: whether a contract wallet's signature (ERC-1271, or ERC-6492
+   * for one not yet deployed) is checked at all; such a check runs code the signer chose on the
+   * registry RPC, so it is off by default and answered 400 `unsupported` (docs/attestor.md
+   * "fedsocial sign-in").
+   */
+  readonly contractSignatures: boolean
+  /** `FEDSOCIAL_CONTRACT_SIGNATURE_GAS`: the gas limit of that check's `eth_call`. */
+  readonly contractSignatureGas: number
 }
 
 /**
@@ -273,7 +282,10 @@ const fedsocialSettings: Config.Config<Option.Option<FedsocialSettings>> = Confi
   uri: Config.option(Config.nonEmptyString("FEDSOCIAL_URI")),
   rpcUrl: endpointUrl("FEDSOCIAL_RPC_URL", PUBLIC_OPTIMISM_RPC_URL),
   idRegistry: address("FEDSOCIAL_ID_REGISTRY").pipe(Config.withDefault(getAddress(FARCASTER_ID_REGISTRY))),
-  keyRegistry: address("FEDSOCIAL_KEY_REGISTRY").pipe(Config.withDefault(getAddress(FARCASTER_KEY_REGISTRY)))
+  keyRegistry: address("FEDSOCIAL_KEY_REGISTRY").pipe(Config.withDefault(getAddress(FARCASTER_KEY_REGISTRY))),
+  contractSignatures: Config.boolean("FEDSOCIAL_CONTRACT_SIGNATURES").pipe(Config.withDefault(false)),
+  // At most geth's default `RPCGasCap`: a node refuses or caps a call above its own cap anyway.
+  contractSignatureGas: positiveInt("FEDSOCIAL_CONTRACT_SIGNATURE_GAS", 1_000_000, 50_000_000)
 }).pipe(
   Config.mapOrFail(({ domain, uri, ...rest }) => {
     if (Option.isNone(domain)) return Either.right(Option.none())

@@ -2,7 +2,7 @@
  * OAuth states on a real database (PGlite, and PostgreSQL when DATABASE_URL is set): a state is
  * 43 URL-safe characters, only its SHA-256 is stored, the intent comes back exactly and once, an
  * expired state reads as unknown on the TestClock at the second it is due, concurrent takers of one
- * state get it once between them, and expired rows are pruned.
+ * state get it once between them, peeking leaves a state, and expired rows are pruned.
  */
 import { createHash } from "node:crypto"
 import { SqlClient } from "@effect/sql/SqlClient"
@@ -93,6 +93,28 @@ const cases = (it: Methods) => {
       expect(yield* states.take(state, "microblog")).toEqual(Option.none())
       expect(yield* rows(sha256(state))).toBe(1)
       expect(Option.isSome(yield* states.take(state, "fedsocial"))).toBe(true)
+    })
+  )
+
+  it.effect("peeking gives a live state's times and leaves it; none when take would find none", () =>
+    Effect.gen(function* () {
+      const states = yield* makeOAuthStates({ ttlSeconds: TTL })
+      const { state, expiresAt } = yield* states.put(
+        intent({ platform: "fedsocial", codeVerifier: undefined })
+      )
+      const times = Option.some({ startedAt: expiresAt - TTL, expiresAt })
+      expect(yield* states.peek(state, "fedsocial")).toEqual(times)
+      expect(yield* states.peek(state, "fedsocial")).toEqual(times)
+      expect(yield* rows(sha256(state))).toBe(1)
+      expect(yield* states.peek(state, "microblog")).toEqual(Option.none())
+      expect(yield* states.peek("x".repeat(43), "fedsocial")).toEqual(Option.none())
+      expect(Option.isSome(yield* states.take(state, "fedsocial"))).toBe(true)
+      expect(yield* states.peek(state, "fedsocial")).toEqual(Option.none())
+      const expiring = yield* states.put(intent())
+      yield* TestClock.adjust(Duration.seconds(TTL - 1))
+      expect(Option.isSome(yield* states.peek(expiring.state, "microblog"))).toBe(true)
+      yield* TestClock.adjust(Duration.seconds(1))
+      expect(yield* states.peek(expiring.state, "microblog")).toEqual(Option.none())
     })
   )
 

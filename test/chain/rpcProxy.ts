@@ -1,6 +1,7 @@
 /**
  * A JSON-RPC proxy on 127.0.0.1 in front of a node, for tests of failure handling: it counts the
- * requests it receives by method and, per request, forwards it or misbehaves (HTTP error, closed
+ * requests it receives by method, shows each to the rule with its params, and, per request,
+ * forwards it or misbehaves (HTTP error, closed
  * socket, delay, a JSON-RPC error of our choosing, or no answer at all: a blackhole).
  */
 import http from "node:http"
@@ -24,6 +25,8 @@ export interface ProxiedRequest {
   readonly method: string
   /** 1 for the first request of this method since the last reset, and so on. */
   readonly nth: number
+  /** The request's `params`, as sent. */
+  readonly params: unknown
 }
 
 export type ProxyRule = (request: ProxiedRequest) => ProxyBehaviour
@@ -48,7 +51,9 @@ const readBody = (request: http.IncomingMessage): Promise<string> =>
     request.on("error", reject)
   })
 
-const methodOf = (body: string): { readonly method: string; readonly id: unknown } => {
+const methodOf = (
+  body: string
+): { readonly method: string; readonly id: unknown; readonly params: unknown } => {
   try {
     const parsed: unknown = JSON.parse(body)
     if (
@@ -57,11 +62,15 @@ const methodOf = (body: string): { readonly method: string; readonly id: unknown
       "method" in parsed &&
       typeof parsed.method === "string"
     )
-      return { method: parsed.method, id: "id" in parsed ? parsed.id : null }
+      return {
+        method: parsed.method,
+        id: "id" in parsed ? parsed.id : null,
+        params: "params" in parsed ? parsed.params : undefined
+      }
   } catch {
     // Not JSON: counted under an empty method name.
   }
-  return { method: "", id: null }
+  return { method: "", id: null, params: undefined }
 }
 
 export const startRpcProxy = async (targetUrl: string): Promise<RpcProxy> => {
@@ -84,10 +93,10 @@ export const startRpcProxy = async (targetUrl: string): Promise<RpcProxy> => {
   const server = http.createServer((request, response) => {
     void (async () => {
       const body = await readBody(request)
-      const { method, id } = methodOf(body)
+      const { method, id, params } = methodOf(body)
       const nth = (counts.get(method) ?? 0) + 1
       counts.set(method, nth)
-      const behaviour = rule({ method, nth })
+      const behaviour = rule({ method, nth, params })
       switch (behaviour.kind) {
         case "forward":
           return forward(body, response)

@@ -288,7 +288,12 @@ describe("attestor settings", () => {
       FEDSOCIAL_URI: "https://w.example"
     })
     if (Either.isLeft(result)) throw new Error(formatConfigError(result.left))
-    const rpcUrl = Option.getOrThrow(result.right.fedsocial).rpcUrl
+    const { rpcUrl, contractSignatures, contractSignatureGas } = Option.getOrThrow(result.right.fedsocial)
+    // Contract wallets' signatures are off unless asked for, and capped when on.
+    expect({ contractSignatures, contractSignatureGas }).toEqual({
+      contractSignatures: false,
+      contractSignatureGas: 1_000_000
+    })
     expect(isPublicOptimismRpc(rpcUrl)).toBe(true)
     expect(isPublicOptimismRpc("https://mainnet.optimism.io/")).toBe(true)
     expect(isPublicOptimismRpc("https://opt-mainnet.example-rpc.com/v2/key")).toBe(false)
@@ -302,7 +307,10 @@ describe("attestor settings", () => {
     ["REDIRECT_ALLOWLIST", "ftp://files.example"],
     ["REDIRECT_ALLOWLIST", "https://wallet.example/after-login?next=x"],
     ["REDIRECT_ALLOWLIST", "https://wallet.example/after-login#x"],
-    ["LOGIN_CHALLENGE", "sometimes"]
+    ["LOGIN_CHALLENGE", "sometimes"],
+    ["FEDSOCIAL_CONTRACT_SIGNATURES", "sometimes"],
+    ["FEDSOCIAL_CONTRACT_SIGNATURE_GAS", "0"],
+    ["FEDSOCIAL_CONTRACT_SIGNATURE_GAS", "50000001"]
   ])("names an invalid %s", (name, value) => {
     expect(failure(load(loadAttestorSettings, { ...minimal, [name]: value }))).toContain(`${name}: `)
   })

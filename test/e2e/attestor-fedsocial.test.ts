@@ -5,23 +5,31 @@
  * the stealth owner of start, lists the escrow launched to fedsocial user 1005 and gets a bind signed.
  * Every other message is refused with 401 `invalid_session` and no session: another domain, a
  * nonce never issued, a reused nonce, an expired message or nonce, a signer that is not the fid's
- * custody, another fid, a malformed message. A message whose signature does not hold spends nothing;
- * a validly signed one refused for itself spends its nonce. The registry RPC
+ * custody, another fid, a malformed message. A refused message spends nothing. The registry RPC
  * down is 503 `unavailable` and leaves the nonce usable: the same signed message verifies once the
  * registry answers again, once. A message signed for a start made before the fid's contest makes
- * no session after it.
+ * no session after it. What a message costs the registry RPC, counted at a proxy: nothing until its
+ * nonce is live and its ordinary signature recovers to its address, then the two registry reads; a
+ * contract wallet's signature is 400 `unsupported` at no cost unless `FEDSOCIAL_CONTRACT_SIGNATURES`
+ * allows it, and then its one `eth_call` carries `FEDSOCIAL_CONTRACT_SIGNATURE_GAS` (a factory that
+ * loops forever is refused at once).
  */
 import { Effect } from "effect"
 import type { Address, Hex, LocalAccount } from "viem"
-import { encodeAbiParameters } from "viem"
+import { encodeAbiParameters, getAddress, numberToHex, serializeErc6492Signature } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { createSiweMessage } from "viem/siwe"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { keyRegistryStandInAbi } from "../../contracts/abi.js"
-import { devnetAccount, devnetClients, FARCASTER_KEY_REGISTRY } from "../../contracts/deploy.js"
+import { idRegistryStandInAbi, keyRegistryStandInAbi } from "../../contracts/abi.js"
+import {
+  devnetAccount,
+  devnetClients,
+  FARCASTER_ID_REGISTRY,
+  FARCASTER_KEY_REGISTRY
+} from "../../contracts/deploy.js"
 import { DEVNET_METRICS_TOKEN } from "../../layers/devnet.js"
 import { newLoginSecret } from "../../src/client.js"
-import { type RpcProxy, startRpcProxy } from "../chain/rpcProxy.js"
+import { type ProxiedRequest, type RpcProxy, startRpcProxy } from "../chain/rpcProxy.js"
 import { AttestorClient } from "./support/attestorClient.js"
 import { VaultDevnet } from "./support/relayerDevnet.js"
 
@@ -32,6 +40,9 @@ let shortLived: AttestorClient
 /** One that reads the registries through `registry`, which a test can stop answering. */
 let flaky: AttestorClient
 let registry: RpcProxy
+/** One that checks contract wallets' signatures, with a gas limit of `CONTRACT_GAS`, through `registry`. */
+let contracts: AttestorClient
+const CONTRACT_GAS = 500_000
 
 const common = { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_MINUTE: "1000", INDEXER_POLL_INTERVAL_MS: "200" }
 
@@ -49,12 +60,24 @@ beforeAll(async () => {
     { ...common, FEDSOCIAL_RPC_URL: registry.url, DATA_DIR: `${net.chain.dir}/data/attestor-flaky` },
     { standIns: true }
   )
+  contracts = await AttestorClient.start(
+    net,
+    {
+      ...common,
+      FEDSOCIAL_RPC_URL: registry.url,
+      FEDSOCIAL_CONTRACT_SIGNATURES: "true",
+      FEDSOCIAL_CONTRACT_SIGNATURE_GAS: String(CONTRACT_GAS),
+      DATA_DIR: `${net.chain.dir}/data/attestor-contracts`
+    },
+    { standIns: true }
+  )
 }, 300_000)
 
 afterAll(async () => {
   await attestor?.stop()
   await shortLived?.stop()
   await flaky?.stop()
+  await contracts?.stop()
   await registry?.close()
   await net?.dispose()
 })
@@ -74,16 +97,13 @@ const start = async (on: AttestorClient, stealthOwner: Address): Promise<Started
   return (await res.json()) as Started
 }
 
-/** A FIP-11 message for `fid` with the values of start (each overridable), signed by `signer`. */
-const signIn = async (
-  signer: LocalAccount,
-  fid: number,
-  started: Started,
-  overrides: Partial<{ domain: string; nonce: string; uri: string; expirationTime: Date }> = {}
-) => {
-  const message = createSiweMessage({
+type Overrides = Partial<{ domain: string; nonce: string; uri: string; expirationTime: Date }>
+
+/** A FIP-11 message from `address` for `fid` with the values of start (each overridable). */
+const fip11 = (address: Address, fid: number, started: Started, overrides: Overrides = {}) =>
+  createSiweMessage({
     domain: overrides.domain ?? started.domain,
-    address: signer.address,
+    address,
     statement: "Farcaster Auth",
     uri: overrides.uri ?? started.uri,
     version: "1",
@@ -93,6 +113,10 @@ const signIn = async (
     expirationTime: overrides.expirationTime ?? new Date(started.expirationTime),
     resources: [`farcaster://fid/${fid}`]
   })
+
+/** A FIP-11 message for `fid` with the values of start (each overridable), signed by `signer`. */
+const signIn = async (signer: LocalAccount, fid: number, started: Started, overrides: Overrides = {}) => {
+  const message = fip11(signer.address, fid, started, overrides)
   return { message, signature: (await signer.signMessage({ message })) as Hex }
 }
 
@@ -243,18 +267,14 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     expect((await verify(attestor, await signIn(custody(5), 1005, started))).status).toBe(200)
   })
 
-  it("a validly signed message refused for itself (another expiry) spends its nonce", async () => {
+  it("a message refused for itself (another expiry than start's) spends nothing", async () => {
     const started = await start(attestor, newOwner())
     const later = {
       ...started,
       expirationTime: new Date(Date.parse(started.expirationTime) - 1_000).toISOString()
     }
     await expectRefusal(await verify(attestor, await signIn(custody(5), 1005, later)), 401, "invalid_session")
-    await expectRefusal(
-      await verify(attestor, await signIn(custody(5), 1005, started)),
-      401,
-      "invalid_session"
-    )
+    expect((await verify(attestor, await signIn(custody(5), 1005, started))).status).toBe(200)
   })
 
   it("a start's loginChallenge binds the session it makes", async () => {
@@ -351,6 +371,144 @@ describe("the registry RPC down", () => {
     expect(await res.json()).toMatchObject({ platform: "fedsocial", userId: "1005", stealthOwner })
     // Still single use.
     await expectRefusal(await verify(flaky, signed), 401, "invalid_session")
+  })
+})
+
+/** Every request `registry` gets while `run` runs, with its params. */
+const seenBy = async (run: () => Promise<void>): Promise<ReadonlyArray<ProxiedRequest>> => {
+  const seen: ProxiedRequest[] = []
+  registry.setRule((request) => {
+    seen.push(request)
+    return { kind: "forward" }
+  })
+  try {
+    await run()
+  } finally {
+    registry.reset()
+  }
+  return seen
+}
+
+/** `code` placed at a fresh address on the devnet chain (anvil_setCode). */
+const placeCode = async (code: Hex): Promise<Address> => {
+  const at = newOwner()
+  await net.publicClient().request({ method: "anvil_setCode" as never, params: [at, code] as never })
+  return at
+}
+
+/** Runtime code that loops forever: JUMPDEST PUSH0 JUMP. */
+const LOOP = "0x5b5f56"
+/** Runtime code that answers ERC-1271's magic value to any call: a wallet that accepts every signature. */
+const ACCEPT_ALL = "0x631626ba7e60e01b5f5260205ff3"
+
+/** A counterfactual wallet's ERC-6492 signature whose factory is code that loops forever. */
+const loopingFactorySignature = async (): Promise<Hex> =>
+  serializeErc6492Signature({
+    address: await placeCode(LOOP),
+    data: "0x12345678",
+    signature: `0x${"11".repeat(65)}`
+  })
+
+describe("what a message costs the registry RPC (FEDSOCIAL_RPC_URL)", () => {
+  it("a nonce this attestor never issued: refused before any RPC call", async () => {
+    const signed = await signIn(custody(5), 1005, await start(flaky, newOwner()), {
+      nonce: "neverIssued12345"
+    })
+    const seen = await seenBy(async () => {
+      await expectRefusal(await verify(flaky, signed), 401, "invalid_session")
+    })
+    expect(seen.map((request) => request.method)).toEqual([])
+  })
+
+  it("nothing either for what the message shows by itself: another domain, uri or expiry, a signature that does not recover to its address", {
+    timeout: 20_000
+  }, async () => {
+    const started = await start(flaky, newOwner())
+    const refusals = [
+      await signIn(custody(5), 1005, started, { domain: "elsewhere.example" }),
+      await signIn(custody(5), 1005, started, { uri: "http://localhost:5173/other" }),
+      await signIn(custody(5), 1005, started, {
+        expirationTime: new Date(Date.parse(started.expirationTime) - 1_000)
+      }),
+      {
+        message: fip11(custody(5).address, 1005, started),
+        signature: await custody(6).signMessage({ message: fip11(custody(5).address, 1005, started) })
+      }
+    ]
+    const seen = await seenBy(async () => {
+      for (const body of refusals) await expectRefusal(await verify(flaky, body), 401, "invalid_session")
+    })
+    expect(seen.map((request) => request.method)).toEqual([])
+    // The nonce is still live: the message that holds makes a session, with the two registry reads.
+    const reads = await seenBy(async () => {
+      expect((await verify(flaky, await signIn(custody(5), 1005, started))).status).toBe(200)
+    })
+    expect(reads.map((request) => request.method)).toEqual(["eth_call", "eth_call"])
+    expect(reads.map((request) => getAddress((request.params as [{ to: Address }])[0].to)).sort()).toEqual(
+      [getAddress(FARCASTER_ID_REGISTRY), getAddress(FARCASTER_KEY_REGISTRY)].sort()
+    )
+  })
+
+  it("a contract wallet's signature (ERC-6492, ERC-1271) is 400 unsupported by default, before any RPC call, and spends nothing", async () => {
+    const started = await start(flaky, newOwner())
+    const message = fip11(newOwner(), 1005, started)
+    const signatures = [await loopingFactorySignature(), `0x${"ab".repeat(70)}`]
+    const seen = await seenBy(async () => {
+      for (const signature of signatures) {
+        const res = await verify(flaky, { message, signature })
+        expect({ status: res.status, body: await res.json() }).toEqual({
+          status: 400,
+          body: {
+            code: "unsupported",
+            error:
+              "this attestor does not accept contract-wallet signatures (ERC-1271, ERC-6492): sign with the key of the fid's custody address or of one of its auth addresses"
+          }
+        })
+      }
+    })
+    expect(seen.map((request) => request.method)).toEqual([])
+    expect((await verify(flaky, await signIn(custody(5), 1005, started))).status).toBe(200)
+  })
+
+  it("allowed, a counterfactual wallet whose factory loops forever costs one eth_call with the gas limit: refused, nothing spent", {
+    timeout: 20_000
+  }, async () => {
+    const started = await start(contracts, newOwner())
+    const body = { message: fip11(newOwner(), 1005, started), signature: await loopingFactorySignature() }
+    const seen = await seenBy(async () => {
+      await expectRefusal(await verify(contracts, body), 401, "invalid_session")
+    })
+    expect(seen.map((request) => request.method)).toEqual(["eth_call"])
+    // viem's ERC-6492 validator, deployed by the call itself (no `to`), capped at the setting.
+    const [callParams] = (seen[0]?.params ?? [{}]) as [{ to?: string; gas?: string }]
+    expect(callParams.to).toBeUndefined()
+    expect(callParams.gas).toBe(numberToHex(CONTRACT_GAS))
+    expect((await verify(contracts, await signIn(custody(5), 1005, started))).status).toBe(200)
+  })
+
+  it("allowed, a deployed ERC-1271 wallet that holds a fid signs in; by default the same message is 400 unsupported", {
+    timeout: 30_000
+  }, async () => {
+    const wallet = getAddress(await placeCode(ACCEPT_ALL))
+    const admin = await devnetClients(net.rpcUrl, devnetAccount(0))
+    const hash = await admin.walletClient.writeContract({
+      address: FARCASTER_ID_REGISTRY,
+      abi: idRegistryStandInAbi,
+      functionName: "register",
+      args: [wallet, 1100n]
+    })
+    await admin.publicClient.waitForTransactionReceipt({ hash })
+    const signature = `0x${"cd".repeat(70)}`
+    const stealthOwner = newOwner()
+    const signed = { message: fip11(wallet, 1100, await start(contracts, stealthOwner)), signature }
+    const res = await verify(contracts, signed)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ platform: "fedsocial", userId: "1100", stealthOwner })
+    await expectRefusal(
+      await verify(attestor, { message: fip11(wallet, 1100, await start(attestor, newOwner())), signature }),
+      400,
+      "unsupported"
+    )
   })
 })
 

@@ -7,22 +7,30 @@
  * `OAUTH_STATE_TTL_SECONDS`, single use (`OAuthStates`), and the client is told the `nonce`,
  * `domain`, `uri` and `expirationTime` its FIP-11 message must carry.
  *
- * Verify, each refusal 401 `invalid_session` with no session made:
- * 1. the message parses as an EIP-4361 message with a nonce and the `uri` start gave;
- * 2. `@farcaster/auth-client`'s `verifySignInMessage` checks the statement, chain id 10, the single
+ * Verify, each refusal 401 `invalid_session` with no session made, every check that needs no RPC
+ * before any that does (a message costs the registry RPC nothing until its nonce is live):
+ * 1. the message parses as an EIP-4361 message with a nonce, and names the `domain` and `uri`
+ *    start gave;
+ * 2. a signature other than an ordinary 65-byte one (a contract wallet's: ERC-1271, ERC-6492) is
+ *    400 `unsupported` unless `FEDSOCIAL_CONTRACT_SIGNATURES` allows it;
+ * 3. the nonce is live: issued by start for fedsocial and not expired (peeked, not taken), and the
+ *    message's `expirationTime` is the one start gave;
+ * 4. `@farcaster/auth-client`'s `verifySignInMessage` checks the statement, chain id 10, the single
  *    `farcaster://fid/N` resource, domain, nonce, expiry and signature, and that the signer is the
- *    fid's custody address on the IdRegistry or one of its auth addresses on the KeyRegistry;
- * 3. then, in one transaction, the nonce is taken (unknown, used, expired or another platform's
- *    state: refused, and another platform's state left alone), the `expirationTime` must be the one
- *    start gave, and the session is made with the stealth owner, ids and login challenge of that
- *    nonce, never of the message; a nonce made before the fid's last contest makes none
- *    (docs/protocol.md §10 "Contests": a message signed for it may have been phished).
+ *    fid's custody address on the IdRegistry or one of its auth addresses on the KeyRegistry. An
+ *    ordinary signature is recovered here, without the chain (`checkSignature`); a contract
+ *    wallet's, when allowed, is one `eth_call` of viem's ERC-6492 validator capped at
+ *    `FEDSOCIAL_CONTRACT_SIGNATURE_GAS`, since the signer chooses the code it runs;
+ * 5. then, in one transaction, the nonce is taken (used or expired since the peek: refused), and the
+ *    session is made with the stealth owner, ids and login challenge of that nonce, never of the
+ *    message; a nonce made before the fid's last contest makes none (docs/protocol.md §10
+ *    "Contests": a message signed for it may have been phished).
  * The registries are read over `FEDSOCIAL_RPC_URL` (Optimism by default): not answering is 503
  * `unavailable`, and the nonce is not touched, so the same signed message verifies once they
- * answer again (until the nonce expires). A message whose signature the library refuses spends
- * nothing (whoever saw the nonce, a relay does, could otherwise burn it); a validly signed one whose
- * expiry is not start's spends its nonce. The nonce is spent in the transaction that creates the session, so a
- * session store that fails leaves it usable too, and two verifies of one message make one session.
+ * answer again (until the nonce expires). A refused message spends nothing (whoever saw the nonce,
+ * a relay does, could otherwise burn it): the nonce is spent in the transaction that creates the
+ * session, so a session store that fails leaves it usable too, and two verifies of one message
+ * make one session.
  * Optimism's public endpoint, the default, is rate-limited: start-up warns once while it is
  * configured (docs/operations.md "Provider endpoints").
  *
@@ -32,7 +40,24 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import type { CreateClientArgs } from "@farcaster/auth-client"
 import { Context, Effect, Layer, Option } from "effect"
-import { type Address, createPublicClient, encodeAbiParameters, http, parseAbi } from "viem"
+import {
+  type Address,
+  type Client,
+  createPublicClient,
+  encodeAbiParameters,
+  encodeDeployData,
+  erc6492SignatureValidatorAbi,
+  erc6492SignatureValidatorByteCode,
+  type Hex,
+  http,
+  isAddressEqual,
+  isHex,
+  parseAbi,
+  recoverAddress,
+  size,
+  type VerifyHashParameters
+} from "viem"
+import { call } from "viem/actions"
 import { generateSiweNonce, parseSiweMessage } from "viem/siwe"
 import type {
   FedsocialStartResponse,
@@ -40,7 +65,8 @@ import type {
   OAuthStartRequest,
   SessionResponse
 } from "../../../schema/attestor.js"
-import { BadRequest, InvalidSession, Unavailable } from "../../../schema/errors.js"
+import { BadRequest, InvalidSession, Unavailable, Unsupported } from "../../../schema/errors.js"
+import { interpretFailure } from "../../chain/errors.js"
 import { isPublicOptimismRpc } from "../../config/attestor.js"
 import { sessionResponse } from "../logins.js"
 import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
@@ -57,10 +83,13 @@ export interface FedsocialConfig {
   readonly keyRegistry: Address
   readonly rpcTimeoutMs: number
   readonly redirectAllowList: ReadonlyArray<string>
+  /** Whether a contract wallet's signature (ERC-1271, ERC-6492) is checked, and its call's gas. */
+  readonly contractSignatures: boolean
+  readonly contractSignatureGas: number
 }
 
 export type FedsocialStartError = BadRequest | Unavailable
-export type FedsocialVerifyError = InvalidSession | Unavailable
+export type FedsocialVerifyError = InvalidSession | Unsupported | Unavailable
 
 export interface FedsocialLoginsShape {
   readonly start: (request: OAuthStartRequest) => Effect.Effect<FedsocialStartResponse, FedsocialStartError>
@@ -89,6 +118,52 @@ const publicRpcWarning = (config: FedsocialConfig): Effect.Effect<void> =>
 
 const REFUSED = "the sign-in message could not be verified: sign in again"
 const REGISTRY_UNAVAILABLE = "the fedsocial registry is not answering: try again later"
+const STATES_UNAVAILABLE = "the login state store is not answering"
+const CONTRACT_SIGNATURES_REFUSED =
+  "this attestor does not accept contract-wallet signatures (ERC-1271, ERC-6492): sign with the key of the fid's custody address or of one of its auth addresses"
+
+/** An ordinary signature, `r || s || v`: an externally owned account's, recovered without the chain. */
+const isOrdinarySignature = (signature: Hex): boolean => size(signature) === 65
+
+/**
+ * Whether `signature` by `address` holds for `hash`, in place of viem's `verifyHash` (which asks
+ * the chain first, even for an ordinary signature): an ordinary one is recovered locally; any other
+ * (or an ordinary one that does not recover to `address`, which a deployed wallet may still accept)
+ * is a contract wallet's, checked only when allowed, by one `eth_call` of viem's ERC-6492 validator
+ * (ERC-1271 for a deployed wallet, the wallet's factory first for a counterfactual one) limited to
+ * `contractSignatureGas`: the factory and the wallet are code of the signer's choosing, which would
+ * otherwise run to the node's gas cap. The node not answering throws (503, the nonce unspent); the
+ * call reverting or running out of gas is a signature that does not hold. Installed as the chain's
+ * `verifyHash`, which viem's `verifyHash` defers to.
+ */
+const checkSignature =
+  (config: FedsocialConfig) =>
+  async (client: Client, { address, hash, signature }: VerifyHashParameters): Promise<boolean> => {
+    // auth-client passes on the request's hex signature unchanged; nothing else reaches here.
+    if (!isHex(signature)) return false
+    if (isOrdinarySignature(signature)) {
+      const recovered = await recoverAddress({ hash, signature }).catch(() => undefined)
+      if (recovered !== undefined && isAddressEqual(recovered, address)) return true
+    }
+    if (!config.contractSignatures) return false
+    const answer = await call(client, {
+      data: encodeDeployData({
+        abi: erc6492SignatureValidatorAbi,
+        args: [address, hash, signature],
+        bytecode: erc6492SignatureValidatorByteCode
+      }),
+      gas: BigInt(config.contractSignatureGas)
+    }).catch((error: unknown) => {
+      // A revert, or the node refusing the call itself (out of gas): the code said no. Anything
+      // else (no answer, an HTTP error) is the node's trouble.
+      const failure = interpretFailure(error)
+      if (failure._tag === "Reverted" || (failure._tag === "Rejected" && failure.code !== undefined))
+        return { data: undefined }
+      throw error
+    })
+    // The validator answers a boolean, true for a signature that holds.
+    return answer.data !== undefined && /^0x0*1$/.test(answer.data)
+  }
 
 const idRegistryAbi = parseAbi(["function idOf(address owner) view returns (uint256)"])
 const keyRegistryAbi = parseAbi([
@@ -99,6 +174,16 @@ const keyRegistryAbi = parseAbi([
 /** The registries at the configured addresses (auth-client's own connector hard-codes them). */
 const registries = (config: FedsocialConfig): CreateClientArgs["ethereum"] => {
   const publicClient = createPublicClient({
+    // viem's `verifyHash` defers to the chain's own; only `verifyHash` of this chain is read.
+    chain: {
+      id: 10,
+      name: "Optimism",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [config.rpcUrl] } },
+      verifyHash: checkSignature(config)
+    },
+    // A wallet's code could otherwise have the attestor fetch URLs of its choosing (EIP-3668).
+    ccipRead: false,
     transport: http(config.rpcUrl, { timeout: config.rpcTimeoutMs, retryCount: 0 })
   })
   return {
@@ -157,7 +242,7 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
             },
             { state: nonce }
           )
-          .pipe(Effect.mapError(() => new Unavailable({ message: "the login state store is not answering" })))
+          .pipe(Effect.mapError(() => new Unavailable({ message: STATES_UNAVAILABLE })))
         return {
           nonce,
           domain: config.domain,
@@ -171,9 +256,20 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
         const refused = new InvalidSession({ message: REFUSED })
         const parsed = yield* Effect.try({ try: () => parseSiweMessage(message), catch: () => refused })
         const nonce = parsed.nonce
-        if (nonce === undefined || parsed.uri !== config.uri) return yield* Effect.fail(refused)
-        // The message is checked in full before its nonce is touched: a registry that does not
-        // answer is no fault of the message, and must not cost the user a new start.
+        if (nonce === undefined || parsed.domain !== config.domain || parsed.uri !== config.uri)
+          return yield* Effect.fail(refused)
+        if (!config.contractSignatures && !isOrdinarySignature(signature))
+          return yield* Effect.fail(new Unsupported({ message: CONTRACT_SIGNATURES_REFUSED }))
+        // A nonce start never gave (or that expired, or was used) is refused before the message
+        // costs an RPC call; it is only peeked at: the message is checked in full before the nonce
+        // is touched, since a registry that does not answer is no fault of the message and must not
+        // cost the user a new start.
+        const live = yield* states
+          .peek(nonce, "fedsocial")
+          .pipe(Effect.mapError(() => new Unavailable({ message: STATES_UNAVAILABLE })))
+        // The expiry must be the one start gave (a state's times never change once stored).
+        if (Option.isNone(live) || parsed.expirationTime?.getTime() !== live.value.expiresAt * 1000)
+          return yield* Effect.fail(refused)
         const client = yield* appClient
         const verified = yield* Effect.promise(() =>
           client.verifySignInMessage({ nonce, domain: config.domain, message, signature })
@@ -188,10 +284,9 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
         if (verified.isError || !verified.success) return yield* Effect.fail(refused)
         // The nonce is taken and the session made in one transaction: both happen, or neither.
         const created = yield* Effect.gen(function* () {
+          // Used or expired since the peek: refused.
           const taken = yield* states.take(nonce, "fedsocial")
-          // The expiry must be the one start gave (the nonce's own end, still ahead: `take` says so).
-          if (Option.isNone(taken) || parsed.expirationTime?.getTime() !== taken.value.expiresAt * 1000)
-            return Option.none()
+          if (Option.isNone(taken)) return Option.none()
           return Option.some(
             yield* sessions.create(
               {
@@ -206,8 +301,7 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
         }).pipe(
           sql.withTransaction,
           Effect.catchTags({
-            OAuthStateStoreError: () =>
-              Effect.fail(new Unavailable({ message: "the login state store is not answering" })),
+            OAuthStateStoreError: () => Effect.fail(new Unavailable({ message: STATES_UNAVAILABLE })),
             SessionStoreError: () => Effect.fail(new Unavailable({ message: SESSION_STORE_UNAVAILABLE })),
             LoginStartedBeforeContest: (e) => Effect.fail(new InvalidSession({ message: e.message })),
             // A nested session store failure surfaces as its own error; the transaction's own is this.

@@ -7,7 +7,9 @@
  * - The state is 32 random bytes, base64url; the database keeps only its SHA-256 (migration 0024),
  *   and a state is found by that digest alone, so nothing is compared here.
  * - Single use: taking a state deletes its row in the same statement that reads it, so two
- *   callbacks presenting one state (on one replica or two) cannot both get the intent.
+ *   callbacks presenting one state (on one replica or two) cannot both get the intent. Peeking reads
+ *   a state's times and leaves it: fedsocial's verify refuses a nonce never issued before it
+ *   spends an RPC call on the message, and takes it only once the message holds.
  * - A state lives `ttlSeconds` (10 minutes by default) on the attestor's clock (Effect's `Clock`);
  *   an expired one reads as unknown. Expired rows are deleted when states are stored, at most once
  *   a minute per process.
@@ -72,6 +74,17 @@ export interface OAuthStatesShape {
     Option.Option<OAuthIntent & { readonly startedAt: number; readonly expiresAt: number }>,
     OAuthStateStoreError
   >
+  /**
+   * When the live state `state` of `platform` was made and when it expires, left in place; none
+   * exactly when `take` would find none now.
+   */
+  readonly peek: (
+    state: string,
+    platform: OAuthPlatform
+  ) => Effect.Effect<
+    Option.Option<{ readonly startedAt: number; readonly expiresAt: number }>,
+    OAuthStateStoreError
+  >
 }
 
 export class OAuthStates extends Context.Tag("OAuthStates")<OAuthStates, OAuthStatesShape>() {
@@ -79,7 +92,7 @@ export class OAuthStates extends Context.Tag("OAuthStates")<OAuthStates, OAuthSt
     Layer.effect(OAuthStates, makeOAuthStates(config))
 
   /** For tests: the members given; any other use dies naming it (src/stubLayer.ts). */
-  static readonly test = stubLayer(OAuthStates, { put: "function", take: "function" })
+  static readonly test = stubLayer(OAuthStates, { put: "function", take: "function", peek: "function" })
 }
 
 export type OAuthStatesConfig = ExpiringRowsConfig
@@ -169,5 +182,18 @@ export const makeOAuthStates = (config: OAuthStatesConfig) =>
         })
       })
 
-    return { put, take } satisfies OAuthStatesShape
+    const peek: OAuthStatesShape["peek"] = (state, platform) =>
+      Effect.gen(function* () {
+        const now = yield* nowSeconds
+        const rows = yield* sql<Pick<StateRow, "created_at" | "expires_at">>`
+          SELECT created_at, expires_at FROM attestor_oauth_states
+          WHERE state_hash = ${storageDigest(state)} AND platform = ${platform}`.pipe(
+          Effect.mapError(failed("reading an OAuth state"))
+        )
+        const row = rows[0]
+        if (row === undefined || Number(row.expires_at) <= now) return Option.none()
+        return Option.some({ startedAt: Number(row.created_at), expiresAt: Number(row.expires_at) })
+      })
+
+    return { put, take, peek } satisfies OAuthStatesShape
   })
