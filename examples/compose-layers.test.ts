@@ -18,6 +18,7 @@ import {
 } from "fee-vault-services/client"
 import {
   AccountReader,
+  BindBudget,
   ChainId,
   Claims,
   DenyList,
@@ -137,7 +138,7 @@ const cooldowns = stubLayer(RevertCooldowns, { check: "function", settled: "func
   settled: () => Effect.void
 })
 
-/** `Claims` with the live checks; the nonce reservations live in the embedded database. */
+/** `Claims` with the live checks; the nonce reservations and bind budgets live in the embedded database. */
 const claimPath = Relayer.writeServices.pipe(
   Layer.provide(
     Layer.mergeAll(
@@ -146,6 +147,7 @@ const claimPath = Relayer.writeServices.pipe(
       VaultSignatures.layer,
       TxPreflight.layer,
       IdRateLimit.layer,
+      BindBudget.layer,
       NonceReservations.layer,
       feeOracle,
       cooldowns

@@ -12,6 +12,7 @@ import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
 import { AccountReader } from "../src/relayer/AccountReader.js"
 import { AccountsFeed } from "../src/relayer/AccountsFeed.js"
 import { RelayerApi } from "../src/relayer/api/index.js"
+import { BindBudget } from "../src/relayer/BindBudget.js"
 import { BindTransactions } from "../src/relayer/BindTransactions.js"
 import { Claims } from "../src/relayer/Claims.js"
 import { FeeOracle } from "../src/relayer/FeeOracle.js"
@@ -39,13 +40,17 @@ const writeServices = Layer.mergeAll(Claims.layer, OwnerActions.layer, BindTrans
   Layer.provideMerge(Relay.layer)
 )
 
-/** The live checks of the write path: account reads, deny list, signatures, simulation, limits. */
+/**
+ * The live checks of the write path: account reads, deny list, signatures, simulation, limits (the
+ * per-id one and the unpaid bind budget).
+ */
 const writeChecks = Layer.mergeAll(
   AccountReader.layer,
   DenyList.layer,
   VaultSignatures.layer,
   TxPreflight.layer,
   IdRateLimit.layer,
+  BindBudget.layer,
   NonceReservations.layer
 )
 

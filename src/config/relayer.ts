@@ -75,6 +75,11 @@ export interface RelayerSettingsShape extends ServiceSettings, IndexerTuningSett
   readonly revertCooldownSeconds: number
   /** The longest cooldown, however often reverts repeat. */
   readonly revertCooldownMaxSeconds: number
+  /**
+   * Unpaid bind transactions (propose-bind, cancel-bind) sent per account id and per owner in a
+   * day; 0 turns the budget off (docs/relayer.md §8 "Unpaid bind budget").
+   */
+  readonly bindBudgetPerDay: number
 }
 
 /**
@@ -135,6 +140,7 @@ export const loadRelayerSettings = Effect.gen(function* () {
     openClaims: oneOf("OPEN_CLAIMS", openClaimsModes).pipe(Config.withDefault<OpenClaims>("accept")),
     revertCooldownSeconds: nonNegativeInt("REVERT_COOLDOWN_SECONDS", 3_600, 31_536_000),
     revertCooldownMaxSeconds: positiveInt("REVERT_COOLDOWN_MAX_SECONDS", 86_400, 31_536_000),
+    bindBudgetPerDay: nonNegativeInt("BIND_BUDGET_PER_DAY", 10, 1_000_000),
     ...txSenderSettings
   })
   if (rest.openClaims === "private-only" && Option.isNone(rest.sendRpcUrl))
@@ -147,6 +153,14 @@ export const loadRelayerSettings = Effect.gen(function* () {
   if (rest.revertCooldownMaxSeconds < rest.revertCooldownSeconds)
     return yield* Effect.fail(
       ConfigError.InvalidData(["REVERT_COOLDOWN_MAX_SECONDS"], "must not be below REVERT_COOLDOWN_SECONDS")
+    )
+  // A proposal is sent only with room left for the cancel that may undo it (docs/relayer.md §8).
+  if (rest.bindBudgetPerDay === 1)
+    return yield* Effect.fail(
+      ConfigError.InvalidData(
+        ["BIND_BUDGET_PER_DAY"],
+        "must be 0 (off) or at least 2: a propose-bind is sent only with room left for a cancel-bind"
+      )
     )
   const indexerStartBlock = Option.getOrElse(
     Option.orElse(startBlockSetting, () => fromDeployment((d) => d.startBlock)),

@@ -31,6 +31,7 @@ export {
   type VaultAccount
 } from "../relayer/AccountReader.js"
 export { RelayerApi } from "../relayer/api/index.js"
+export { BindBudget, type BindBudgetShape } from "../relayer/BindBudget.js"
 export { BindTransactions, type BindTransactionsShape } from "../relayer/BindTransactions.js"
 export { Claims, type ClaimsShape } from "../relayer/Claims.js"
 export { FeeOracle, type FeeOracleShape, type Quote, type QuoteRequest } from "../relayer/FeeOracle.js"

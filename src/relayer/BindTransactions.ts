@@ -1,6 +1,7 @@
 /**
  * The bind transactions (docs/relayer.md §3 bind rows, §4): unpaid, but simulated, gas-capped and
- * charged to the account's rate limit like every other relayed transaction.
+ * charged to the account's rate limit like every other relayed transaction; propose and cancel
+ * also to the day's budget of their account and owner (src/relayer/BindBudget.ts).
  *
  * - cancel-bind: the current owner's `CancelBind` over `bindNonces(id)`, only while a bind is
  *   pending (409 `bind_state` otherwise).
@@ -42,6 +43,7 @@ import { nowSeconds } from "../clock.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { AccountReader, type AccountSnapshot, type VaultAccount } from "./AccountReader.js"
 import type { BindTransactionError } from "./api/binds.js"
+import { BindBudget } from "./BindBudget.js"
 import { bindGasBudgetOf } from "./fees/gasBudget.js"
 import { registerCall } from "./multicall.js"
 import { Relay } from "./Relay.js"
@@ -82,6 +84,7 @@ const makeBindTransactions = Effect.gen(function* () {
   const signatures = yield* VaultSignatures
   const denyList = yield* DenyList
   const { replay, send } = yield* Relay
+  const bindBudget = yield* BindBudget
   const budget = (input: Parameters<typeof bindGasBudgetOf>[0]) =>
     bindGasBudgetOf(input, settings.gasBudgetBps)
 
@@ -162,7 +165,8 @@ const makeBindTransactions = Effect.gen(function* () {
         calls: [call],
         budget: budget({ action: "cancel-bind" }),
         action: "cancel-bind",
-        reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
+        reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }],
+        charge: bindBudget.charge({ id: request.id, owner: account.owner, action: "cancel-bind" })
       })
     }).pipe(Effect.withSpan("BindTransactions.cancelBind"))
 
@@ -240,7 +244,13 @@ const makeBindTransactions = Effect.gen(function* () {
           signatures: valid.length
         }),
         action: "propose-bind",
-        reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }]
+        reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }],
+        // Charged to the owner the proposal would replace, who may cancel it; none for a first bind.
+        charge: bindBudget.charge({
+          id,
+          owner: Option.match(snapshot.account, { onNone: () => ZERO_ADDRESS, onSome: (a) => a.owner }),
+          action: "propose-bind"
+        })
       })
     }).pipe(Effect.withSpan("BindTransactions.proposeBind"))
 
@@ -264,6 +274,7 @@ const makeBindTransactions = Effect.gen(function* () {
         reserve: [{ kind: "bindNonce", value: snapshot.bindNonce }],
         // `finalizeBind(id)` is the call of every bind of the account: not one request's.
         replayable: false
+        // Not charged to the bind budget: one finalize succeeds per proposal (src/relayer/BindBudget.ts).
       })
     }).pipe(Effect.withSpan("BindTransactions.finalizeBind"))
 
@@ -277,6 +288,6 @@ export class BindTransactions extends Context.Tag("BindTransactions")<
   static readonly layer: Layer.Layer<
     BindTransactions,
     never,
-    RelayerSettings | ChainClient | AccountReader | VaultSignatures | DenyList | Relay
+    RelayerSettings | ChainClient | AccountReader | VaultSignatures | DenyList | Relay | BindBudget
   > = Layer.effect(BindTransactions, makeBindTransactions)
 }

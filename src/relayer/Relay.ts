@@ -3,8 +3,9 @@
  * transaction will consume reserved (src/relayer/NonceReservations.ts), an account or owner
  * contract on a revert cooldown refused (src/relayer/RevertCooldowns.ts), the steps batched into one
  * transaction, simulated and gas-capped, a paid request's fee checked against the gas limit it
- * would be sent with at the current gas price, the account's rate limit charged only once the
- * vault has accepted the simulation, and the transaction handed to the hot key's sender.
+ * would be sent with at the current gas price, the account's rate limit (and an unpaid bind's
+ * daily budget) charged only once the vault has accepted the simulation, and the transaction
+ * handed to the hot key's sender.
  */
 
 import { Context, Data, Effect, Exit, Layer, Option } from "effect"
@@ -56,6 +57,12 @@ export interface RelayRequest {
    * (finalize-bind is `finalizeBind(id)` for every bind of the account).
    */
   readonly replayable?: boolean
+  /**
+   * A charge beyond the per-id limit (the unpaid bind budget, src/relayer/BindBudget.ts), taken
+   * right after it; what it succeeds with gives the charge back, and runs when the transaction is
+   * then not sent.
+   */
+  readonly charge?: Effect.Effect<Effect.Effect<void>, RateLimited | Unavailable>
 }
 
 /**
@@ -159,6 +166,8 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
           let handedOver = false
           // The sender could not tell whether it stored the transaction, which then goes out.
           let maybeStored = false
+          // Gives back `request.charge` once taken.
+          let giveBack: Effect.Effect<void> = Effect.void
           return Effect.acquireUseRelease(
             reservations.take(vault, request.id, request.reserve).pipe(
               // Held by this very request, stored since its replay was looked up: its hash.
@@ -193,6 +202,7 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
                 })
                 yield* covered(gasLimit)
                 yield* idLimit.charge(request.id)
+                if (request.charge !== undefined) giveBack = yield* request.charge
                 handedOver = true
                 const storedWith = reservations.linkOnStore(reservation)
                 const txHash = yield* sender
@@ -215,11 +225,12 @@ export class Relay extends Context.Tag("Relay")<Relay, RelayShape>() {
             // Refused before sending, or refused by the sender (which then stored or kept nothing):
             // the nonces are free again. Interrupted once handed over, or refused by a sender
             // unsure of its store, the transaction may go out anyway, so the reservation stays:
-            // linked if the sender stored it, else until it expires.
+            // linked if the sender stored it, else until it expires. So does the request's own
+            // charge: given back only with the nonces, when nothing can go out.
             (reservation, exit) =>
               Exit.isSuccess(exit) || (handedOver && Exit.isInterrupted(exit)) || maybeStored
                 ? Effect.void
-                : reservations.release(reservation)
+                : Effect.zipRight(giveBack, reservations.release(reservation))
           ).pipe(
             Effect.catchIf(
               (error): error is Replayed => error instanceof Replayed,

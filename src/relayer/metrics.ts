@@ -38,6 +38,11 @@ export const cooldownRefusals = counter(
   "Relayed requests refused with 429 because their account or owner code is on a revert cooldown, by key"
 )
 
+export const bindBudgetRefusals = counter(
+  "relayer_bind_budget_refusals_total",
+  "Unpaid bind requests (propose-bind, cancel-bind) refused with 429 because the day's budget of their account id or owner is spent, by key: id or owner"
+)
+
 export const claimsFrontrun = counter(
   "relayer_claims_frontrun_total",
   "Open claims (claim.relayer = 0x0) this relayer sent that another sender's transaction executed first"
@@ -49,6 +54,7 @@ const simulationFailure = taggedOnce(simulationFailures)
 const onchainRevert = taggedOnce(onchainReverts)
 const revertCooldown = taggedOnce(revertCooldowns)
 const cooldownRefusal = taggedOnce(cooldownRefusals)
+const bindBudgetRefusal = taggedOnce(bindBudgetRefusals)
 
 export type CooldownKey = "id" | "code_hash"
 
@@ -62,6 +68,18 @@ export const recordRevertCooldown = (key: CooldownKey) =>
 
 export const recordCooldownRefusal = (key: CooldownKey) =>
   Effect.asVoid(Metric.increment(cooldownRefusal({ key })))
+
+export type BindBudgetKey = "id" | "owner"
+
+export const recordBindBudgetRefusal = (key: BindBudgetKey) =>
+  Effect.asVoid(Metric.increment(bindBudgetRefusal({ key })))
+
+/** Both series of the bind budget's refusals, at zero, so dashboards see them before any refusal. */
+export const initialiseBindBudgetRefusals = Effect.forEach(
+  ["id", "owner"] as const,
+  (key) => Metric.update(bindBudgetRefusal({ key }), 0),
+  { discard: true }
+)
 
 export const recordClaimFrontrun = Effect.asVoid(Metric.increment(claimsFrontrun))
 

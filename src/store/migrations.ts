@@ -15,6 +15,7 @@ import m0011_tx_confirmations from "./migrations/0011_tx_confirmations.js"
 import m0012_nonce_reservations from "./migrations/0012_nonce_reservations.js"
 import m0013_relayer_revert_cooldowns from "./migrations/0013_relayer_revert_cooldowns.js"
 import m0014_reservation_holders from "./migrations/0014_reservation_holders.js"
+import m0015_relayer_bind_budgets from "./migrations/0015_relayer_bind_budgets.js"
 import m0020_attestor_sessions from "./migrations/0020_attestor_sessions.js"
 import m0021_attestor_attestations from "./migrations/0021_attestor_attestations.js"
 import m0022_attestor_bind_proposals from "./migrations/0022_attestor_bind_proposals.js"
@@ -37,6 +38,7 @@ export const migrations = {
   "0012_nonce_reservations": m0012_nonce_reservations,
   "0013_relayer_revert_cooldowns": m0013_relayer_revert_cooldowns,
   "0014_reservation_holders": m0014_reservation_holders,
+  "0015_relayer_bind_budgets": m0015_relayer_bind_budgets,
   "0020_attestor_sessions": m0020_attestor_sessions,
   "0021_attestor_attestations": m0021_attestor_attestations,
   "0022_attestor_bind_proposals": m0022_attestor_bind_proposals,

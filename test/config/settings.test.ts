@@ -149,7 +149,9 @@ describe("relayer settings", () => {
     ["REQUIRE_ACTION_FEE", "maybe", "REQUIRE_ACTION_FEE"],
     ["OPEN_CLAIMS", "sometimes", "OPEN_CLAIMS"],
     ["REVERT_COOLDOWN_SECONDS", "-1", "REVERT_COOLDOWN_SECONDS"],
-    ["REVERT_COOLDOWN_MAX_SECONDS", "0", "REVERT_COOLDOWN_MAX_SECONDS"]
+    ["REVERT_COOLDOWN_MAX_SECONDS", "0", "REVERT_COOLDOWN_MAX_SECONDS"],
+    ["BIND_BUDGET_PER_DAY", "-1", "BIND_BUDGET_PER_DAY"],
+    ["BIND_BUDGET_PER_DAY", "1", "BIND_BUDGET_PER_DAY"]
   ])("names an invalid %s", (name, value, expected) => {
     const line = failure(load(loadRelayerSettings, { ...minimal, [name]: value }))
     expect(line).toContain(`${expected}: `)
@@ -170,7 +172,7 @@ describe("relayer settings", () => {
     expect(line).not.toContain("\n")
   })
 
-  it("refuses OPEN_CLAIMS=private-only without SEND_RPC_URL, and a maximum cooldown below the first", () => {
+  it("refuses OPEN_CLAIMS=private-only without SEND_RPC_URL, a maximum cooldown below the first, and a bind budget of 1", () => {
     expect(failure(load(loadRelayerSettings, { ...minimal, OPEN_CLAIMS: "private-only" }))).toMatch(
       /^OPEN_CLAIMS: private-only needs SEND_RPC_URL/
     )
@@ -189,6 +191,13 @@ describe("relayer settings", () => {
         })
       )
     ).toMatch(/^REVERT_COOLDOWN_MAX_SECONDS: must not be below REVERT_COOLDOWN_SECONDS$/)
+    expect(failure(load(loadRelayerSettings, { ...minimal, BIND_BUDGET_PER_DAY: "1" }))).toMatch(
+      /^BIND_BUDGET_PER_DAY: must be 0 \(off\) or at least 2/
+    )
+    for (const value of ["0", "2"]) {
+      const loaded = load(loadRelayerSettings, { ...minimal, BIND_BUDGET_PER_DAY: value })
+      expect(Either.isRight(loaded) && loaded.right.bindBudgetPerDay).toBe(Number(value))
+    }
   })
 
   it("warns of a gas cap above the fee margin and of open claims without a private send RPC", () => {
@@ -197,7 +206,8 @@ describe("relayer settings", () => {
     expect(defaults.right).toMatchObject({
       openClaims: "accept",
       revertCooldownSeconds: 3600,
-      revertCooldownMaxSeconds: 86400
+      revertCooldownMaxSeconds: 86400,
+      bindBudgetPerDay: 10
     })
     const warnings = relayerSettingsWarnings(defaults.right)
     expect(warnings).toHaveLength(2)

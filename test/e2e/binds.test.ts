@@ -9,25 +9,34 @@
  * decide whether a proposal reaches the threshold and passes the vault's strictly-ascending check.
  *
  * An unpaid bind call that passes simulation and reverts on chain puts its account on a revert
- * cooldown (docs/relayer.md §8 "Revert cooldowns"): the next bind call is refused with 429.
+ * cooldown (docs/relayer.md §8 "Revert cooldowns"): the next bind call is refused with 429. Bind
+ * calls that succeed are counted against the day's budget of their account and owner
+ * (docs/relayer.md §8 "Unpaid bind budget", `BIND_BUDGET_PER_DAY`, 4 here): an owner's
+ * propose → cancel loop, each call of which succeeds, stops costing the hot key once it is spent,
+ * on PostgreSQL in a second relayer process sharing the database too.
  *
  * Every test works on handle accounts of its own. Setup that is not under test (registering,
  * proposing, finalizing) goes straight to the vault from mnemonic account #3, so each test only
  * depends on the endpoint it exercises.
  */
+
+import { Effect } from "effect"
 import { type Address, decodeFunctionData, type Hex, keccak256, parseGwei, zeroAddress } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { devnetAccount, devnetClients } from "../../contracts/deploy.js"
-import { devnetKeys } from "../../layers/devnet.js"
+import { devnetKeys, freeLoopbackPort, relayerEnv } from "../../layers/devnet.js"
 import { computeId } from "../../schema/ids.js"
+import { postgresSchema } from "../indexer/support/harness.js"
 import { rpc } from "../relayer/txsender-support.js"
+import { type ServiceProcess, startService } from "../support/process.js"
 import {
   expectRefusal,
   farDeadline,
   freshAddress,
   freshOwner,
+  json,
   RelayerDevnet
 } from "./support/relayerDevnet.js"
 
@@ -38,6 +47,18 @@ const BIND_DELAY = 3600
 const SETUP = 3
 
 let net: RelayerDevnet
+
+/** `BIND_BUDGET_PER_DAY` of this file's relayer. */
+const BIND_BUDGET = 4
+const RELAYER_ENV = {
+  BIND_BUDGET_PER_DAY: String(BIND_BUDGET),
+  // The per-id limit stays out of the way of the budget's loops.
+  RATE_LIMIT_ID_BURST: "100",
+  RATE_LIMIT_ID_PER_MINUTE: "100"
+}
+const usePostgres = process.env.DATABASE_URL !== undefined
+let schema: Awaited<ReturnType<typeof postgresSchema>> | undefined
+const running: Array<ServiceProcess> = []
 
 const attestorA = privateKeyToAccount(devnetKeys.attestor)
 const attestorB = privateKeyToAccount(generatePrivateKey())
@@ -51,12 +72,21 @@ const freshKey = () => privateKeyToAccount(generatePrivateKey())
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 beforeAll(async () => {
-  net = await RelayerDevnet.start("binds-e2e")
+  schema = usePostgres ? await postgresSchema(process.env.DATABASE_URL as string) : undefined
+  const database =
+    schema?.storage.kind === "postgresql"
+      ? { DATABASE_URL: schema.storage.url }
+      : ({} as Record<string, string>)
+  net = await RelayerDevnet.start("binds-e2e", { ...RELAYER_ENV, ...database })
   // Admin (#0) adds a second attestor and requires both.
   await net.vaultWrite(0, "setAttestor", [attestorB.address, true])
   await net.vaultWrite(0, "setAttestorThreshold", [2n])
 }, 180_000)
-afterAll(() => net?.dispose())
+afterAll(async () => {
+  for (const service of running) await service.stop()
+  await net?.dispose()
+  await schema?.drop()
+}, 60_000)
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -155,10 +185,9 @@ const pendingHandle = async () => {
   return { ...handle, pendingOwner }
 }
 
-/** A handle account bound to a fresh key (bindNonce 1, nothing pending). */
-const boundHandle = async () => {
+/** A handle account bound to `owner`, a fresh key unless given (bindNonce 1, nothing pending). */
+const boundHandle = async (owner = freshKey()) => {
   const handle = freshHandle()
-  const owner = freshKey()
   await registerOnChain(handle)
   await proposeOnChain(handle.id, owner.address)
   await net.timeTravel(BIND_DELAY + 1)
@@ -524,4 +553,123 @@ describe("an unpaid bind call that reverts on chain", () => {
       "rate_limited"
     )
   }, 120_000)
+})
+
+describe("the day's budget of unpaid bind transactions", () => {
+  const hotKeyBalance = () => net.publicClient().getBalance({ address: net.relayerAddress })
+
+  /** What the hot key has sent and spent so far: unchanged means nothing more went out. */
+  const hotKeySpend = async () => ({ nonce: await net.relayerNonce(), balance: await hotKeyBalance() })
+
+  /** A refusal for the day's budget: 429 `rate_limited`, Retry-After the rest of the day, nothing sent. */
+  const expectBudgetSpent = async (request: () => Promise<Response>, key: "account" | "account's owner") => {
+    const before = await hotKeySpend()
+    const res = await request()
+    const body = (await res.json()) as { code?: string; error?: string }
+    expect({ status: res.status, code: body.code }, JSON.stringify(body)).toEqual({
+      status: 429,
+      code: "rate_limited"
+    })
+    expect(body.error).toMatch(new RegExp(`^this ${key} has had the ${BIND_BUDGET} unpaid bind transactions`))
+    // Not the per-id bucket's few seconds: the rest of the day's window.
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(86_400 - 600)
+    expect(Number(res.headers.get("retry-after"))).toBeLessThanOrEqual(86_400)
+    expect(await hotKeySpend()).toEqual(before)
+  }
+
+  /** One cycle of the loop at `bindNonce`: a proposal (a new attestor session's) and the owner's cancel. */
+  const cycle = async (id: Hex, owner: PrivateKeyAccount, bindNonce: bigint) => {
+    await net.mined(await net.post("/v1/propose-bind", await proposeBody(id, { bindNonce })))
+    await net.mined(await net.post("/v1/cancel-bind", await cancelBody(owner, id, bindNonce + 1n)))
+  }
+
+  /** The account the loop test spent, for the second process's test. */
+  let spent: { readonly id: Hex; readonly owner: PrivateKeyAccount } | undefined
+
+  it("an owner's propose → cancel loop stops at the account's budget: then 429 and nothing is sent", async () => {
+    // Bound to key K and finalized; each loop then proposes K2 and cancels it with K.
+    const { id, owner } = await boundHandle()
+    const start = await hotKeySpend()
+    await cycle(id, owner, 1n)
+    await cycle(id, owner, 3n)
+    // Four transactions, each paid by the hot key and by nobody else.
+    const afterLoop = await hotKeySpend()
+    expect(afterLoop.nonce - start.nonce).toBe(BIND_BUDGET)
+    expect(afterLoop.balance).toBeLessThan(start.balance)
+    expect(await net.vaultAccount(id)).toMatchObject({
+      owner: owner.address,
+      pendingOwner: zeroAddress,
+      bindNonce: 5n
+    })
+
+    // The next proposals of the loop: refused, however often sent.
+    for (let i = 0; i < 3; i++)
+      await expectBudgetSpent(
+        async () => net.post("/v1/propose-bind", await proposeBody(id, { bindNonce: 5n })),
+        "account"
+      )
+    // A bind proposed elsewhere, at the proposer's cost: the relayer sends no cancel of it today.
+    await proposeOnChain(id, freshKey().address)
+    await expectBudgetSpent(
+      async () => net.post("/v1/cancel-bind", await cancelBody(owner, id, 6n)),
+      "account"
+    )
+    // Finalize is not budgeted (one per proposal): it still goes.
+    await net.timeTravel(BIND_DELAY + 1)
+    await net.mined(await net.post("/v1/finalize-bind", { id }))
+    expect((await net.vaultAccount(id)).pendingOwner).toBe(zeroAddress)
+    spent = { id, owner }
+  }, 120_000)
+
+  it("an owner's budget spans its accounts: another account of the same owner is refused too", async () => {
+    const owner = freshKey()
+    const first = await boundHandle(owner)
+    const second = await boundHandle(owner)
+    await cycle(first.id, owner, 1n)
+    await cycle(second.id, owner, 1n)
+    // Neither account has spent its own budget; their owner has.
+    const before = await hotKeySpend()
+    await expectBudgetSpent(
+      async () => net.post("/v1/propose-bind", await proposeBody(second.id, { bindNonce: 3n })),
+      "account's owner"
+    )
+    await expectBudgetSpent(
+      async () => net.post("/v1/propose-bind", await proposeBody(first.id, { bindNonce: 3n })),
+      "account's owner"
+    )
+    expect(await hotKeySpend()).toEqual(before)
+    // An account of another owner is served as ever.
+    const other = await boundHandle()
+    await cycle(other.id, other.owner, 1n)
+  }, 120_000)
+
+  it.skipIf(!usePostgres)(
+    "a second relayer process sharing the PostgreSQL database refuses the spent account too",
+    async () => {
+      if (spent === undefined || schema?.storage.kind !== "postgresql")
+        throw new Error("the loop test did not spend an account's budget")
+      const { id } = spent
+      const port = await Effect.runPromise(freeLoopbackPort)
+      const service = startService("relayer", {
+        ...relayerEnv(net.chain, port),
+        ...RELAYER_ENV,
+        INDEXER_ENABLED: "false",
+        DATABASE_URL: schema.storage.url
+      })
+      running.push(service)
+      const base = await service.url()
+      const { bindNonce } = await net.vaultAccount(id)
+      await expectBudgetSpent(
+        async () =>
+          fetch(`${base}/v1/propose-bind`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: json(await proposeBody(id, { bindNonce }))
+          }),
+        "account"
+      )
+      expect(await service.stop()).toBe(0)
+    },
+    120_000
+  )
 })

@@ -17,6 +17,7 @@ import type { ChainClientShape } from "../../src/chain/ChainClient.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { RelayerSettings } from "../../src/config/relayer.js"
 import { AccountReader, type VaultAccount } from "../../src/relayer/AccountReader.js"
+import { BindBudget } from "../../src/relayer/BindBudget.js"
 import { Claims } from "../../src/relayer/Claims.js"
 import { FeeOracle, type QuoteRequest } from "../../src/relayer/FeeOracle.js"
 import { IdRateLimit } from "../../src/relayer/IdRateLimit.js"
@@ -278,6 +279,7 @@ export const claimsLayer = (
         // No database here: the reservations have tests of their own (reservations.test.ts).
         NonceReservations.test,
         RevertCooldowns.test,
+        BindBudget.test,
         TxPreflight.layer.pipe(Layer.provide(Layer.mergeAll(chain, sender)))
       )
     ),

@@ -4,7 +4,8 @@
  * releases the reservation, a sent transaction is stored with its link to it, and a request interrupted once it
  * was handed to the sender, or refused by a sender unsure of its store, keeps it (the transaction may still
  * go out). A paid request's fee is checked against its gas limit at the fee oracle's gas price reading
- * after simulation, before anything is charged.
+ * after simulation, before anything is charged. A request's own charge (the unpaid bind budget) is
+ * taken after the per-id limit and given back with the reservation when nothing was sent.
  */
 import { unsafeFragment } from "@effect/sql/Statement"
 import { describe, expect, it } from "@effect/vitest"
@@ -220,6 +221,56 @@ describe("relay with nonce reservations", () => {
       const refused = harness({ submit: Effect.fail(new SendUnavailable({ reason: "store" })) })
       yield* Effect.exit(refused.send(request))
       expect(refused.log).toEqual(["take nonce:7", "simulate", "charge", "submit", "release"])
+    })
+  )
+})
+
+describe("relay of a request with a charge of its own (the unpaid bind budget)", () => {
+  /** `request` with a charge that logs itself and its give-back, or refuses as a spent budget. */
+  const charged = (log: Array<string>, spent = false): RelayRequest => ({
+    ...request,
+    charge: Effect.suspend(() => {
+      log.push("budget")
+      return spent
+        ? Effect.fail(new RateLimited({ message: "spent", retryAfterSeconds: 86_400 }))
+        : Effect.succeed(Effect.sync(() => void log.push("give back")))
+    })
+  })
+
+  it.effect("taken after the per-id limit, kept once sent, given back when nothing is sent", () =>
+    Effect.gen(function* () {
+      const sent = harness({})
+      expect(yield* sent.send(charged(sent.log))).toEqual({ txHash: HASH })
+      expect(sent.log).toEqual(["take nonce:7", "simulate", "charge", "budget", "submit", "link true"])
+
+      // Not reached when the simulation or the per-id limit refuses.
+      const limited = harness({ charge: "limited" })
+      yield* Effect.exit(limited.send(charged(limited.log)))
+      expect(limited.log).toEqual(["take nonce:7", "simulate", "charge", "release"])
+
+      const spent = harness({})
+      const exit = yield* Effect.exit(spent.send(charged(spent.log, true)))
+      expect(exit).toEqual(
+        Exit.fail(expect.objectContaining({ _tag: "RateLimited", retryAfterSeconds: 86_400 }))
+      )
+      expect(spent.log).toEqual(["take nonce:7", "simulate", "charge", "budget", "release"])
+
+      const refused = harness({ submit: Effect.fail(new HotKeyUnderfunded()) })
+      yield* Effect.exit(refused.send(charged(refused.log)))
+      expect(refused.log).toEqual([
+        "take nonce:7",
+        "simulate",
+        "charge",
+        "budget",
+        "submit",
+        "give back",
+        "release"
+      ])
+
+      // A sender unsure of its store may still send it: the charge stays with the reservation.
+      const unsure = harness({ submit: Effect.fail(new SendUnavailable({ reason: "store_unsure" })) })
+      yield* Effect.exit(unsure.send(charged(unsure.log)))
+      expect(unsure.log).toEqual(["take nonce:7", "simulate", "charge", "budget", "submit"])
     })
   )
 })

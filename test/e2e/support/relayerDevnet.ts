@@ -46,6 +46,7 @@ import { ChainId } from "../../../src/chain/chainId.js"
 import { type RelayerClient, relayerFetchClient } from "../../../src/client.js"
 import { RelayerSettings } from "../../../src/config/relayer.js"
 import { AccountReader } from "../../../src/relayer/AccountReader.js"
+import { BindBudget } from "../../../src/relayer/BindBudget.js"
 import { FeeOracle } from "../../../src/relayer/FeeOracle.js"
 import { IdRateLimit } from "../../../src/relayer/IdRateLimit.js"
 import { NonceReservations } from "../../../src/relayer/NonceReservations.js"
@@ -422,7 +423,7 @@ export const recordingSender = (): RecordingSender => {
  * Everything a write pipeline (`Claims.layer`, `OwnerActions.layer`) is built from, against the
  * devnet's chain: the relayer's settings `env` with `overrides` on top, the real chain client,
  * account reader, deny list, signature checks, preflight and per-id rate limit; `sender` in place
- * of the real one, no nonce reservations or revert cooldowns, and a fee oracle that quotes
+ * of the real one, no nonce reservations, revert cooldowns or bind budget, and a fee oracle that quotes
  * `relayerFee` on a 60k-gas budget and reads a gas price of 0, so that any fee pays for any gas
  * limit (the fee check has tests of its own: test/relayer/fee-cover.test.ts,
  * test/e2e/hot-key-costs.test.ts).
@@ -469,6 +470,8 @@ export const liveChainLayers = (
     NonceReservations.test,
     // Nothing is sent, so nothing reverts.
     RevertCooldowns.test,
+    // Nothing is sent, so nothing is spent (the budget has tests of its own: bind-budget.test.ts).
+    BindBudget.test,
     oracle
   ).pipe(
     Layer.provideMerge(sender.layer),
