@@ -84,22 +84,30 @@ export const createClusterInChild = async (
  */
 const MAX_SOCKET_PATH = 103
 
+/** A fresh directory of mode 0700 (`mkdtemp`'s) under the system's temporary directory. */
+const temporarySocketDirectory = async () => ({
+  directory: await mkdtemp(join(tmpdir(), "fee-vault-db-")),
+  temporary: true
+})
+
 /**
  * The directory of the embedded database's socket: `DATA_DIR/socket`, or a fresh temporary one for
- * a database in memory. Mode 0700, set again on a directory that was already there, so only this
- * user's processes, which can read the database files anyway, can reach the socket. `chmod` fails
- * on a directory another user owns, and the start with it.
+ * a database in memory or a `DATA_DIR` too deep for a socket path (`socketFits`). Mode 0700, set
+ * again on a directory that was already there, so only this user's processes, which can read the
+ * database files anyway, can reach the socket. `chmod` fails on a directory another user owns, and
+ * the start with it.
  */
-const socketDirectory = async (dataDir: string) => {
-  if (dataDir.startsWith("memory://")) {
-    return { directory: await mkdtemp(join(tmpdir(), "fee-vault-db-")), temporary: true }
-  }
+const socketDirectory = async (dataDir: string, socketName: string) => {
+  if (dataDir.startsWith("memory://")) return temporarySocketDirectory()
   // Absolute: node-postgres takes a host for a socket directory only when it starts with "/".
   const directory = resolve(dataDir, "socket")
+  if (!socketFits(join(directory, socketName))) return temporarySocketDirectory()
   await mkdir(directory, { recursive: true, mode: 0o700 })
   await chmod(directory, 0o700)
   return { directory, temporary: false }
 }
+
+const socketFits = (path: string) => Buffer.byteLength(path) <= MAX_SOCKET_PATH
 
 /**
  * `@effect/sql-pg` (node-postgres) reaches a Unix socket through a `host` that is a directory, at
@@ -129,14 +137,15 @@ export const embeddedPostgres = (dataDir: string) =>
             await freshConf()
           }
         }
-        const { directory, temporary } = await socketDirectory(dataDir)
         const port = socketPort()
-        const path = join(directory, `.s.PGSQL.${port}`)
+        const socketName = `.s.PGSQL.${port}`
+        const { directory, temporary } = await socketDirectory(dataDir, socketName)
+        const path = join(directory, socketName)
         const removeSocket = () => rm(temporary ? directory : path, { recursive: true, force: true })
-        if (Buffer.byteLength(path) > MAX_SOCKET_PATH) {
+        if (!socketFits(path)) {
           await removeSocket()
           throw new Error(
-            `the socket path ${path} is longer than ${MAX_SOCKET_PATH} bytes: use a shorter DATA_DIR`
+            `the socket path ${path} is longer than ${MAX_SOCKET_PATH} bytes: set TMPDIR to a shorter directory`
           )
         }
         await rm(path, { force: true })

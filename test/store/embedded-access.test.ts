@@ -161,6 +161,42 @@ describe("the embedded database", () => {
     })
   )
 
+  it.effect("a DATA_DIR too deep for a socket path is served on a socket in a fresh 0700 directory", () =>
+    Effect.gen(function* () {
+      // A socket path over 103 bytes cannot be bound: DATA_DIR/socket would not do.
+      const deep = join(root, "a-data-directory-whose-socket-path-would-not-fit-in-a-unix-socket-address")
+      const seen = yield* whileOpen(
+        deep,
+        Effect.promise(async () => {
+          const sockets: Array<string> = []
+          for (const entry of await readdir(tmpdir())) {
+            if (!entry.startsWith("fee-vault-db-")) continue
+            const path = join(tmpdir(), entry, `.s.PGSQL.${process.pid}`)
+            if (
+              await stat(path).then(
+                (s) => s.isSocket(),
+                () => false
+              )
+            )
+              sockets.push(join(tmpdir(), entry))
+          }
+          return Promise.all(
+            sockets.map(async (directory) => ({ directory, mode: (await stat(directory)).mode }))
+          )
+        })
+      )
+      expect(seen).toHaveLength(1)
+      expect((seen[0]?.mode ?? 0) & 0o777).toBe(0o700)
+      const left = yield* Effect.promise(() =>
+        stat(seen[0]?.directory ?? "").then(
+          () => true,
+          () => false
+        )
+      )
+      expect(left).toBe(false)
+    })
+  )
+
   // Only root can start a process as another user; CI runs as root.
   it.runIf(process.getuid?.() === 0)(
     "another user's process cannot connect to the socket; the owner's can",
