@@ -80,6 +80,11 @@ export interface RelayerSettingsShape extends ServiceSettings, IndexerTuningSett
    * day; 0 turns the budget off (docs/relayer.md §8 "Unpaid bind budget").
    */
   readonly bindBudgetPerDay: number
+  /**
+   * Unpaid bind transactions sent for all accounts together in a day; 0 for no relayer-wide budget
+   * (docs/relayer.md §8 "Unpaid bind budget").
+   */
+  readonly bindBudgetTotalPerDay: number
 }
 
 /**
@@ -141,6 +146,7 @@ export const loadRelayerSettings = Effect.gen(function* () {
     revertCooldownSeconds: nonNegativeInt("REVERT_COOLDOWN_SECONDS", 3_600, 31_536_000),
     revertCooldownMaxSeconds: positiveInt("REVERT_COOLDOWN_MAX_SECONDS", 86_400, 31_536_000),
     bindBudgetPerDay: nonNegativeInt("BIND_BUDGET_PER_DAY", 10, 1_000_000),
+    bindBudgetTotalPerDay: nonNegativeInt("BIND_BUDGET_TOTAL_PER_DAY", 1_000, 100_000_000),
     ...txSenderSettings
   })
   if (rest.openClaims === "private-only" && Option.isNone(rest.sendRpcUrl))
@@ -160,6 +166,13 @@ export const loadRelayerSettings = Effect.gen(function* () {
       ConfigError.InvalidData(
         ["BIND_BUDGET_PER_DAY"],
         "must be 0 (off) or at least 2: a propose-bind is sent only with room left for a cancel-bind"
+      )
+    )
+  if (rest.bindBudgetTotalPerDay === 1)
+    return yield* Effect.fail(
+      ConfigError.InvalidData(
+        ["BIND_BUDGET_TOTAL_PER_DAY"],
+        "must be 0 (no relayer-wide budget) or at least 2: a propose-bind is sent only with room left for a cancel-bind"
       )
     )
   const indexerStartBlock = Option.getOrElse(

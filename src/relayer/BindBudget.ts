@@ -5,8 +5,10 @@
  * handle) and cancels (with its own key) in a loop, each cycle costing the hot key both
  * transactions' gas. Each one the relayer sends is counted against its account id and, once the
  * account has an owner, against that owner (the cancel's signer; for a proposal the owner it
- * would replace), `BIND_BUDGET_PER_DAY` of them a day for each; past it, 429 `rate_limited` with
- * `Retry-After` until the window ends.
+ * would replace), `BIND_BUDGET_PER_DAY` of them a day for each, and against the relayer as a whole,
+ * `BIND_BUDGET_TOTAL_PER_DAY` a day: one user's handle may have any number of accounts (a launch
+ * each), each with a fresh owner, so only a relayer-wide count bounds the hot key's spend. Past a
+ * budget, 429 `rate_limited` with `Retry-After` until its window ends.
  *
  * - A window is a day from the first charge after the last one ended (a fixed window per key).
  * - A proposal needs room for itself and for the cancel that may undo it, so the owner's cancel of
@@ -19,7 +21,7 @@
  *   so proposals bound it, and refusing it would keep a proposal that was paid for from finishing.
  *
  * The counts live in the database, so a restart forgets nothing and every replica charges the same
- * rows; both keys are charged in one transaction, all or nothing.
+ * rows; every key is charged in one transaction, all or nothing.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Data, Effect, Layer } from "effect"
@@ -66,7 +68,12 @@ class Spent extends Data.TaggedError("Spent")<{
 }> {}
 
 const refusalMessage = (key: BindBudgetKey, budget: number) =>
-  `${key === "id" ? "this account" : "this account's owner"} has had the ${budget} unpaid bind transactions (propose-bind, cancel-bind) a day this relayer sends for it${key === "id" ? "" : " across its accounts"}: none is sent until the day's window ends (a propose-bind also keeps room for a cancel-bind)`
+  key === "relayer"
+    ? `this relayer has sent the ${budget} unpaid bind transactions (propose-bind, cancel-bind) it sends in a day for all accounts: none is sent until the day's window ends; the transaction can be sent by another relayer or from any address`
+    : `${key === "id" ? "this account" : "this account's owner"} has had the ${budget} unpaid bind transactions (propose-bind, cancel-bind) a day this relayer sends for it${key === "id" ? "" : " across its accounts"}: none is sent until the day's window ends (a propose-bind also keeps room for a cancel-bind)`
+
+/** The relayer-wide budget's one row (per vault, as every key). */
+const RELAYER_WIDE = "all"
 
 const databaseUnavailable = () => new Unavailable({ message: "the relayer's database is not answering" })
 
@@ -75,6 +82,8 @@ export const makeBindBudget: Effect.Effect<BindBudgetShape, never, SqlClient | R
     const sql = yield* SqlClient
     const settings = yield* RelayerSettings
     const budget = settings.bindBudgetPerDay
+    const totalBudget = settings.bindBudgetTotalPerDay
+    const budgetOf = (kind: BindBudgetKey) => (kind === "relayer" ? totalBudget : budget)
     const vault = settings.vault.toLowerCase()
     const whenDue = yield* atMostEvery(60)
     yield* initialiseBindBudgetRefusals
@@ -96,14 +105,14 @@ export const makeBindBudget: Effect.Effect<BindBudgetShape, never, SqlClient | R
      * One key's charge in one statement, so concurrent charges of a key serialize on its row: a
      * new window when the last one ended, else one more if `room` is left. No row back: refused.
      */
-    const take = (key: string, room: number, now: number) =>
+    const take = (key: string, room: number, limit: number, now: number) =>
       sql<{ readonly expires_at: string | number | bigint }>`
         INSERT INTO relayer_bind_budgets AS b (budget_key, spent, expires_at)
         VALUES (${key}, 1, ${now + DAY_SECONDS})
         ON CONFLICT (budget_key) DO UPDATE SET
           spent = CASE WHEN b.expires_at <= ${now} THEN 1 ELSE b.spent + 1 END,
           expires_at = CASE WHEN b.expires_at <= ${now} THEN ${now + DAY_SECONDS} ELSE b.expires_at END
-        WHERE b.expires_at <= ${now} OR b.spent + ${room} <= ${budget}
+        WHERE b.expires_at <= ${now} OR b.spent + ${room} <= ${limit}
         RETURNING expires_at`
 
     const windowEnd = (key: string) =>
@@ -130,13 +139,15 @@ export const makeBindBudget: Effect.Effect<BindBudgetShape, never, SqlClient | R
         const now = yield* nowSeconds
         const keys: ReadonlyArray<readonly [BindBudgetKey, string]> = [
           ["id", rowKey("id", id)],
-          ...(owner === ZERO_ADDRESS ? [] : [["owner", rowKey("owner", owner)] as const])
+          ...(owner === ZERO_ADDRESS ? [] : [["owner", rowKey("owner", owner)] as const]),
+          ...(totalBudget === 0 ? [] : [["relayer", rowKey("relayer", RELAYER_WIDE)] as const])
         ]
-        // Always the id first, then the owner: two transactions never wait on each other's rows.
+        // Always the id first, then the owner, then the relayer-wide row: two transactions never
+        // wait on each other's rows.
         const charged = yield* Effect.gen(function* () {
           const taken: Array<readonly [string, number]> = []
           for (const [kind, key] of keys) {
-            const rows = yield* take(key, roomNeeded(action), now)
+            const rows = yield* take(key, roomNeeded(action), budgetOf(kind), now)
             const row = rows[0]
             if (row === undefined)
               return yield* new Spent({
@@ -155,7 +166,7 @@ export const makeBindBudget: Effect.Effect<BindBudgetShape, never, SqlClient | R
                 recordBindBudgetRefusal(spent.key),
                 Effect.fail(
                   new RateLimited({
-                    message: refusalMessage(spent.key, budget),
+                    message: refusalMessage(spent.key, budgetOf(spent.key)),
                     retryAfterSeconds: spent.retryAfterSeconds
                   })
                 )

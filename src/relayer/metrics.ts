@@ -69,14 +69,14 @@ export const recordRevertCooldown = (key: CooldownKey) =>
 export const recordCooldownRefusal = (key: CooldownKey) =>
   Effect.asVoid(Metric.increment(cooldownRefusal({ key })))
 
-export type BindBudgetKey = "id" | "owner"
+export type BindBudgetKey = "id" | "owner" | "relayer"
 
 export const recordBindBudgetRefusal = (key: BindBudgetKey) =>
   Effect.asVoid(Metric.increment(bindBudgetRefusal({ key })))
 
 /** Both series of the bind budget's refusals, at zero, so dashboards see them before any refusal. */
 export const initialiseBindBudgetRefusals = Effect.forEach(
-  ["id", "owner"] as const,
+  ["id", "owner", "relayer"] as const,
   (key) => Metric.update(bindBudgetRefusal({ key }), 0),
   { discard: true }
 )

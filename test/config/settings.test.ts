@@ -198,6 +198,13 @@ describe("relayer settings", () => {
       const loaded = load(loadRelayerSettings, { ...minimal, BIND_BUDGET_PER_DAY: value })
       expect(Either.isRight(loaded) && loaded.right.bindBudgetPerDay).toBe(Number(value))
     }
+    expect(failure(load(loadRelayerSettings, { ...minimal, BIND_BUDGET_TOTAL_PER_DAY: "1" }))).toMatch(
+      /^BIND_BUDGET_TOTAL_PER_DAY: must be 0 \(no relayer-wide budget\) or at least 2/
+    )
+    for (const value of ["0", "2"]) {
+      const loaded = load(loadRelayerSettings, { ...minimal, BIND_BUDGET_TOTAL_PER_DAY: value })
+      expect(Either.isRight(loaded) && loaded.right.bindBudgetTotalPerDay).toBe(Number(value))
+    }
   })
 
   it("warns of a gas cap above the fee margin and of open claims without a private send RPC", () => {
@@ -207,7 +214,8 @@ describe("relayer settings", () => {
       openClaims: "accept",
       revertCooldownSeconds: 3600,
       revertCooldownMaxSeconds: 86400,
-      bindBudgetPerDay: 10
+      bindBudgetPerDay: 10,
+      bindBudgetTotalPerDay: 1000
     })
     const warnings = relayerSettingsWarnings(defaults.right)
     expect(warnings).toHaveLength(2)

@@ -24,8 +24,8 @@ const DAY = 86_400
 const idOf = (label: string): Hex => keccak256(toHex(label))
 const ownerOf = (label: string): Address => `0x${keccak256(toHex(label)).slice(26)}` as Address
 
-const settings = (bindBudgetPerDay: number) =>
-  Layer.succeed(RelayerSettings, { vault: VAULT, bindBudgetPerDay } as RelayerSettingsShape)
+const settings = (bindBudgetPerDay: number, bindBudgetTotalPerDay = 0, vault: Address = VAULT) =>
+  Layer.succeed(RelayerSettings, { vault, bindBudgetPerDay, bindBudgetTotalPerDay } as RelayerSettingsShape)
 
 /** The charge's outcome: `ok` (with its give-back), or the refusal's Retry-After and message. */
 const charge = (request: BindCharge) =>
@@ -69,6 +69,7 @@ for (const database of testDatabases()) {
         const text = yield* prometheusText
         expect(text).toMatch(/^relayer_bind_budget_refusals_total\{key="id"\} \d+$/m)
         expect(text).toMatch(/^relayer_bind_budget_refusals_total\{key="owner"\} \d+$/m)
+        expect(text).toMatch(/^relayer_bind_budget_refusals_total\{key="relayer"\} \d+$/m)
       })
     )
 
@@ -193,6 +194,52 @@ for (const database of testDatabases()) {
         )
         expect(Either.isRight(fresh)).toBe(true)
       })
+    )
+  })
+
+  // Its own vault, so its relayer-wide row is apart from the other tests' accounts.
+  const TOTAL = 6
+  layer(
+    Layer.effect(BindBudget, makeBindBudget).pipe(
+      Layer.provideMerge(
+        Layer.mergeAll(settings(BUDGET, TOTAL, "0x00000000000000000000000000000000000000E2"), storage)
+      )
+    ),
+    { timeout: 60_000 }
+  )(`BIND_BUDGET_TOTAL_PER_DAY on ${database.name}`, (it) => {
+    it.effect(
+      "accounts of one handle, each under a fresh owner, stop at the relayer-wide budget: 429 until its window ends",
+      () =>
+        Effect.gen(function* () {
+          // One launch per account, a fresh key per bind: each id and owner has its whole budget.
+          const loops = Array.from({ length: 4 }, (_, i) => ({
+            id: idOf(`${database.name} handle ${i}`),
+            owner: ownerOf(`${database.name} handle owner ${i}`)
+          }))
+          const [first, second, third, fourth] = loops as [
+            (typeof loops)[0],
+            (typeof loops)[0],
+            (typeof loops)[0],
+            (typeof loops)[0]
+          ]
+          expect(yield* okOf(propose(first.id))).toBe(true)
+          expect(yield* okOf(cancel(first.id, first.owner))).toBe(true)
+          expect(yield* okOf(propose(second.id))).toBe(true)
+          expect(yield* okOf(cancel(second.id, second.owner))).toBe(true)
+          // 4 of 6 spent: a proposal still has room for its cancel, then the cancel goes.
+          expect(yield* okOf(propose(third.id))).toBe(true)
+          expect(yield* okOf(cancel(third.id, third.owner))).toBe(true)
+          const refusals = yield* refusalsOf("relayer")
+          const refused = yield* charge(propose(fourth.id))
+          expect(refused).toMatchObject({ ok: false, tag: "RateLimited", retryAfter: DAY })
+          expect(refused.ok === false && refused.message).toMatch(
+            /^this relayer has sent the 6 unpaid bind transactions/
+          )
+          expect(yield* charge(cancel(fourth.id, fourth.owner))).toMatchObject({ ok: false })
+          expect((yield* refusalsOf("relayer")) - refusals).toBe(2)
+          yield* TestClock.adjust(`${DAY} seconds`)
+          expect(yield* okOf(propose(fourth.id))).toBe(true)
+        })
     )
   })
 
