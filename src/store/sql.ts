@@ -117,6 +117,17 @@ const socketFits = (path: string) => Buffer.byteLength(path) <= MAX_SOCKET_PATH
  */
 const socketPort = () => process.pid
 
+/**
+ * `DATA_DIR` itself at mode 0700, set again at every start: PGlite writes its files readable and
+ * writable by everyone (mode 0666), so a directory others can enter would let another user copy
+ * the database or write a session into its files (docs/operations.md "The embedded database").
+ * `chmod` fails on a directory another user owns, and the start with it.
+ */
+const closeDataDirectory = async (dataDir: string) => {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 })
+  await chmod(dataDir, 0o700)
+}
+
 /** Starts PGlite and its socket server; both stop when the scope closes. */
 export const embeddedPostgres = (dataDir: string) =>
   Effect.acquireRelease(
@@ -126,7 +137,7 @@ export const embeddedPostgres = (dataDir: string) =>
         // file is there already; it holds nothing but those lines, so it is written afresh.
         const freshConf = () => rm(join(dataDir, "postgresql.conf"), { force: true })
         if (!dataDir.startsWith("memory://")) {
-          await mkdir(dataDir, { recursive: true })
+          await closeDataDirectory(dataDir)
           await freshConf()
           if (!(await clusterExists(dataDir))) {
             // Creating the cluster grows PGlite's heap by several hundred megabytes that this

@@ -99,6 +99,25 @@ const connectFromProcess = (path: string, uid?: number) =>
     child.on("exit", () => resolve(out.trim()))
   })
 
+/** Opens the file at `path` (`flags` as `fs.open` takes them) from a child process running as `uid`. */
+const openFromProcess = (path: string, flags: string, uid: number) =>
+  new Promise<string>((resolve, reject) => {
+    const script = `require("node:fs").open(${JSON.stringify(path)}, ${JSON.stringify(flags)},
+      (e, fd) => { console.log(e ? e.code : "opened"); if (!e) require("node:fs").closeSync(fd) })`
+    const child = spawn(process.execPath, ["-e", script], {
+      cwd: "/",
+      stdio: ["ignore", "pipe", "inherit"],
+      uid,
+      gid: uid
+    })
+    let out = ""
+    child.stdout.on("data", (chunk) => {
+      out += chunk
+    })
+    child.on("error", reject)
+    child.on("exit", () => resolve(out.trim()))
+  })
+
 const socketPath = () => join(dataDir, "socket", `.s.PGSQL.${process.pid}`)
 
 describe("the embedded database", () => {
@@ -217,6 +236,33 @@ describe("the embedded database", () => {
           )
           expect(owner).toBe("connected")
           expect(other).toBe("EACCES")
+        })
+      )
+  )
+
+  it.runIf(process.getuid?.() === 0)(
+    "another user cannot read or write the database's files: DATA_DIR is closed to 0700 at every start",
+    () =>
+      Effect.runPromise(
+        Effect.gen(function* () {
+          yield* Effect.promise(async () => {
+            await mkdir(dataDir, { recursive: true })
+            await chmod(join(dataDir, ".."), 0o755)
+            await chmod(dataDir, 0o777)
+          })
+          const [mode, read, written] = yield* whileOpen(
+            dataDir,
+            Effect.promise(() =>
+              Promise.all([
+                stat(dataDir).then((s) => s.mode & 0o777),
+                openFromProcess(join(dataDir, "PG_VERSION"), "r", 65534),
+                openFromProcess(join(dataDir, "postgresql.auto.conf"), "a", 65534)
+              ])
+            )
+          )
+          expect(mode).toBe(0o700)
+          expect(read).toBe("EACCES")
+          expect(written).toBe("EACCES")
         })
       )
   )
