@@ -5,7 +5,8 @@
  * the stealth owner of start, lists the escrow launched to fedsocial user 1005 and gets a bind signed.
  * Every other message is refused with 401 `invalid_session` and no session: another domain, a
  * nonce never issued, a reused nonce, an expired message or nonce, a signer that is not the fid's
- * custody, another fid, a malformed message. A refused message spends nothing. The registry RPC
+ * custody, another fid, a malformed message. A message refused before any RPC call spends nothing;
+ * one the registries refuse spends its nonce, so sending it again costs nothing more. The registry RPC
  * down is 503 `unavailable` and leaves the nonce usable: the same signed message verifies once the
  * registry answers again, once. A message signed for a start made before the fid's contest makes
  * no session after it. What a message costs the registry RPC, counted at a proxy: nothing until its
@@ -251,10 +252,11 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     await expectRefusal(await verify(shortLived, signed), 401, "invalid_session")
   })
 
-  it("a message whose signature does not hold spends nothing: whoever saw the nonce cannot burn it", async () => {
+  it("a signature its message's address did not make spends nothing; a message the registries refuse spends the nonce", async () => {
     const started = await start(attestor, newOwner())
+    const message = fip11(custody(5).address, 1005, started)
     await expectRefusal(
-      await verify(attestor, await signIn(custody(6), 1005, started)),
+      await verify(attestor, { message, signature: await custody(6).signMessage({ message }) }),
       401,
       "invalid_session"
     )
@@ -265,6 +267,11 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     )
     expect(callback.status).toBe(400)
     expect((await verify(attestor, await signIn(custody(5), 1005, started))).status).toBe(200)
+    // Account #6 signs for fid 1005, which it does not hold: the registries say no, and the nonce
+    // is gone, even for the message that holds.
+    const next = await start(attestor, newOwner())
+    await expectRefusal(await verify(attestor, await signIn(custody(6), 1005, next)), 401, "invalid_session")
+    await expectRefusal(await verify(attestor, await signIn(custody(5), 1005, next)), 401, "invalid_session")
   })
 
   it("a message refused for itself (another expiry than start's) spends nothing", async () => {
@@ -449,6 +456,16 @@ describe("what a message costs the registry RPC (FEDSOCIAL_RPC_URL)", () => {
     )
   })
 
+  it("a message the registries refuse costs their two reads once: sent again and again, it costs nothing more", async () => {
+    // A fresh key claims fid 1005: its signature recovers to its own address, so the registries
+    // are asked, and say no.
+    const body = await signIn(privateKeyToAccount(generatePrivateKey()), 1005, await start(flaky, newOwner()))
+    const seen = await seenBy(async () => {
+      for (let i = 0; i < 10; i++) await expectRefusal(await verify(flaky, body), 401, "invalid_session")
+    })
+    expect(seen.map((request) => request.method)).toEqual(["eth_call", "eth_call"])
+  })
+
   it("a contract wallet's signature (ERC-6492, ERC-1271) is 400 unsupported by default, before any RPC call, and spends nothing", async () => {
     const started = await start(flaky, newOwner())
     const message = fip11(newOwner(), 1005, started)
@@ -470,7 +487,7 @@ describe("what a message costs the registry RPC (FEDSOCIAL_RPC_URL)", () => {
     expect((await verify(flaky, await signIn(custody(5), 1005, started))).status).toBe(200)
   })
 
-  it("allowed, a counterfactual wallet whose factory loops forever costs one eth_call with the gas limit: refused, nothing spent", {
+  it("allowed, a counterfactual wallet whose factory loops forever costs one eth_call with the gas limit: refused, its nonce spent", {
     timeout: 20_000
   }, async () => {
     const started = await start(contracts, newOwner())
@@ -483,7 +500,11 @@ describe("what a message costs the registry RPC (FEDSOCIAL_RPC_URL)", () => {
     const [callParams] = (seen[0]?.params ?? [{}]) as [{ to?: string; gas?: string }]
     expect(callParams.to).toBeUndefined()
     expect(callParams.gas).toBe(numberToHex(CONTRACT_GAS))
-    expect((await verify(contracts, await signIn(custody(5), 1005, started))).status).toBe(200)
+    // Sent again, it costs nothing: the nonce is spent.
+    const again = await seenBy(async () => {
+      await expectRefusal(await verify(contracts, body), 401, "invalid_session")
+    })
+    expect(again).toEqual([])
   })
 
   it("allowed, a deployed ERC-1271 wallet that holds a fid signs in; by default the same message is 400 unsupported", {

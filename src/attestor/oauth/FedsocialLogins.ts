@@ -27,10 +27,11 @@
  *    "Contests": a message signed for it may have been phished).
  * The registries are read over `FEDSOCIAL_RPC_URL` (Optimism by default): not answering is 503
  * `unavailable`, and the nonce is not touched, so the same signed message verifies once they
- * answer again (until the nonce expires). A refused message spends nothing (whoever saw the nonce,
- * a relay does, could otherwise burn it): the nonce is spent in the transaction that creates the
- * session, so a session store that fails leaves it usable too, and two verifies of one message
- * make one session.
+ * answer again (until the nonce expires). A message refused before any RPC call (steps 1 to 3, and
+ * an ordinary signature its own address did not make) spends nothing; one the registries refuse
+ * spends the nonce, so replaying it costs the RPC nothing more. Otherwise the nonce is spent in the
+ * transaction that creates the session, so a session store that fails leaves it usable too, and two
+ * verifies of one message make one session.
  * Optimism's public endpoint, the default, is rate-limited: start-up warns once while it is
  * configured (docs/operations.md "Provider endpoints").
  *
@@ -54,6 +55,7 @@ import {
   isHex,
   parseAbi,
   recoverAddress,
+  recoverMessageAddress,
   size,
   type VerifyHashParameters
 } from "viem"
@@ -165,6 +167,21 @@ const checkSignature =
     return answer.data !== undefined && /^0x0*1$/.test(answer.data)
   }
 
+/** Whether `address` made the ordinary signature `signature` of the EIP-191 `message`, without the chain. */
+const signedByItsAddress = (
+  address: Address | undefined,
+  message: string,
+  signature: Hex
+): Effect.Effect<boolean> =>
+  address === undefined || !isOrdinarySignature(signature)
+    ? Effect.succeed(false)
+    : Effect.promise(() =>
+        recoverMessageAddress({ message, signature }).then(
+          (recovered) => isAddressEqual(recovered, address),
+          () => false
+        )
+      )
+
 const idRegistryAbi = parseAbi(["function idOf(address owner) view returns (uint256)"])
 const keyRegistryAbi = parseAbi([
   "struct KeyData { uint8 state; uint32 keyType; }",
@@ -223,6 +240,18 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
     )
     const allowed = new Set(config.redirectAllowList)
 
+    /** Takes the nonce without making a session; a store that does not answer leaves it to expire. */
+    const spendNonce = (nonce: string) =>
+      states
+        .take(nonce, "fedsocial")
+        .pipe(
+          Effect.catchAll(() =>
+            Effect.logWarning(
+              "a refused fedsocial sign-in's nonce could not be spent; it lapses when it expires"
+            )
+          )
+        )
+
     const start: FedsocialLoginsShape["start"] = (request) =>
       Effect.gen(function* () {
         const redirect = request.redirect === undefined ? undefined : matchRedirect(allowed, request.redirect)
@@ -270,6 +299,10 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
         // The expiry must be the one start gave (a state's times never change once stored).
         if (Option.isNone(live) || parsed.expirationTime?.getTime() !== live.value.expiresAt * 1000)
           return yield* Effect.fail(refused)
+        // Refused here, at no RPC cost, it spends nothing: an ordinary signature that its message's
+        // own address did not make (a contract wallet's, when allowed, is for the chain to judge).
+        if (!config.contractSignatures && !(yield* signedByItsAddress(parsed.address, message, signature)))
+          return yield* Effect.fail(refused)
         const client = yield* appClient
         const verified = yield* Effect.promise(() =>
           client.verifySignInMessage({ nonce, domain: config.domain, message, signature })
@@ -279,9 +312,11 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
         const code = verified.isError ? verified.error?.errCode : undefined
         if (code === "unavailable" || code === "unknown")
           return yield* Effect.fail(new Unavailable({ message: REGISTRY_UNAVAILABLE }))
-        // A message whose signature does not hold spends nothing: anyone who saw the nonce (a
-        // relay does) could otherwise burn it; only its signer can present a valid one.
-        if (verified.isError || !verified.success) return yield* Effect.fail(refused)
+        // Refused after the registry reads: the nonce is spent, so each message that costs the RPC
+        // needs a start of its own (rate-limited, bounded per address) instead of being sent again
+        // and again for free until the nonce expires.
+        if (verified.isError || !verified.success)
+          return yield* Effect.zipRight(spendNonce(nonce), Effect.fail(refused))
         // The nonce is taken and the session made in one transaction: both happen, or neither.
         const created = yield* Effect.gen(function* () {
           // Used or expired since the peek: refused.
