@@ -11,14 +11,14 @@ import { AttestorApi } from "../src/attestor/api/index.js"
 import { LegacyStartEnabled, LoginOffered } from "../src/attestor/api/logins.js"
 import { BindSignatures } from "../src/attestor/BindSignatures.js"
 import { Commitments } from "../src/attestor/Commitments.js"
-import { HintDecryptor } from "../src/attestor/HintDecryptor.js"
-import { HintIndex } from "../src/attestor/HintIndex.js"
+import { HintDecryptor, hintRejectionSeriesAtZero } from "../src/attestor/HintDecryptor.js"
+import { HintIndex, hintIndexSeriesAtZero } from "../src/attestor/HintIndex.js"
 import { AttestorHandlers } from "../src/attestor/handlers/index.js"
 import { HandleLookups } from "../src/attestor/handles/HandleLookups.js"
 import { InfoDocument } from "../src/attestor/InfoDocument.js"
 import { loginPlatforms } from "../src/attestor/info.js"
 import { MessengerLogins, messengerLoginConfig } from "../src/attestor/MessengerLogins.js"
-import { attestorOutcomes } from "../src/attestor/metrics.js"
+import { attestorOutcomes, attestorSeriesAtZero } from "../src/attestor/metrics.js"
 import { FedsocialLogins } from "../src/attestor/oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
 import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
@@ -29,16 +29,20 @@ import { PaymentStore } from "../src/attestor/payments/PaymentStore.js"
 import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { SessionEscrows } from "../src/attestor/SessionEscrows.js"
 import { SessionStore } from "../src/attestor/SessionStore.js"
-import { VetoWatcher } from "../src/attestor/VetoWatcher.js"
+import { VetoWatcher, vetoWatcherSeriesAtZero } from "../src/attestor/VetoWatcher.js"
 import { ChainClient } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { DevnetChainClock } from "../src/chain/DevnetChainClock.js"
+import { chainSeriesAtZero } from "../src/chain/metrics.js"
 import { AttestorSettings, type AttestorSettingsShape } from "../src/config/attestor.js"
 import { MetricsEndpoint } from "../src/http/MetricsEndpoint.js"
-import { listenOptionsOf, serveApi } from "../src/http/server.js"
+import { exportAtZero } from "../src/http/metrics.js"
+import { listenOptionsOf, serveApi, serverSeriesAtZero } from "../src/http/server.js"
 import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
+import { indexerSeriesAtZero } from "../src/indexer/metrics.js"
 import { EventStore } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
+import { senderSeriesAtZero } from "../src/txsender/metrics.js"
 import { TxSender } from "../src/txsender/TxSender.js"
 
 /**
@@ -52,6 +56,25 @@ const attestorKeySender = (
   settings.autoVeto
     ? TxSender.layer({ service: "attestor", key: settings.signingKey, settings })
     : Layer.empty
+
+/**
+ * Every counter and histogram the attestor records, exported at 0 from start-up so that `rate()`
+ * and alerts see the first event (docs/operations.md "Metrics reference"): logins by the platforms
+ * it offers, lookup payments when lookups are paid, its key's sender with `AUTO_VETO`.
+ */
+const attestorMetricsAtZero = (settings: AttestorSettingsShape) =>
+  Layer.effectDiscard(
+    exportAtZero([
+      ...serverSeriesAtZero(AttestorApi, ["ip"]),
+      ...chainSeriesAtZero,
+      ...indexerSeriesAtZero,
+      ...attestorSeriesAtZero(loginPlatforms(settings), Option.isSome(settings.paidLookup)),
+      ...hintIndexSeriesAtZero,
+      ...hintRejectionSeriesAtZero,
+      ...vetoWatcherSeriesAtZero,
+      ...(settings.autoVeto ? senderSeriesAtZero("attestor") : [])
+    ])
+  )
 
 /**
  * Everything below the HTTP server, given the settings: the chain, the attestor's own database
@@ -89,7 +112,8 @@ const attestorServices = Layer.unwrapEffect(
       ),
       Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer, AttestorRoleCheck.layer)),
       Layer.provideMerge(EventStore.layer),
-      Layer.provideMerge(base)
+      Layer.provideMerge(base),
+      Layer.merge(attestorMetricsAtZero(settings))
     )
   })
 )

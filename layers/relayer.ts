@@ -5,10 +5,13 @@
 import { Effect, Layer, Option } from "effect"
 import { ChainClient } from "../src/chain/ChainClient.js"
 import { ChainId } from "../src/chain/chainId.js"
-import { RelayerSettings, relayerSettingsWarnings } from "../src/config/relayer.js"
+import { chainSeriesAtZero } from "../src/chain/metrics.js"
+import { RelayerSettings, type RelayerSettingsShape, relayerSettingsWarnings } from "../src/config/relayer.js"
 import { MetricsEndpoint } from "../src/http/MetricsEndpoint.js"
-import { listenOptionsOf, serveApi } from "../src/http/server.js"
+import { exportAtZero } from "../src/http/metrics.js"
+import { listenOptionsOf, serveApi, serverSeriesAtZero } from "../src/http/server.js"
 import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
+import { indexerSeriesAtZero } from "../src/indexer/metrics.js"
 import { AccountReader } from "../src/relayer/AccountReader.js"
 import { AccountsFeed } from "../src/relayer/AccountsFeed.js"
 import { RelayerApi } from "../src/relayer/api/index.js"
@@ -16,9 +19,10 @@ import { BindBudget } from "../src/relayer/BindBudget.js"
 import { BindTransactions } from "../src/relayer/BindTransactions.js"
 import { Claims } from "../src/relayer/Claims.js"
 import { FeeOracle } from "../src/relayer/FeeOracle.js"
+import { feeSeriesAtZero } from "../src/relayer/fees/metrics.js"
 import { RelayerHandlers } from "../src/relayer/handlers/index.js"
 import { IdRateLimit, relayerIpRateLimit } from "../src/relayer/IdRateLimit.js"
-import { relayerOutcomes } from "../src/relayer/metrics.js"
+import { relayerOutcomes, relayerSeriesAtZero } from "../src/relayer/metrics.js"
 import { NonceReservations } from "../src/relayer/NonceReservations.js"
 import { OwnerActions } from "../src/relayer/OwnerActions.js"
 import { Relay } from "../src/relayer/Relay.js"
@@ -29,6 +33,7 @@ import { DenyList } from "../src/relayer/validation/DenyList.js"
 import { VaultSignatures } from "../src/relayer/validation/VaultSignatures.js"
 import { EventStore } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
+import { senderSeriesAtZero } from "../src/txsender/metrics.js"
 import { SettledTxObserver, TxSender } from "../src/txsender/TxSender.js"
 
 /**
@@ -88,10 +93,28 @@ const relayerServices = Layer.unwrapEffect(
       ),
       Layer.provideMerge(RevertCooldowns.layer),
       Layer.provideMerge(base),
-      Layer.merge(startupWarnings)
+      Layer.merge(startupWarnings),
+      Layer.merge(relayerMetricsAtZero(settings))
     )
   })
 )
+
+/**
+ * Every counter and histogram the relayer records, exported at 0 from start-up so that `rate()`
+ * and alerts see the first event (docs/operations.md "Metrics reference"); the indexer's only
+ * when it runs. Rate limits: the per-IP one and the per-account one (`id`).
+ */
+const relayerMetricsAtZero = (settings: RelayerSettingsShape) =>
+  Layer.effectDiscard(
+    exportAtZero([
+      ...serverSeriesAtZero(RelayerApi, ["ip", "id"]),
+      ...chainSeriesAtZero,
+      ...(settings.indexerEnabled ? indexerSeriesAtZero : []),
+      ...relayerSeriesAtZero,
+      ...feeSeriesAtZero,
+      ...senderSeriesAtZero("relayer")
+    ])
+  )
 
 /** Settings that leave the hot key paying for what no fee covers, logged once at start-up. */
 const startupWarnings = Layer.effectDiscard(

@@ -14,7 +14,7 @@
 import { Context, Data, Effect, Layer, Metric, Option, Redacted } from "effect"
 import { type Hex, keccak256, stringToHex } from "viem"
 import { AttestorSettings } from "../config/attestor.js"
-import { counter } from "../http/metrics.js"
+import { counter, type SeriesAtZero } from "../http/metrics.js"
 import type { EscrowHint } from "../store/projections/hints.js"
 import {
   type HintOpener,
@@ -32,6 +32,9 @@ export const hintsRejected = counter(
 const rejectedBy = new Map(
   hintRejectionReasons.map((reason) => [reason, Metric.tagged(hintsRejected, "reason", reason)] as const)
 )
+
+/** The rejections by every reason, exported at 0 from start-up (docs/operations.md "Metrics reference"). */
+export const hintRejectionSeriesAtZero: ReadonlyArray<SeriesAtZero> = [...rejectedBy.values()]
 
 /** Counts each rejection under its reason. */
 export const countRejections = (rejected: ReadonlyArray<HintRejection>): Effect.Effect<void> =>

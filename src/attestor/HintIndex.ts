@@ -30,7 +30,7 @@ import { Cause, Context, Duration, Effect, Either, Layer, Metric, Option, Ref } 
 import type { Address, Hex } from "viem"
 import { pollForChanges } from "../background/poll.js"
 import { supervised } from "../background/supervised.js"
-import { counter } from "../http/metrics.js"
+import { counter, type SeriesAtZero } from "../http/metrics.js"
 import {
   type FollowedProjection,
   StoreFollower,
@@ -252,6 +252,9 @@ const indexRestarts = counter(
   "attestor_hint_index_restarts_total",
   "Times the hint index's sync failed and was restarted"
 )
+
+/** The index's restarts, exported at 0 from start-up (docs/operations.md "Metrics reference"). */
+export const hintIndexSeriesAtZero: ReadonlyArray<SeriesAtZero> = [indexRestarts]
 
 export const makeHintIndex = (config: HintIndexConfig) =>
   Effect.gen(function* () {

@@ -42,7 +42,7 @@ import { supervised } from "../background/supervised.js"
 import { ChainClient } from "../chain/ChainClient.js"
 import { nowSeconds } from "../clock.js"
 import { AttestorSettings } from "../config/attestor.js"
-import { counter } from "../http/metrics.js"
+import { counter, type SeriesAtZero, valuesOf } from "../http/metrics.js"
 import { Indexer } from "../indexer/Indexer.js"
 import { TxSender, type TxSenderShape } from "../txsender/TxSender.js"
 import { AttestationStore } from "./AttestationStore.js"
@@ -132,6 +132,24 @@ const watcherRestarts = counter(
 )
 
 export type VetoOutcome = "sent" | "skipped" | "unavailable" | "failed" | "underfunded"
+
+/**
+ * The watcher's counters by every verdict and veto outcome, exported at 0 from start-up
+ * (docs/operations.md "Metrics reference").
+ */
+export const vetoWatcherSeriesAtZero: ReadonlyArray<SeriesAtZero> = [
+  ...valuesOf<Verdict>({ attested: true, unattested: true, unknown_id: true }).map((verdict) =>
+    Metric.tagged(bindProposals, "verdict", verdict)
+  ),
+  ...valuesOf<VetoOutcome>({
+    sent: true,
+    skipped: true,
+    unavailable: true,
+    failed: true,
+    underfunded: true
+  }).map((outcome) => Metric.tagged(vetoes, "outcome", outcome)),
+  watcherRestarts
+]
 
 const countVerdict = (verdict: Verdict) => Metric.increment(Metric.tagged(bindProposals, "verdict", verdict))
 const countVeto = (outcome: VetoOutcome) => Metric.increment(Metric.tagged(vetoes, "outcome", outcome))

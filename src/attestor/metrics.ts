@@ -5,7 +5,7 @@
  */
 
 import { Platform } from "../../schema/attestor.js"
-import { counter, taggedOnce } from "../http/metrics.js"
+import { counter, type SeriesAtZero, taggedOnce, valuesOf } from "../http/metrics.js"
 import type { RouteOutcomes } from "../http/outcomes.js"
 
 export const commitmentOutcomes = counter(
@@ -50,6 +50,40 @@ export const lookupPayment = taggedOnce(lookupPayments)
 const loginOutcome = taggedOnce(loginOutcomes)
 const bindOutcome = taggedOnce(bindOutcomes)
 const oauthStart = taggedOnce(oauthStarts)
+
+/** What became of a paid lookup's payment: the `outcome` of `attestor_lookup_payments_total`. */
+type LookupPaymentOutcome = "settled" | "failed" | "reused" | "indeterminate" | "in_flight"
+
+/** The login platforms without an OAuth start: messenger's widget logs in without one. */
+const withoutStart = new Set<Platform>(["messenger"])
+
+/**
+ * The attestor's request counters at 0 from start-up (docs/operations.md "Metrics reference"):
+ * each route's `ok`, logins and starts by the platforms this attestor offers, payments by outcome
+ * when lookups are paid. A refusal's code is a label only its first refusal gives.
+ */
+export const attestorSeriesAtZero = (
+  offered: ReadonlyArray<Platform>,
+  paidLookups: boolean
+): ReadonlyArray<SeriesAtZero> => [
+  commitmentOutcome({ outcome: "ok" }),
+  publicHandleOutcome({ outcome: "ok" }),
+  bindOutcome({ outcome: "ok" }),
+  bindSignatures,
+  ...offered.map((platform) => loginOutcome({ platform, outcome: "ok" })),
+  ...offered
+    .filter((platform) => !withoutStart.has(platform))
+    .map((platform) => oauthStart({ platform, outcome: "ok" })),
+  ...(paidLookups
+    ? valuesOf<LookupPaymentOutcome>({
+        settled: true,
+        failed: true,
+        reused: true,
+        indeterminate: true,
+        in_flight: true
+      }).map((outcome) => lookupPayment({ outcome }))
+    : [])
+]
 
 const platforms = new Set<string>(Platform.literals)
 

@@ -5,7 +5,7 @@
  * priority fee) and an outcome class, never a parameter.
  */
 import { Cause, Exit, Metric, Option } from "effect"
-import { counter, taggedOnce } from "../http/metrics.js"
+import { counter, type SeriesAtZero, taggedOnce } from "../http/metrics.js"
 import { CIRCUIT_OPEN } from "./circuit.js"
 
 export const chainRpcRequests = counter(
@@ -13,6 +13,12 @@ export const chainRpcRequests = counter(
   "Chain client requests, each attempt, by operation and outcome (ok, reverted, rejected, unavailable, refused while the circuit is open, failed, interrupted)"
 )
 const series = taggedOnce(chainRpcRequests)
+
+/**
+ * Exported at 0 from start-up without labels: operations include `eth_call(<function>)`, so the
+ * label sets are known only as requests are made (docs/operations.md "Metrics reference").
+ */
+export const chainSeriesAtZero: ReadonlyArray<SeriesAtZero> = [chainRpcRequests]
 
 const outcomeOf = (exit: Exit.Exit<unknown, { readonly _tag: string }>): string =>
   Exit.match(exit, {

@@ -71,6 +71,51 @@ export const taggedOnce = <T, In, Out>(metric: Metric.Metric<T, In, Out>) => {
 const requestCounter = taggedOnce(httpRequests)
 const requestHistogram = taggedOnce(httpRequestDuration)
 
+/**
+ * A series a service exports from start-up at 0 (docs/operations.md "Metrics reference"): a
+ * counter or histogram, tagged as its recorder tags it, so that the series is the one the first
+ * event updates (a series' key is its labels in order).
+ */
+export type SeriesAtZero = Metric.Metric.Counter<number> | Metric.Metric.Histogram<number>
+
+/**
+ * Every combination of the label values, labels in the order given: a counter's known label sets
+ * (`labelSets({ action: [...], cause: [...] })`).
+ */
+export const labelSets = (
+  values: Readonly<Record<string, ReadonlyArray<string>>>
+): Array<Record<string, string>> =>
+  Object.entries(values).reduce<Array<Record<string, string>>>(
+    (sets, [label, options]) => sets.flatMap((set) => options.map((value) => ({ ...set, [label]: value }))),
+    [{}]
+  )
+
+/** The values of a string union, checked complete by the compiler: `valuesOf<Cause>({ a: true, … })`. */
+export const valuesOf = <T extends string>(all: Readonly<Record<T, true>>): ReadonlyArray<T> =>
+  Object.keys(all) as Array<T>
+
+/**
+ * Creates each series without changing it: reading a series' value registers it, so every scrape
+ * lists it, at 0 until its first event; `rate()` and `increase()` then see that first event. Run
+ * once at start-up: the recorders find the series already there.
+ */
+export const exportAtZero = (series: ReadonlyArray<SeriesAtZero>): Effect.Effect<void> =>
+  // Read as a counter whatever its kind: the reading registers the series and its value is unused.
+  Effect.forEach(series, (one) => Metric.value(one as Metric.Metric.Counter<number>), { discard: true })
+
+/**
+ * The request counter and histogram of every route the API declares, by route template and
+ * method: a series' `status` is known only once a request is answered, so the start-up series has
+ * none (docs/operations.md "Metrics reference").
+ */
+export const requestSeriesAtZero = (
+  routes: ReadonlyArray<{ readonly template: string; readonly method: string }>
+): ReadonlyArray<SeriesAtZero> =>
+  routes.flatMap(({ template, method }) => {
+    const tags = { route: template, method }
+    return [requestCounter(tags), requestHistogram(tags)]
+  })
+
 /** The request counter and histogram of one label set, found once per (route, method, status). */
 const requestSeries = new Map<
   string,
@@ -227,6 +272,9 @@ const sampleProcess = Effect.suspend(() => {
     { discard: true }
   )
 })
+
+/** The process's own counter, for `exportAtZero` (its gauges are read at every scrape). */
+export const processSeriesAtZero: ReadonlyArray<SeriesAtZero> = [cpuSeconds]
 
 export const prometheusText = Effect.zipRight(sampleProcess, Effect.map(Metric.snapshot, renderPrometheus))
 

@@ -12,7 +12,7 @@ import { isIP } from "node:net"
 import * as RateLimiter from "@effect/experimental/RateLimiter"
 import { Duration, Effect, Layer, Metric } from "effect"
 import { RateLimited } from "../../schema/errors.js"
-import { counter } from "./metrics.js"
+import { counter, type SeriesAtZero } from "./metrics.js"
 
 /** A bucket that holds `burst` tokens and refills `perMinute` tokens a minute. */
 export interface TokenBucket {
@@ -30,6 +30,10 @@ export const rateLimitedTotal = counter(
   "rate_limited_total",
   "Requests refused by a rate limit, by limit scope"
 )
+
+/** The refusal counter of each scope, to export at 0 from start-up (`exportAtZero`). */
+export const rateLimitedSeriesAtZero = (scopes: ReadonlyArray<string>): ReadonlyArray<SeriesAtZero> =>
+  scopes.map((scope) => Metric.tagged(rateLimitedTotal, "scope", scope))
 
 export type Limit = (key: string, cost: number) => Effect.Effect<void, RateLimited>
 

@@ -19,9 +19,17 @@ import { unsafeLogInfo } from "../logging.js"
 import { jsonBodyGuard } from "./body.js"
 import { type CachedAnswers, cacheableAnswer, makeCachedAnswers, writeAnswer } from "./cachedAnswers.js"
 import { corsStep } from "./cors.js"
-import { counter, recordRequest, taggedOnce } from "./metrics.js"
+import {
+  counter,
+  processSeriesAtZero,
+  recordRequest,
+  requestSeriesAtZero,
+  type SeriesAtZero,
+  taggedOnce,
+  valuesOf
+} from "./metrics.js"
 import { type OutcomeRecorder, type RouteOutcomes, reportedOutcome } from "./outcomes.js"
-import { type IpLimit, type IpRateLimitOptions, ipRateLimit } from "./rateLimit.js"
+import { type IpLimit, type IpRateLimitOptions, ipRateLimit, rateLimitedSeriesAtZero } from "./rateLimit.js"
 import { failureCode, renderApiError, renderCause } from "./render.js"
 import {
   OPENAPI_PATH,
@@ -224,6 +232,29 @@ export const httpClientErrors = counter(
 const clientErrorCounter = taggedOnce(httpClientErrors)
 
 type ClientErrorReason = "timeout" | "malformed" | "header_overflow" | "expectation" | "reset"
+
+const clientErrorReasons = valuesOf<ClientErrorReason>({
+  timeout: true,
+  malformed: true,
+  header_overflow: true,
+  expectation: true,
+  reset: true
+})
+
+/**
+ * The server's own counters and histogram of a service serving `api`, to export at 0 from start-up
+ * (docs/operations.md "Metrics reference"): requests by route and method, client errors by reason,
+ * rate-limit refusals by the service's scopes, and the process's CPU time.
+ */
+export const serverSeriesAtZero = (
+  api: HttpApi.HttpApi.Any,
+  rateLimitScopes: ReadonlyArray<string>
+): ReadonlyArray<SeriesAtZero> => [
+  ...requestSeriesAtZero(routeTemplates(api)),
+  ...clientErrorReasons.map((reason) => clientErrorCounter({ reason })),
+  ...rateLimitedSeriesAtZero(rateLimitScopes),
+  ...processSeriesAtZero
+]
 
 const clientErrorReason = (code: string | undefined): Exclude<ClientErrorReason, "expectation"> => {
   switch (code) {

@@ -4,7 +4,7 @@
  */
 
 import { Effect, Metric } from "effect"
-import { counter } from "../http/metrics.js"
+import { counter, type SeriesAtZero } from "../http/metrics.js"
 
 export const indexerStates = ["starting", "backfilling", "following", "standby", "retrying"] as const
 export type IndexerState = (typeof indexerStates)[number]
@@ -50,6 +50,23 @@ export const headerPruneFailures = counter(
 )
 
 const rpcErrors = counter("indexer_rpc_errors_total", "Failed indexer RPC requests by kind")
+
+/**
+ * The indexer's counters, exported at 0 from start-up where an indexer runs; `kind` of an RPC error
+ * may be the error's own tag, so that counter starts without labels.
+ */
+export const indexerSeriesAtZero: ReadonlyArray<SeriesAtZero> = [
+  eventsIndexed,
+  batchesCommitted,
+  reorgs,
+  orphanedBlocks,
+  restarts,
+  nonceMismatches,
+  nonceChecksSkipped,
+  headersPruned,
+  headerPruneFailures,
+  rpcErrors
+]
 
 export const countRpcError = (kind: string) => Metric.increment(Metric.tagged(rpcErrors, "kind", kind))
 

@@ -32,7 +32,7 @@ import { atMostEvery } from "../background/throttle.js"
 import { nowSeconds } from "../clock.js"
 import { RelayerSettings } from "../config/relayer.js"
 import { deleteExpired } from "../store/expiringRows.js"
-import { type BindBudgetKey, initialiseBindBudgetRefusals, recordBindBudgetRefusal } from "./metrics.js"
+import { type BindBudgetKey, recordBindBudgetRefusal } from "./metrics.js"
 
 const DAY_SECONDS = 86_400
 
@@ -86,7 +86,6 @@ export const makeBindBudget: Effect.Effect<BindBudgetShape, never, SqlClient | R
     const budgetOf = (kind: BindBudgetKey) => (kind === "relayer" ? totalBudget : budget)
     const vault = settings.vault.toLowerCase()
     const whenDue = yield* atMostEvery(60)
-    yield* initialiseBindBudgetRefusals
 
     const rowKey = (kind: BindBudgetKey, value: string) => `${vault}:${kind}:${value.toLowerCase()}`
 

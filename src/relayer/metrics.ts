@@ -5,7 +5,7 @@
  */
 import { Effect, Metric } from "effect"
 import { feeVaultAbi } from "../../contracts/abi.js"
-import { counter, taggedOnce } from "../http/metrics.js"
+import { counter, labelSets, type SeriesAtZero, taggedOnce, valuesOf } from "../http/metrics.js"
 import type { RouteOutcomes } from "../http/outcomes.js"
 
 export const claimOutcomes = counter(
@@ -58,10 +58,16 @@ const bindBudgetRefusal = taggedOnce(bindBudgetRefusals)
 
 export type CooldownKey = "id" | "code_hash"
 
-export const recordOnchainRevert = (
-  action: string,
-  cause: "cooldown" | "nonce_taken" | "registered_first" | "bind_changed" | "deadline_passed" | "unexamined"
-) => Effect.asVoid(Metric.increment(onchainRevert({ action, cause })))
+export type OnchainRevertCause =
+  | "cooldown"
+  | "nonce_taken"
+  | "registered_first"
+  | "bind_changed"
+  | "deadline_passed"
+  | "unexamined"
+
+export const recordOnchainRevert = (action: string, cause: OnchainRevertCause) =>
+  Effect.asVoid(Metric.increment(onchainRevert({ action, cause })))
 
 export const recordRevertCooldown = (key: CooldownKey) =>
   Effect.asVoid(Metric.increment(revertCooldown({ key })))
@@ -74,34 +80,57 @@ export type BindBudgetKey = "id" | "owner" | "relayer"
 export const recordBindBudgetRefusal = (key: BindBudgetKey) =>
   Effect.asVoid(Metric.increment(bindBudgetRefusal({ key })))
 
-/** Both series of the bind budget's refusals, at zero, so dashboards see them before any refusal. */
-export const initialiseBindBudgetRefusals = Effect.forEach(
-  ["id", "owner", "relayer"] as const,
-  (key) => Metric.update(bindBudgetRefusal({ key }), 0),
-  { discard: true }
-)
-
 export const recordClaimFrontrun = Effect.asVoid(Metric.increment(claimsFrontrun))
 
 const recordClaimOutcome = (code: string) => claimOutcome({ code })
 
 const recordActionOutcome = (action: string) => (code: string) => actionOutcome({ action, code })
 
+/** The owner actions and bind steps, each relayed from `/v1/<action>`. */
+const ownerAndBindActions = [
+  "consolidate",
+  "shield-templates",
+  "rotate-owner",
+  "ping",
+  "cancel-bind",
+  "propose-bind",
+  "finalize-bind"
+] as const
+
 /** The relayed write routes' outcome counters, by route template; `action` is the path's name. */
 export const relayerOutcomes: RouteOutcomes = {
   "/v1/claim": recordClaimOutcome,
-  ...Object.fromEntries(
-    [
-      "consolidate",
-      "shield-templates",
-      "rotate-owner",
-      "ping",
-      "cancel-bind",
-      "propose-bind",
-      "finalize-bind"
-    ].map((action) => [`/v1/${action}`, recordActionOutcome(action)])
-  )
+  ...Object.fromEntries(ownerAndBindActions.map((action) => [`/v1/${action}`, recordActionOutcome(action)]))
 }
+
+const onchainRevertCauses = valuesOf<OnchainRevertCause>({
+  cooldown: true,
+  nonce_taken: true,
+  registered_first: true,
+  bind_changed: true,
+  deadline_passed: true,
+  unexamined: true
+})
+
+/**
+ * The write path's counters at 0 from start-up (docs/operations.md "Metrics reference"): every
+ * route's `ok`, reverts by action and cause, cooldowns and refusals by key, front-run claims. A
+ * refusal's code and a simulation's vault error are labels only their first event gives.
+ */
+export const relayerSeriesAtZero: ReadonlyArray<SeriesAtZero> = [
+  recordClaimOutcome("ok"),
+  ...ownerAndBindActions.map((action) => recordActionOutcome(action)("ok")),
+  simulationFailures,
+  ...labelSets({ action: ["claim", ...ownerAndBindActions], cause: onchainRevertCauses }).map(onchainRevert),
+  ...valuesOf<CooldownKey>({ id: true, code_hash: true }).flatMap((key) => [
+    revertCooldown({ key }),
+    cooldownRefusal({ key })
+  ]),
+  ...valuesOf<BindBudgetKey>({ id: true, owner: true, relayer: true }).map((key) =>
+    bindBudgetRefusal({ key })
+  ),
+  claimsFrontrun
+]
 
 /** Names a revert may be labelled with: the vault's errors (which include the shield adapter's). */
 const knownErrors = new Set<string>([

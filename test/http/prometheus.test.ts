@@ -5,7 +5,14 @@
  */
 import { Effect, Fiber, Metric, MetricBoundaries, RuntimeFlags, RuntimeFlagsPatch } from "effect"
 import { describe, expect, it } from "vitest"
-import { counter, prometheusText, renderPrometheus } from "../../src/http/metrics.js"
+import {
+  counter,
+  exportAtZero,
+  labelSets,
+  prometheusText,
+  renderPrometheus,
+  taggedOnce
+} from "../../src/http/metrics.js"
 import { parsePrometheus } from "../support/prometheus.js"
 
 describe("the metrics exposition", () => {
@@ -43,6 +50,35 @@ describe("the metrics exposition", () => {
       ["2.5", 2],
       ["10", 3],
       ["+Inf", 4]
+    ])
+  })
+
+  it("exports a series at 0 before its first event, with HELP and TYPE, and counts that event on it", async () => {
+    const refusals = counter("test_refusals_total", "refusals by key and cause")
+    const refusal = taggedOnce(refusals)
+    const latency = Metric.histogram("test_wait_seconds", MetricBoundaries.fromIterable([0.1, 1]), "waits")
+    const sets = labelSets({ key: ["id", "owner"], cause: ["cooldown", "budget"] })
+    expect(sets).toEqual([
+      { key: "id", cause: "cooldown" },
+      { key: "id", cause: "budget" },
+      { key: "owner", cause: "cooldown" },
+      { key: "owner", cause: "budget" }
+    ])
+    await Effect.runPromise(exportAtZero([...sets.map((labels) => refusal(labels)), latency]))
+    const before = await Effect.runPromise(Effect.map(Metric.snapshot, renderPrometheus))
+    expect(before).toContain(
+      "# HELP test_refusals_total refusals by key and cause\n# TYPE test_refusals_total counter\n"
+    )
+    expect(before).toMatch(/^test_refusals_total\{key="owner",cause="budget"\} 0$/m)
+    expect(before).toMatch(/^test_wait_seconds_bucket\{le="\+Inf"\} 0$/m)
+    expect(before).toMatch(/^test_wait_seconds_count 0$/m)
+    // The recorder's first event lands on the series exported at start-up, not on a second one.
+    await Effect.runPromise(Metric.increment(refusal({ key: "owner", cause: "budget" })))
+    const after = parsePrometheus(await Effect.runPromise(Effect.map(Metric.snapshot, renderPrometheus)))
+    const samples = after.get("test_refusals_total")?.samples ?? []
+    expect(samples).toHaveLength(4)
+    expect(samples.filter((s) => s.value === 1)).toEqual([
+      { name: "test_refusals_total", labels: { key: "owner", cause: "budget" }, value: 1 }
     ])
   })
 

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { prometheusText } from "../../src/http/metrics.js"
+import { exportAtZero, prometheusText } from "../../src/http/metrics.js"
 import { makeSenderMetrics } from "../../src/txsender/metrics.js"
 
 const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
@@ -15,6 +15,7 @@ describe("sender metrics", () => {
     const attestor = makeSenderMetrics("attestor")
     await run(relayer.initialise)
     await run(attestor.initialise)
+    await run(exportAtZero([...relayer.seriesAtZero, ...attestor.seriesAtZero]))
     await run(relayer.recordReplacement("bump"))
     await run(relayer.recordReplacement("bump"))
     await run(attestor.recordReplacement("bump"))

@@ -2,8 +2,8 @@
  * Quote metrics. Labels are actions and source names only, never an asset or an account.
  */
 import { Effect, Metric, type MetricLabel } from "effect"
-import type { QuoteAction } from "../../../schema/relayer.js"
-import { counter, taggedOnce } from "../../http/metrics.js"
+import { QuoteAction } from "../../../schema/relayer.js"
+import { counter, type SeriesAtZero, taggedOnce } from "../../http/metrics.js"
 
 export const quotesServed = counter("relayer_quotes_total", "Quotes served by GET /v1/quote, by action")
 
@@ -30,6 +30,17 @@ export const gasPriceGauge = Metric.gauge("relayer_gas_price_wei", {
 const quoteServed = taggedOnce(quotesServed)
 const priceSourceFailure = taggedOnce(priceSourceFailures)
 const priceDeviation = taggedOnce(priceDeviations)
+
+/**
+ * The quote counters at 0 from start-up: quotes by every action; a price source's name is known to
+ * the fee oracle only, so its failures and deviations start without labels.
+ */
+export const feeSeriesAtZero: ReadonlyArray<SeriesAtZero> = [
+  ...QuoteAction.literals.map((action) => quoteServed({ action })),
+  priceSourceFailures,
+  priceDeviations,
+  gasPriceRefreshFailures
+]
 
 export const recordQuoteServed = (action: QuoteAction) => Metric.increment(quoteServed({ action }))
 
