@@ -21,7 +21,7 @@ import { MessengerLogins, messengerLoginConfig } from "../src/attestor/Messenger
 import { attestorOutcomes, attestorSeriesAtZero } from "../src/attestor/metrics.js"
 import { FedsocialLogins } from "../src/attestor/oauth/FedsocialLogins.js"
 import { OAuthLogins } from "../src/attestor/oauth/OAuthLogins.js"
-import { OAuthStates } from "../src/attestor/oauth/OAuthStates.js"
+import { OAuthStates, oauthStatesConfig } from "../src/attestor/oauth/OAuthStates.js"
 import { ProposalStore } from "../src/attestor/ProposalStore.js"
 import { PublicCommitments } from "../src/attestor/PublicCommitments.js"
 import { PublicHandles } from "../src/attestor/PublicHandles.js"
@@ -102,7 +102,7 @@ const attestorServices = Layer.unwrapEffect(
         Layer.mergeAll(
           HintIndex.layer({ startBlock: settings.indexerStartBlock }),
           SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
-          OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
+          OAuthStates.layer(oauthStatesConfig(settings)),
           PublicCommitments.layer,
           PaymentStore.layer,
           AttestationStore.layer,

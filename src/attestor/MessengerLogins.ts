@@ -13,7 +13,8 @@
  *    `auth_date` older than `MESSENGER_AUTH_MAX_AGE_SECONDS` or in the future are 401
  *    `invalid_session`: no session can be made of it, and the remedy is to log in again.
  * 4. Each payload is single-use (docs/attestor.md §3): its `hash` is recorded with the session in one
- *    transaction and kept until the payload would be too old anyway; a replay is 401
+ *    transaction and kept until the payload is too old on every replica, whose clocks may run up to
+ *    `MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS` apart (messenger.ts); a replay is 401
  *    `invalid_session` too, and makes no session. So is a payload whose `auth_date` is in an
  *    earlier second than the user's last contest (docs/protocol.md §10 "Contests"): whoever kept
  *    it from before cannot redeem it after.
@@ -65,7 +66,8 @@ const verifyMessengerLogin =
       const created = yield* store
         .create(session, {
           // The hash stands for the whole payload: it is the HMAC of every other field.
-          singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.acceptedUntil + 1 },
+          // Its expiry is the payload's own (`auth_date`-based), not this replica's reading of now.
+          singleUse: { key: `messenger:${body.auth.hash}`, until: login.right.singleUseUntil },
           loginChallenge: body.loginChallenge,
           // The payload was signed when the user logged in: one from before a contest is refused.
           startedAt: body.auth.auth_date

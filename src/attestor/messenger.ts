@@ -29,6 +29,14 @@ import type { MessengerAuth } from "../../schema/attestor.js"
 /** How far in the future an `auth_date` may be: the messenger's clock and ours may differ a little. */
 export const MESSENGER_AUTH_CLOCK_SKEW_SECONDS = 60
 
+/**
+ * How long a used payload's record outlives the payload's last accepted second (docs/attestor.md
+ * §4 "Messenger verify"): the replica that prunes it may run ahead of one that still checks the
+ * payload's age, and the record must be there for every replica whose clock is at most this far
+ * behind.
+ */
+export const MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS = 300
+
 /** The HMAC key of a bot's widget payloads: SHA-256 of the bot token. */
 export type WidgetKey = Uint8Array & { readonly WidgetKey: unique symbol }
 
@@ -63,8 +71,13 @@ export type WidgetRefusal = "hash" | "expired" | "future"
 export interface WidgetLogin {
   /** The immutable numeric user id, canonical decimal. */
   readonly userId: string
-  /** The last second the payload is accepted: it must stay single-use until then. */
+  /** The last second the payload is accepted (on the checking clock). */
   readonly acceptedUntil: number
+  /**
+   * When its single-use record may go: the first second at which every replica whose clock is
+   * behind by at most `MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS` refuses it as too old.
+   */
+  readonly singleUseUntil: number
 }
 
 export interface WidgetCheck {
@@ -88,5 +101,10 @@ export const verifyWidgetPayload = (
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return Either.left("hash")
   if (now - auth.auth_date > maxAgeSeconds) return Either.left("expired")
   if (auth.auth_date - now > MESSENGER_AUTH_CLOCK_SKEW_SECONDS) return Either.left("future")
-  return Either.right({ userId: String(auth.id), acceptedUntil: auth.auth_date + maxAgeSeconds })
+  const acceptedUntil = auth.auth_date + maxAgeSeconds
+  return Either.right({
+    userId: String(auth.id),
+    acceptedUntil,
+    singleUseUntil: acceptedUntil + 1 + MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS
+  })
 }

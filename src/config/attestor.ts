@@ -60,6 +60,10 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly rateLimitBurst: number
   readonly rateLimitPerMinute: number
   readonly oauthStateTtlSeconds: number
+  /** Live OAuth and fedsocial states one client address may hold (src/attestor/oauth/OAuthStates.ts). */
+  readonly oauthStatesPerClient: number
+  /** Live OAuth and fedsocial states of all clients together. */
+  readonly oauthStatesMax: number
   readonly sessionTtlSeconds: number
   readonly bindDeadlineSeconds: number
   /** The veto watcher sends `vetoBind` for unattested proposals (else it only counts them). */
@@ -434,6 +438,8 @@ export const loadAttestorSettings = Effect.gen(function* () {
     rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 20),
     rateLimitPerMinute: positiveInt("RATE_LIMIT_PER_MINUTE", 20),
     oauthStateTtlSeconds: positiveInt("OAUTH_STATE_TTL_SECONDS", 600),
+    oauthStatesPerClient: positiveInt("OAUTH_STATES_PER_CLIENT", 10),
+    oauthStatesMax: positiveInt("OAUTH_STATES_MAX", 100_000),
     sessionTtlSeconds: positiveInt("SESSION_TTL_SECONDS", 900),
     bindDeadlineSeconds: positiveInt("BIND_DEADLINE_SECONDS", 3600, 30 * 24 * 3600),
     autoVeto: Config.boolean("AUTO_VETO").pipe(Config.withDefault(false)),

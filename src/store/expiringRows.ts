@@ -15,10 +15,10 @@ export interface ExpiringRowsConfig {
 const PRUNE_LIMIT = 1_000
 
 /**
- * Deletes at most `PRUNE_LIMIT` rows of `table` expired by `now`, chosen by their `key` column: a
- * bounded statement, so a backlog never holds its locks for long.
+ * Deletes at most `limit` (`PRUNE_LIMIT` by default) rows of `table` expired by `now`, chosen by
+ * their `key` column: a bounded statement, so a backlog never holds its locks for long.
  */
-export const deleteExpired = (sql: SqlClient, table: string, key: string, now: number) =>
+export const deleteExpired = (sql: SqlClient, table: string, key: string, now: number, limit = PRUNE_LIMIT) =>
   sql`
     DELETE FROM ${sql(table)} WHERE ${sql(key)} IN (
-      SELECT ${sql(key)} FROM ${sql(table)} WHERE expires_at <= ${now} LIMIT ${PRUNE_LIMIT})`
+      SELECT ${sql(key)} FROM ${sql(table)} WHERE expires_at <= ${now} LIMIT ${limit})`

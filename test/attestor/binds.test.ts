@@ -156,7 +156,12 @@ const runtime = ManagedRuntime.make(
     Layer.provideMerge(
       Layer.mergeAll(
         SessionStore.layer({ ttlSeconds: 900 }),
-        OAuthStates.layer({ ttlSeconds: 600 }),
+        OAuthStates.layer({
+          ttlSeconds: 600,
+          maxPerClient: 10,
+          maxTotal: 100_000,
+          clientDigestKey: new Uint8Array(32)
+        }),
         PublicCommitments.layer,
         PaymentStore.layer,
         AttestationStore.layer

