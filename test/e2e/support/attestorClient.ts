@@ -100,6 +100,8 @@ export class AttestorClient {
           ...(facilitator === undefined ? {} : paidLookupEnv(net.chain, facilitator.url)),
           RATE_LIMIT_BURST: "1000",
           RATE_LIMIT_PER_MINUTE: "1000",
+          // Every test's requests come from one loopback address, as for the rate limits above.
+          OAUTH_STATES_PER_CLIENT: "1000",
           INDEXER_POLL_INTERVAL_MS: "200",
           ...env
         }
