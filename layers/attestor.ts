@@ -81,7 +81,12 @@ const attestorServices = Layer.unwrapEffect(
           SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
           OAuthStates.layer({ ttlSeconds: settings.oauthStateTtlSeconds }),
           PublicCommitments.layer,
-          PaymentStore.layer,
+          PaymentStore.layerWith(
+            Option.match(settings.paidLookup, {
+              onNone: () => ({}),
+              onSome: (paid) => ({ retentionSeconds: paid.paymentRetentionDays * 86_400 })
+            })
+          ),
           AttestationStore.layer,
           ProposalStore.layer,
           attestorKeySender(settings)
