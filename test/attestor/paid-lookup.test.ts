@@ -2,10 +2,12 @@
  * The paid lookup's order and refusals (src/attestor/payments/paidLookup.ts; docs/attestor.md §4
  * "Paid handle lookup flow"), with the payment record on PGlite and a recording facilitator: a
  * challenge without payment; an authorization that does not pay what the quote asks, or for too
- * long, refused before the facilitator is asked; one payment per payer in flight; an authorization
- * held before verification and refused the second time; nothing settled for an unknown handle; a
- * settle without answer recorded indeterminate; and the facilitator never told the handle or the
- * platform.
+ * long, or whose deadline has passed, refused before the facilitator is asked; one naming a payer
+ * who did not sign it (unsigned, or signed by another key) refused before any lease, row or
+ * facilitator call, so the payer's own payment beside it pays; one payment per payer in flight; an
+ * authorization held before verification and refused the second time, also once its row is
+ * pruned; nothing settled for an unknown handle; a settle without answer recorded indeterminate;
+ * and the facilitator never told the handle or the platform.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"

@@ -4,7 +4,8 @@
  * asset paid to account #0, the facilitator stand-in settling real Permit2 witness transfers on
  * anvil, and a payer (account #5) that approved Permit2 once. Every refusal of the flow, the bytes
  * of the challenge, the money on chain, and what the facilitator was told: nothing of an
- * authorization that does not pay what the quote asks, and one payment of a payer at a time.
+ * authorization that does not pay what the quote asks or that its payer did not sign (which also
+ * takes no lease of the payer's), and one payment of a payer at a time.
  */
 import {
   decodePaymentRequiredHeader,
