@@ -104,7 +104,12 @@ const attestorServices = Layer.unwrapEffect(
           SessionStore.layer({ ttlSeconds: settings.sessionTtlSeconds }),
           OAuthStates.layer(oauthStatesConfig(settings)),
           PublicCommitments.layer,
-          PaymentStore.layer,
+          PaymentStore.layerWith(
+            Option.match(settings.paidLookup, {
+              onNone: () => ({}),
+              onSome: (paid) => ({ retentionSeconds: paid.paymentRetentionDays * 86_400 })
+            })
+          ),
           AttestationStore.layer,
           ProposalStore.layer,
           attestorKeySender(settings)

@@ -156,6 +156,11 @@ export interface PaidLookupSettings {
   readonly maxTimeoutSeconds: number
   /** `HANDLE_LOOKUP_TRANSFER_METHOD`: the dialect the quote speaks; the facilitator must list it. */
   readonly transferMethod: TransferMethod
+  /**
+   * `HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS`: how long after its deadline a payment that may have
+   * moved money stays in `attestor_payments` for accounting (docs/operations.md). Default 30.
+   */
+  readonly paymentRetentionDays: number
   /** The settlement asset's decimals and symbol, as `/v1/info` shows the price. */
   readonly decimals: number
   readonly symbol: string
@@ -224,6 +229,7 @@ const paidLookupSettings = (
       transferMethod: oneOf("HANDLE_LOOKUP_TRANSFER_METHOD", TRANSFER_METHODS).pipe(
         Config.withDefault<TransferMethod>("permit2-exact")
       ),
+      paymentRetentionDays: positiveInt("HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS", 30, 3_650),
       assetName: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_NAME")),
       assetVersion: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_VERSION"))
     })

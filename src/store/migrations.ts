@@ -28,6 +28,7 @@ import m0028_attestor_contests from "./migrations/0028_attestor_contests.js"
 import m0029_attestor_payment_leases from "./migrations/0029_attestor_payment_leases.js"
 import m0030_attestor_login_challenges from "./migrations/0030_attestor_login_challenges.js"
 import m0031_attestor_user_contests from "./migrations/0031_attestor_user_contests.js"
+import m0032_attestor_payment_retention from "./migrations/0032_attestor_payment_retention.js"
 import m0033_attestor_oauth_state_clients from "./migrations/0033_attestor_oauth_state_clients.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
@@ -52,6 +53,7 @@ export const migrations = {
   "0029_attestor_payment_leases": m0029_attestor_payment_leases,
   "0030_attestor_login_challenges": m0030_attestor_login_challenges,
   "0031_attestor_user_contests": m0031_attestor_user_contests,
+  "0032_attestor_payment_retention": m0032_attestor_payment_retention,
   "0033_attestor_oauth_state_clients": m0033_attestor_oauth_state_clients
 } as const
 

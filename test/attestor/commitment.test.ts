@@ -474,10 +474,14 @@ describe("HANDLE_LOOKUP_MODE", () => {
         amount: 10n ** 16n,
         payTo: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
         maxTimeoutSeconds: 300,
+        paymentRetentionDays: 30,
         decimals: 18,
         symbol: "USDT"
       })
     }
+    const kept = await load({ ...paid, HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS: "90" })
+    if (Either.isLeft(kept)) throw new Error(formatConfigError(kept.left))
+    expect(Option.getOrThrow(kept.right.paidLookup).paymentRetentionDays).toBe(90)
   })
 
   it.each([
@@ -487,6 +491,7 @@ describe("HANDLE_LOOKUP_MODE", () => {
     ["HANDLE_LOOKUP_PRICE", "0", /^HANDLE_LOOKUP_PRICE: expected a positive whole number/],
     ["HANDLE_LOOKUP_PRICE", "0.01", /^HANDLE_LOOKUP_PRICE: expected a positive whole number/],
     ["HANDLE_LOOKUP_PAY_TO", "nobody", /^HANDLE_LOOKUP_PAY_TO: expected a 0x address/],
+    ["HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS", "0", /^HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS/],
     [
       "HANDLE_LOOKUP_ASSET_DECIMALS",
       undefined,

@@ -147,6 +147,7 @@ const settings = (overrides: Partial<PaidLookupSettings> = {}): PaidLookupSettin
   payTo: SIGNER,
   maxTimeoutSeconds: 300,
   transferMethod: "permit2-exact",
+  paymentRetentionDays: 30,
   decimals: 18,
   symbol: "USDT",
   assetName: Option.none(),

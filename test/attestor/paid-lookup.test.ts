@@ -2,10 +2,12 @@
  * The paid lookup's order and refusals (src/attestor/payments/paidLookup.ts; docs/attestor.md §4
  * "Paid handle lookup flow"), with the payment record on PGlite and a recording facilitator: a
  * challenge without payment; an authorization that does not pay what the quote asks, or for too
- * long, refused before the facilitator is asked; one payment per payer in flight; an authorization
- * held before verification and refused the second time; nothing settled for an unknown handle; a
- * settle without answer recorded indeterminate; and the facilitator never told the handle or the
- * platform.
+ * long, or whose deadline has passed, refused before the facilitator is asked; one naming a payer
+ * who did not sign it (unsigned, or signed by another key) refused before any lease, row or
+ * facilitator call, so the payer's own payment beside it pays; one payment per payer in flight; an
+ * authorization held before verification and refused the second time, also once its row is
+ * pruned; nothing settled for an unknown handle; a settle without answer recorded indeterminate;
+ * and the facilitator never told the handle or the platform.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
@@ -16,14 +18,22 @@ import {
   encodePaymentSignatureHeader
 } from "@x402/core/http"
 import { Effect, Either, Fiber, Layer, Logger, Option, TestClock } from "effect"
+import type { Address, Hex, LocalAccount } from "viem"
+import { devnetAccount } from "../../contracts/deploy.js"
 import { Unavailable } from "../../schema/errors.js"
 import { resolveHandle } from "../../src/attestor/handles/HandleLookups.js"
 import type { Resolve } from "../../src/attestor/handles/resolvers.js"
-import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
+import {
+  DEFAULT_PAYMENT_RETENTION_SECONDS,
+  makePaymentStore,
+  type PaymentStoreShape
+} from "../../src/attestor/payments/PaymentStore.js"
 import { paidLookup } from "../../src/attestor/payments/paidLookup.js"
 import { lookupRequirements, PAYMENT_CLOCK_SKEW_SECONDS } from "../../src/attestor/payments/x402.js"
+import { nowSeconds } from "../../src/clock.js"
 import { migrate } from "../../src/store/migrations.js"
 import { testDatabases } from "../support/database.js"
+import { signPermit2Payment } from "../support/x402Payer.js"
 
 const requirements = lookupRequirements({
   chainId: 31337,
@@ -39,7 +49,9 @@ const requirements = lookupRequirements({
 
 /** The attestor's clock in these tests (unix seconds); payments end `maxTimeoutSeconds` later. */
 const NOW = 1_800_000_000
-const PAYER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+const PAYER: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+/** The payer's own key (anvil's account #3). */
+const payerAccount = devnetAccount(3)
 const OTHER = "0x0000000000000000000000000000000000000007"
 
 interface AuthorizationOverrides {
@@ -48,28 +60,40 @@ interface AuthorizationOverrides {
   readonly spender?: string
   readonly to?: string
   readonly deadline?: string
+  /** Sent instead of the payer's signature. */
+  readonly signature?: Hex
 }
 
 let nonces = 1000n
-const payment = (accepted = requirements, overrides: AuthorizationOverrides = {}) =>
-  encodePaymentSignatureHeader({
-    x402Version: 2,
-    accepted,
-    payload: {
-      signature: `0x${"11".repeat(65)}`,
-      permit2Authorization: {
-        from: "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
-        permitted: {
-          token: overrides.token ?? requirements.asset,
-          amount: overrides.amount ?? requirements.amount
-        },
-        spender: overrides.spender ?? "0x402085c248EeA27D92E8b30b2C58ed07f9E20001",
-        nonce: String(++nonces),
-        deadline: overrides.deadline ?? String(NOW + requirements.maxTimeoutSeconds),
-        witness: { to: overrides.to ?? requirements.payTo, validAfter: "0" }
-      }
-    }
-  })
+/**
+ * A `PAYMENT-SIGNATURE` of `PAYER` at the test clock's now with a fresh nonce, signed by `signer`
+ * (default: the payer's own key).
+ */
+const payment = (
+  accepted = requirements,
+  overrides: AuthorizationOverrides = {},
+  signer: LocalAccount = payerAccount
+) =>
+  Effect.flatMap(nowSeconds, (now) =>
+    Effect.promise(async () =>
+      encodePaymentSignatureHeader(
+        await signPermit2Payment(signer, requirements, {
+          accepted,
+          from: PAYER,
+          nonce: ++nonces,
+          now,
+          ...(overrides.token === undefined ? {} : { token: overrides.token as Address }),
+          ...(overrides.amount === undefined ? {} : { amount: BigInt(overrides.amount) }),
+          ...(overrides.spender === undefined ? {} : { spender: overrides.spender as Address }),
+          ...(overrides.to === undefined
+            ? {}
+            : { to: overrides.to as Address, signedTo: overrides.to as Address }),
+          ...(overrides.deadline === undefined ? {} : { deadlineIn: Number(overrides.deadline) - now }),
+          ...(overrides.signature === undefined ? {} : { signature: overrides.signature })
+        })
+      )
+    )
+  )
 
 type Verdict = "ok" | "refuse" | "throw"
 
@@ -124,7 +148,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
   ) =>
     Effect.gen(function* () {
       yield* TestClock.setTime(NOW * 1000)
-      const store = makePaymentStore(yield* SqlClient)
+      const store = yield* makePaymentStore(yield* SqlClient)
       const facilitator = facilitatorOf(verify, settle, options.settling, options.verifying)
       const lookup = paidLookup({
         requirements: Effect.succeed(requirements),
@@ -147,7 +171,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
     })
 
   /** The stored state of the authorization `payment()` made last. */
-  const lastPaymentState = (store: ReturnType<typeof makePaymentStore>) =>
+  const lastPaymentState = (store: PaymentStoreShape) =>
     Effect.map(
       store.get({ payer: PAYER, nonce: nonces }),
       Option.map((s) => s.state)
@@ -170,7 +194,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
       () =>
         Effect.gen(function* () {
           const { lookup, calls } = yield* setup("ok", "ok")
-          const signature = payment()
+          const signature = yield* payment()
           const result = yield* lookup("microblog", "dev42", signature)
           expect(result.userId).toBe("42")
           expect(decodePaymentResponseHeader(result.paymentResponse)).toMatchObject({
@@ -188,7 +212,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
     it.effect("an unknown handle: 404, nothing settled, the authorization spent", () =>
       Effect.gen(function* () {
         const { lookup, calls } = yield* setup("ok", "ok")
-        const signature = payment()
+        const signature = yield* payment()
         expect((yield* Effect.flip(lookup("microblog", "nosuchuser", signature)))._tag).toBe("NotFound")
         expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify"])
         expect((yield* Effect.flip(lookup("microblog", "dev42", signature)))._tag).toBe("PaymentFailed")
@@ -199,16 +223,16 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
       Effect.gen(function* () {
         const quoted = yield* setup("ok", "ok")
         const other = { ...requirements, amount: "1" }
-        expect((yield* Effect.flip(quoted.lookup("microblog", "dev42", payment(other))))._tag).toBe(
+        expect((yield* Effect.flip(quoted.lookup("microblog", "dev42", yield* payment(other))))._tag).toBe(
           "PaymentFailed"
         )
         expect(quoted.calls).toEqual([])
         const refused = yield* setup("refuse", "ok")
-        expect((yield* Effect.flip(refused.lookup("microblog", "dev42", payment())))._tag).toBe(
+        expect((yield* Effect.flip(refused.lookup("microblog", "dev42", yield* payment())))._tag).toBe(
           "PaymentFailed"
         )
         const unsettled = yield* setup("ok", "refuse")
-        expect((yield* Effect.flip(unsettled.lookup("microblog", "dev42", payment())))._tag).toBe(
+        expect((yield* Effect.flip(unsettled.lookup("microblog", "dev42", yield* payment())))._tag).toBe(
           "PaymentFailed"
         )
       })
@@ -219,9 +243,11 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
       () =>
         Effect.gen(function* () {
           const down = yield* setup("throw", "ok")
-          expect((yield* Effect.flip(down.lookup("microblog", "dev42", payment())))._tag).toBe("Unavailable")
+          expect((yield* Effect.flip(down.lookup("microblog", "dev42", yield* payment())))._tag).toBe(
+            "Unavailable"
+          )
           const lost = yield* setup("ok", "throw")
-          const signature = payment()
+          const signature = yield* payment()
           const lines: Array<string> = []
           const capture = Logger.replace(
             Logger.defaultLogger,
@@ -250,7 +276,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           release = resolve
         })
         const { lookup, calls, store } = yield* setup("ok", "ok", { settling })
-        const fiber = yield* Effect.fork(lookup("microblog", "dev42", payment()))
+        const fiber = yield* Effect.fork(lookup("microblog", "dev42", yield* payment()))
         while (!calls.some((c) => c.startsWith("settle")))
           yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
         // The request is dropped (its handler interrupted) while the facilitator settles.
@@ -264,7 +290,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
     it.effect("a settled payment whose record fails is answered all the same", () =>
       Effect.gen(function* () {
         const { lookup, store } = yield* setup("ok", "ok", { recordsSettled: false })
-        const result = yield* lookup("microblog", "dev42", payment())
+        const result = yield* lookup("microblog", "dev42", yield* payment())
         expect(result.userId).toBe("42")
         expect(decodePaymentResponseHeader(result.paymentResponse)).toMatchObject({ success: true })
         expect(yield* lastPaymentState(store)).toEqual(Option.some("authorized"))
@@ -283,7 +309,9 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
             { to: OTHER },
             { deadline: String(NOW + requirements.maxTimeoutSeconds + PAYMENT_CLOCK_SKEW_SECONDS + 1) }
           ]) {
-            const error = yield* Effect.flip(lookup("microblog", "dev42", payment(requirements, overrides)))
+            const error = yield* Effect.flip(
+              lookup("microblog", "dev42", yield* payment(requirements, overrides))
+            )
             expect(error._tag).toBe("PaymentFailed")
             expect(yield* lastPaymentState(store)).toEqual(Option.none())
           }
@@ -300,10 +328,10 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
             release = resolve
           })
           const { lookup, calls, store } = yield* setup("ok", "ok", { verifying })
-          const first = yield* Effect.fork(lookup("microblog", "dev42", payment()))
+          const first = yield* Effect.fork(lookup("microblog", "dev42", yield* payment()))
           while (!calls.some((c) => c.startsWith("verify")))
             yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-          const second = payment()
+          const second = yield* payment()
           const refused = yield* Effect.flip(lookup("microblog", "dev42", second))
           expect(refused._tag).toBe("RateLimited")
           // Its authorization was not held: it is not spent.
@@ -319,12 +347,90 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
     it.effect("a payment whose flow ended in a refusal gives its payer's lease back", () =>
       Effect.gen(function* () {
         const refused = yield* setup("refuse", "ok")
-        expect((yield* Effect.flip(refused.lookup("microblog", "dev42", payment())))._tag).toBe(
+        expect((yield* Effect.flip(refused.lookup("microblog", "dev42", yield* payment())))._tag).toBe(
           "PaymentFailed"
         )
         const paid = yield* setup("ok", "ok")
-        expect((yield* paid.lookup("microblog", "dev42", payment())).userId).toBe("42")
+        expect((yield* paid.lookup("microblog", "dev42", yield* payment())).userId).toBe("42")
       })
+    )
+
+    /**
+     * The attack of a forged authorization naming `PAYER`: sent first, while the facilitator holds
+     * verifications, then the payer's own payment beside it. The forged one must be refused before
+     * any lease, row or facilitator call, so the payer's own is verified, settled and answered.
+     */
+    const forgedBesideOwn = (forge: () => Effect.Effect<string>) =>
+      Effect.gen(function* () {
+        let release = () => {}
+        const verifying = new Promise<void>((resolve) => {
+          release = resolve
+        })
+        const { lookup, calls, store } = yield* setup("ok", "ok", { verifying })
+        const forged = yield* Effect.fork(lookup("microblog", "dev42", yield* forge()))
+        const forgedNonce = nonces
+        // Until it is answered, or (were the payer's lease taken for it) waits at the facilitator.
+        while (calls.length === 0 && Option.isNone(yield* Fiber.poll(forged)))
+          yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        const own = yield* Effect.fork(lookup("microblog", "dev42", yield* payment()))
+        const ownNonce = nonces
+        release()
+        expect((yield* Fiber.join(own)).userId).toBe("42")
+        const refused = yield* Effect.flip(Fiber.join(forged))
+        expect(refused).toMatchObject({
+          _tag: "PaymentFailed",
+          message: expect.stringMatching(/not signed by its payer/)
+        })
+        expect(yield* store.get({ payer: PAYER, nonce: forgedNonce })).toEqual(Option.none())
+        // The facilitator heard of the payer's own payment only.
+        expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle"])
+        expect(calls.every((c) => c.includes(`"nonce":"${ownNonce}"`))).toBe(true)
+      })
+
+    it.effect(
+      "an unsigned authorization naming the payer, sent beside the payer's own payment: 402 payment_failed, nothing held, no lease, the facilitator never asked; the payer's own pays",
+      () => forgedBesideOwn(() => payment(requirements, { signature: `0x${"11".repeat(65)}` }))
+    )
+
+    it.effect(
+      "an authorization naming the payer signed by another key, beside the payer's own payment: refused the same way; the payer's own pays",
+      () => forgedBesideOwn(() => payment(requirements, {}, devnetAccount(7)))
+    )
+
+    it.effect(
+      "an authorization whose deadline has passed: 402 payment_failed, nothing held, the facilitator never asked",
+      () =>
+        Effect.gen(function* () {
+          const { lookup, calls, store } = yield* setup("ok", "ok")
+          const signature = yield* payment()
+          yield* TestClock.adjust(`${requirements.maxTimeoutSeconds + 1} seconds`)
+          const error = yield* Effect.flip(lookup("microblog", "dev42", signature))
+          expect(error).toMatchObject({
+            _tag: "PaymentFailed",
+            message: expect.stringMatching(/deadline has passed/)
+          })
+          expect(yield* lastPaymentState(store)).toEqual(Option.none())
+          expect(calls).toEqual([])
+        })
+    )
+
+    it.effect(
+      "a settled payment's row is pruned after its retention; presented again then, it is refused without a facilitator call",
+      () =>
+        Effect.gen(function* () {
+          const { lookup, calls, store } = yield* setup("ok", "ok")
+          const signature = yield* payment()
+          const id = { payer: PAYER, nonce: nonces }
+          expect((yield* lookup("microblog", "dev42", signature)).userId).toBe("42")
+          yield* TestClock.adjust(
+            `${requirements.maxTimeoutSeconds + DEFAULT_PAYMENT_RETENTION_SECONDS} seconds`
+          )
+          // Another payment's row is written, and the expired ones pruned in passing.
+          expect((yield* lookup("microblog", "dev42", yield* payment())).userId).toBe("42")
+          expect(yield* store.get(id)).toEqual(Option.none())
+          expect((yield* Effect.flip(lookup("microblog", "dev42", signature)))._tag).toBe("PaymentFailed")
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle", "verify", "settle"])
+        })
     )
 
     it.effect(
@@ -336,12 +442,16 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           expect(
             yield* store.lease({ payer: PAYER, nonce: ++nonces }, NOW + requirements.maxTimeoutSeconds)
           ).toBe(true)
-          expect((yield* Effect.flip(lookup("microblog", "dev42", payment())))._tag).toBe("RateLimited")
+          expect((yield* Effect.flip(lookup("microblog", "dev42", yield* payment())))._tag).toBe(
+            "RateLimited"
+          )
           yield* TestClock.adjust(`${requirements.maxTimeoutSeconds - 1} seconds`)
-          expect((yield* Effect.flip(lookup("microblog", "dev42", payment())))._tag).toBe("RateLimited")
+          expect((yield* Effect.flip(lookup("microblog", "dev42", yield* payment())))._tag).toBe(
+            "RateLimited"
+          )
           expect(calls).toEqual([])
           yield* TestClock.adjust("1 second")
-          expect((yield* lookup("microblog", "dev42", payment())).userId).toBe("42")
+          expect((yield* lookup("microblog", "dev42", yield* payment())).userId).toBe("42")
         })
     )
   })

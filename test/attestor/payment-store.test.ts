@@ -2,12 +2,16 @@
  * The payment record on a real database (PGlite, and PostgreSQL when DATABASE_URL is set): an
  * authorization is held once, whoever presents it again (concurrently too) is refused, and its
  * state moves on durably with the settlement's hash; a payer has one payment in flight at once
- * (concurrently too), and a lease its holder never gave back lapses at its time.
+ * (concurrently too), and a lease its holder never gave back lapses at its time; rows are pruned a
+ * retention after their authorization's deadline, longer for payments that may have moved money.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option, TestClock } from "effect"
-import { makePaymentStore } from "../../src/attestor/payments/PaymentStore.js"
+import {
+  makePaymentStore,
+  SPENT_PAYMENT_RETENTION_SECONDS
+} from "../../src/attestor/payments/PaymentStore.js"
 import { migrate } from "../../src/store/migrations.js"
 import { type TestDatabase, testDatabases } from "../support/database.js"
 
@@ -15,7 +19,8 @@ const payer = "0x90F79bf6EB2c4f870365E785982E1f101E93b906" as const
 const terms = {
   network: "eip155:31337",
   asset: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-  amount: 10_000n
+  amount: 10_000n,
+  deadline: 60n
 } as const
 let nonces = 0n
 const fresh = () => ({ payer, nonce: ++nonces })
@@ -28,7 +33,7 @@ for (const database of testDatabases()) {
     layer(withMigrations(database), { timeout: 60_000 })((it) => {
       it.effect("holds an authorization once; a second presentation is refused", () =>
         Effect.gen(function* () {
-          const store = makePaymentStore(yield* SqlClient)
+          const store = yield* makePaymentStore(yield* SqlClient)
           const id = fresh()
           expect(yield* store.hold(id, terms)).toBe(true)
           expect(yield* store.get(id)).toEqual(Option.some({ state: "unpaid", transaction: undefined }))
@@ -42,7 +47,7 @@ for (const database of testDatabases()) {
 
       it.effect("concurrent presentations of one authorization: one holds it", () =>
         Effect.gen(function* () {
-          const store = makePaymentStore(yield* SqlClient)
+          const store = yield* makePaymentStore(yield* SqlClient)
           const id = fresh()
           const held = yield* Effect.all(
             Array.from({ length: 8 }, () => store.hold(id, terms)),
@@ -56,7 +61,7 @@ for (const database of testDatabases()) {
         "moves on through authorized to settled with its transaction, or to failed or indeterminate",
         () =>
           Effect.gen(function* () {
-            const store = makePaymentStore(yield* SqlClient)
+            const store = yield* makePaymentStore(yield* SqlClient)
             const paid = fresh()
             yield* store.hold(paid, terms)
             yield* store.mark(paid, "authorized")
@@ -81,7 +86,7 @@ for (const database of testDatabases()) {
 
       it.effect("concurrent leases of one payer: one is taken; another payer's is not in the way", () =>
         Effect.gen(function* () {
-          const store = makePaymentStore(yield* SqlClient)
+          const store = yield* makePaymentStore(yield* SqlClient)
           const leased = yield* Effect.all(
             Array.from({ length: 8 }, () => store.lease(fresh(), 60)),
             { concurrency: "unbounded" }
@@ -95,7 +100,7 @@ for (const database of testDatabases()) {
 
       it.effect("a lease is given back by its holder only, and lapses at its time", () =>
         Effect.gen(function* () {
-          const store = makePaymentStore(yield* SqlClient)
+          const store = yield* makePaymentStore(yield* SqlClient)
           const other = "0x0000000000000000000000000000000000000004" as const
           const holder = { payer: other, nonce: 1n }
           const next = { payer: other, nonce: 2n }
@@ -113,6 +118,42 @@ for (const database of testDatabases()) {
           yield* store.release(next)
           expect(yield* store.lease(next, 120)).toBe(false)
         })
+      )
+
+      it.effect(
+        "prunes a row past its retention after its deadline and keeps a younger one; settled rows stay longer than failed ones",
+        () =>
+          Effect.gen(function* () {
+            // The tests of this layer share its clock: this one counts from 0.
+            yield* TestClock.setTime(0)
+            const retentionSeconds = 2 * SPENT_PAYMENT_RETENTION_SECONDS
+            const store = yield* makePaymentStore(yield* SqlClient, { retentionSeconds })
+            const payment = (deadline: number, state: "settled" | "failed") =>
+              Effect.gen(function* () {
+                const id = fresh()
+                yield* store.hold(id, { ...terms, deadline: BigInt(deadline) })
+                yield* store.mark(id, state, state === "settled" ? "0xabc" : undefined)
+                return id
+              })
+            const kept = (id: ReturnType<typeof fresh>) => Effect.map(store.get(id), Option.isSome)
+            const oldFailed = yield* payment(60, "failed")
+            const youngFailed = yield* payment(600, "failed")
+            const oldSettled = yield* payment(60, "settled")
+            // Past the old failed row's retention, not the young one's: the next write prunes.
+            yield* TestClock.adjust(`${60 + SPENT_PAYMENT_RETENTION_SECONDS} seconds`)
+            yield* payment(60 + SPENT_PAYMENT_RETENTION_SECONDS + 60, "failed")
+            expect(yield* kept(oldFailed)).toBe(false)
+            expect(yield* kept(youngFailed)).toBe(true)
+            expect(yield* kept(oldSettled)).toBe(true)
+            // The settled row stays its longer retention, then goes.
+            yield* TestClock.adjust(`${retentionSeconds - SPENT_PAYMENT_RETENTION_SECONDS - 1} seconds`)
+            yield* payment(60 + retentionSeconds + 60, "failed")
+            expect(yield* kept(oldSettled)).toBe(true)
+            yield* TestClock.adjust("60 seconds")
+            yield* payment(60 + retentionSeconds + 120, "failed")
+            expect(yield* kept(oldSettled)).toBe(false)
+            expect(yield* kept(youngFailed)).toBe(false)
+          })
       )
     })
   })

@@ -3,20 +3,31 @@
  * quoted requirements with the permit2-exact `extra`, a challenge that names neither handle nor
  * platform, and the reading of a `PAYMENT-SIGNATURE`: version 2, exactly the quoted requirements,
  * a Permit2 authorization for the quoted token, amount, spender and payee whose deadline is within
- * `maxTimeoutSeconds`, and the payer and nonce that identify it; in both transfer methods, the
- * `permit2` one quoting `@x402/evm`'s extra and taking only the canonical proxy as spender.
+ * `maxTimeoutSeconds` and not passed, and the payer and nonce that identify it; in both transfer
+ * methods, the `permit2` one quoting `@x402/evm`'s extra and taking only the canonical proxy as
+ * spender. The payer's Permit2 signature recovered as each method's clients sign it: the devnet's
+ * payer for `permit2-exact`, a stock `@x402/evm` client for `permit2`.
  */
+import { x402Client } from "@x402/core/client"
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http"
-import { Either } from "effect"
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import { ExactEvmScheme } from "@x402/evm/exact/client"
+import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
+import { devnetAccount } from "../../contracts/deploy.js"
 import {
+  CANONICAL_PERMIT2,
   type LookupPrice,
   lookupRequirements,
   PAYMENT_CLOCK_SKEW_SECONDS,
+  type PaymentRefusal,
+  payerSigned,
   paymentRequiredHeader,
   readPaymentSignature,
+  recoverPayer,
   X402_EXACT_PERMIT2_PROXY
 } from "../../src/attestor/payments/x402.js"
+import { signPermit2Payment } from "../support/x402Payer.js"
 
 const price: LookupPrice = {
   chainId: 31337,
@@ -239,5 +250,86 @@ describe("the permit2 transfer method", () => {
     expect(readPaymentSignature(signature({ accepted: permit2Quoted }), quoted, NOW)).toEqual(
       Either.left("requirements")
     )
+  })
+})
+
+describe("the payer's signature", () => {
+  const payer = devnetAccount(3)
+  const other = devnetAccount(7)
+  const permit2Quoted = lookupRequirements({ ...price, transferMethod: "permit2" })
+  const now = () => Math.floor(Date.now() / 1000)
+
+  /** Reads `payment` against `quoted` and checks its signature: the refusal, if any. */
+  const check = async (
+    payment: PaymentPayload,
+    quoted: PaymentRequirements
+  ): Promise<PaymentRefusal | undefined> => {
+    const read = readPaymentSignature(encodePaymentSignatureHeader(payment), quoted, now())
+    if (Either.isLeft(read)) return read.left
+    const signed = await Effect.runPromise(Effect.either(payerSigned(read.right, quoted)))
+    return Either.isLeft(signed) ? signed.left : undefined
+  }
+
+  /** A stock `@x402/evm` client's payment of the `permit2` quote. */
+  const stockPayment = (quoted: PaymentRequirements) => {
+    const client = new x402Client().register(`eip155:${price.chainId}`, new ExactEvmScheme(payer))
+    client.setSpendControls({ allowedAssets: [{ network: `eip155:${price.chainId}`, asset: price.asset }] })
+    return client.createPaymentPayload({
+      x402Version: 2,
+      resource: {
+        url: "http://127.0.0.1:9/v1/commitment",
+        description: "a lookup",
+        mimeType: "application/json"
+      },
+      accepts: [quoted]
+    })
+  }
+
+  it("permit2-exact: a payment signed by its payer recovers to it", async () => {
+    const payment = await signPermit2Payment(payer, quoted)
+    const read = readPaymentSignature(encodePaymentSignatureHeader(payment), quoted, now())
+    if (Either.isLeft(read)) throw new Error(read.left)
+    expect(await Effect.runPromise(recoverPayer(read.right, quoted))).toBe(payer.address)
+    expect(await check(payment, quoted)).toBeUndefined()
+  })
+
+  it("permit2: a stock @x402/evm client's payment recovers to its payer, under the canonical Permit2", async () => {
+    expect(CANONICAL_PERMIT2).toBe("0x000000000022D473030F116dDEE9F6B43aC78BA3")
+    const payment = await stockPayment(permit2Quoted)
+    expect(await check(payment, permit2Quoted)).toBeUndefined()
+  })
+
+  it("refuses an authorization naming a payer that another key signed, or nobody", async () => {
+    for (const quote of [quoted, permit2Quoted]) {
+      const spender = quote === quoted ? price.spenderAddress : X402_EXACT_PERMIT2_PROXY
+      const byOther = await signPermit2Payment(other, quote, { from: payer.address, spender })
+      expect(await check(byOther, quote)).toBe("signature")
+      for (const forged of [`0x${"11".repeat(65)}`, `0x${"00".repeat(65)}`, "0x00"] as const) {
+        const unsigned = await signPermit2Payment(payer, quote, { spender, signature: forged })
+        expect(await check(unsigned, quote)).toBe("signature")
+      }
+    }
+  })
+
+  it("refuses a signature over other terms than the quote's: another chain, another payee signed", async () => {
+    const otherChain = await signPermit2Payment(
+      payer,
+      { ...quoted, network: "eip155:1" },
+      { accepted: quoted }
+    )
+    expect(await check(otherChain, quoted)).toBe("signature")
+    const otherPayee = await signPermit2Payment(payer, quoted, { signedTo: other.address })
+    expect(await check(otherPayee, quoted)).toBe("signature")
+    // A facilitator with a spender of its own: the stock client's payment to the proxy is not one.
+    const ownSpender = lookupRequirements({ ...price, spenderAddress: other.address })
+    const stock = await stockPayment(permit2Quoted)
+    expect(await check({ ...stock, accepted: ownSpender }, ownSpender)).toBe("authorization")
+  })
+
+  it("refuses an authorization whose deadline has passed, before its signature is looked at", () => {
+    expect(readPaymentSignature(signature({ deadline: String(NOW - 1) }), quoted, NOW)).toEqual(
+      Either.left("expired")
+    )
+    expect(Either.isRight(readPaymentSignature(signature({ deadline: String(NOW) }), quoted, NOW))).toBe(true)
   })
 })

@@ -4,7 +4,8 @@
  * asset paid to account #0, the facilitator stand-in settling real Permit2 witness transfers on
  * anvil, and a payer (account #5) that approved Permit2 once. Every refusal of the flow, the bytes
  * of the challenge, the money on chain, and what the facilitator was told: nothing of an
- * authorization that does not pay what the quote asks, and one payment of a payer at a time.
+ * authorization that does not pay what the quote asks or that its payer did not sign (which also
+ * takes no lease of the payer's), and one payment of a payer at a time.
  */
 import {
   decodePaymentRequiredHeader,
@@ -310,6 +311,58 @@ describe("paid handle lookups", () => {
     expect(again.status).toBe(200)
     expect(verifications()).toBe(asked + 2)
     expect((await balances()).payer).toBe(before.payer - 2n * PRICE)
+  })
+
+  it("a forged authorization naming the payer, unsigned or signed by another key, with the nonce of the payer's own payment sent beside it: 402 payment_failed before the facilitator hears of it; the payer's own payment pays", {
+    timeout: 90_000
+  }, async () => {
+    const requirements = await quote()
+    const verifications = () =>
+      facilitator()
+        .received()
+        .filter((r) => r.path === "/verify").length
+    const forgeries: ReadonlyArray<{ readonly signature?: Hex; readonly signedBy?: typeof payer }> = [
+      { signature: `0x${"11".repeat(65)}` },
+      { signedBy: devnetAccount(7) }
+    ]
+    for (const forgery of forgeries) {
+      const before = await balances()
+      const asked = verifications()
+      const nonce = BigInt(Date.now()) * 1_000n + 7n
+      const forged = encodePaymentSignatureHeader(
+        await signPermit2Payment(forgery.signedBy ?? payer, requirements, {
+          from: payer.address,
+          nonce,
+          ...(forgery.signature === undefined ? {} : { signature: forgery.signature })
+        })
+      )
+      const own = await pay(requirements, { nonce })
+      // Held at the facilitator, a forged payment that took the payer's lease would keep it.
+      const release = facilitator().holdVerifications()
+      let forgedAnswer: Response | undefined
+      let ownAnswer: Promise<Response> | undefined
+      try {
+        forgedAnswer = await Promise.race([
+          post("/v1/commitment", { platform: "microblog", handle: "dev42" }, forged),
+          new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 2_000))
+        ])
+        ownAnswer = post("/v1/commitment", { platform: "microblog", handle: "dev42" }, own)
+        while (verifications() === asked && forgedAnswer !== undefined)
+          await new Promise((resolve) => setTimeout(resolve, 20))
+      } finally {
+        release()
+      }
+      // The forged authorization took no lease and was not recorded: the payer's own payment, with
+      // the same nonce, is neither 429 nor "presented before".
+      expect((await ownAnswer)?.status).toBe(200)
+      expect(forgedAnswer?.status).toBe(402)
+      expect(await forgedAnswer?.json()).toMatchObject({
+        code: "payment_failed",
+        error: expect.stringMatching(/not signed by its payer/)
+      })
+      expect(verifications()).toBe(asked + 1)
+      expect((await balances()).payer).toBe(before.payer - PRICE)
+    }
   })
 
   it("the facilitator stopped: 503 unavailable; a settlement it refuses: 402 payment_failed; nothing moved", {

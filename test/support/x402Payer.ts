@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
-import type { Address, LocalAccount } from "viem"
+import type { Address, Hex, LocalAccount } from "viem"
 import { permit2WitnessTypes } from "../../schema/eip712.js"
 import { PERMIT2_ADDRESS } from "../../src/devnet/x402.js"
 
@@ -25,6 +25,14 @@ export interface PaymentOverrides {
   readonly signedTo?: Address
   /** The requirements the payment says it accepts (default: the quote). */
   readonly accepted?: PaymentRequirements
+  /** The payer the authorization names as `from` (default: the account that signs). */
+  readonly from?: Address
+  /** The Permit2 nonce (default: a fresh random one). */
+  readonly nonce?: bigint
+  /** The payer's clock, unix seconds (default: now). */
+  readonly now?: number
+  /** The signature sent instead of the one made (a forgery). */
+  readonly signature?: Hex
 }
 
 const chainIdOf = (network: string): number => {
@@ -42,12 +50,12 @@ export const signPermit2Payment = async (
   const amount = overrides.amount ?? BigInt(requirements.amount)
   const token = overrides.token ?? (requirements.asset as Address)
   const spender = overrides.spender ?? (requirements.extra?.spenderAddress as Address)
-  const now = Math.floor(Date.now() / 1000)
+  const now = overrides.now ?? Math.floor(Date.now() / 1000)
   const authorization = {
-    from: payer.address,
+    from: overrides.from ?? payer.address,
     permitted: { token, amount: amount.toString() },
     spender,
-    nonce: BigInt(`0x${randomBytes(31).toString("hex")}`).toString(),
+    nonce: (overrides.nonce ?? BigInt(`0x${randomBytes(31).toString("hex")}`)).toString(),
     deadline: String(now + (overrides.deadlineIn ?? requirements.maxTimeoutSeconds)),
     witness: { to: overrides.to ?? (requirements.payTo as Address), validAfter: String(now - 60) }
   }
@@ -70,6 +78,6 @@ export const signPermit2Payment = async (
   return {
     x402Version: 2,
     accepted: overrides.accepted ?? requirements,
-    payload: { signature, permit2Authorization: authorization }
+    payload: { signature: overrides.signature ?? signature, permit2Authorization: authorization }
   }
 }

@@ -4,8 +4,9 @@
  *
  * 1. no `PAYMENT-SIGNATURE`: 402 `payment_required` with the `PAYMENT-REQUIRED` challenge;
  * 2. the signature must accept exactly the quoted requirements, and its Permit2 authorization pay
- *    the quoted token and amount to the quoted spender and payee, with a deadline no later than
- *    `maxTimeoutSeconds` from now (else 402 `payment_failed`, nobody asked);
+ *    the quoted token and amount to the quoted spender and payee, with a deadline not passed and no
+ *    later than `maxTimeoutSeconds` from now, signed by its payer `from` (its ECDSA signature,
+ *    recovered here); else 402 `payment_failed`, nothing held or leased, nobody asked;
  * 3. the payer's one in-flight lease is taken (another payment of the payer under way: 429
  *    `rate_limited`, this authorization untouched, nobody asked), so many authorizations backed by
  *    one balance buy one directory lookup at a time; it is given back when the flow ends;
@@ -42,6 +43,7 @@ import {
   lookupResource,
   PAYMENT_CLOCK_SKEW_SECONDS,
   type PaymentRefusal,
+  payerSigned,
   paymentRequiredHeader,
   paymentResponseHeader,
   readPaymentSignature,
@@ -85,8 +87,13 @@ const refusalMessage: Record<PaymentRefusal, string> = {
   requirements: "the payment does not accept the quoted requirements",
   authorization:
     "the payment authorization does not pay the quoted token and amount to the quoted spender and payee",
-  deadline: "the payment authorization's deadline is later than the quote's maxTimeoutSeconds allows"
+  deadline: "the payment authorization's deadline is later than the quote's maxTimeoutSeconds allows",
+  expired: "the payment authorization's deadline has passed",
+  signature:
+    "the payment authorization is not signed by its payer (from): sign it with that account's own key; contract wallets cannot pay"
 }
+
+const refusedHere = (refusal: PaymentRefusal) => new PaymentFailed({ message: refusalMessage[refusal] })
 
 /** A second payment of a payer while one is in flight; the client sends it again shortly. */
 const IN_FLIGHT = "another payment of this payer is in flight: send this one again when it has ended"
@@ -114,6 +121,7 @@ const pay = (
   config: PaidLookupConfig,
   requirements: PaymentRequirements,
   authorization: AuthorizationId,
+  deadline: bigint,
   payload: PaymentPayload,
   platform: LookupPlatform,
   handle: string
@@ -123,7 +131,8 @@ const pay = (
     const held = yield* store.hold(authorization, {
       network: requirements.network,
       asset: requirements.asset as `0x${string}`,
-      amount: BigInt(requirements.amount)
+      amount: BigInt(requirements.amount),
+      deadline
     })
     if (!held)
       return yield* Effect.fail(
@@ -205,9 +214,10 @@ export const paidLookup =
         )
       const now = yield* nowSeconds
       const presented = readPaymentSignature(paymentSignature, requirements, now)
-      if (Either.isLeft(presented))
-        return yield* Effect.fail(new PaymentFailed({ message: refusalMessage[presented.left] }))
-      const { authorization } = presented.right
+      if (Either.isLeft(presented)) return yield* Effect.fail(refusedHere(presented.left))
+      // Before any lease, row or facilitator call: a payer is only ever the one who signed.
+      yield* Effect.mapError(payerSigned(presented.right, requirements), refusedHere)
+      const { authorization, deadline } = presented.right
       const payload: PaymentPayload = {
         x402Version: X402_VERSION,
         resource: lookupResource(config.publicUrl),
@@ -220,7 +230,7 @@ export const paidLookup =
         store.lease(authorization, now + requirements.maxTimeoutSeconds + PAYMENT_CLOCK_SKEW_SECONDS),
         (leased): Effect.Effect<PaidLookupResult, PaidLookupError> =>
           leased
-            ? pay(config, requirements, authorization, payload, platform, handle)
+            ? pay(config, requirements, authorization, deadline, payload, platform, handle)
             : Effect.zipRight(
                 Metric.increment(lookupPayment({ outcome: "in_flight" })),
                 Effect.fail(

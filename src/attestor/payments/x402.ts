@@ -12,6 +12,12 @@
  * `x402ExactPermit2Proxy`. Both sign the same Permit2 witness transfer and send it in the same
  * `permit2Authorization`, so one reading serves both. The same `resource` and price serve every
  * platform and handle, so neither the challenge nor any facilitator request names either.
+ *
+ * Both dialects' clients sign `@x402/evm`'s `permit2WitnessTypes` (`PermitWitnessTransferFrom` with
+ * `Witness(address to,uint256 validAfter)`) under Permit2's domain `{ name: "Permit2", chainId,
+ * verifyingContract: PERMIT2_ADDRESS }`: the library's client for `permit2`, the devnet's payer and
+ * facilitator stand-in (src/devnet/x402.ts) for `permit2-exact`. `payerSigned` recovers that
+ * signature here, so that nothing is held, leased or asked for a payer who did not sign.
  */
 import {
   decodePaymentSignatureHeader,
@@ -19,9 +25,9 @@ import {
   encodePaymentResponseHeader
 } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types"
-import { x402ExactPermit2ProxyAddress } from "@x402/evm"
-import { Either } from "effect"
-import { type Address, getAddress, isAddress } from "viem"
+import { PERMIT2_ADDRESS, permit2WitnessTypes, x402ExactPermit2ProxyAddress } from "@x402/evm"
+import { Effect, Either } from "effect"
+import { type Address, getAddress, type Hex, isAddress, recoverTypedDataAddress } from "viem"
 import type { TransferMethod } from "../../config/attestor.js"
 import type { AuthorizationId } from "./PaymentStore.js"
 
@@ -29,6 +35,9 @@ export const X402_VERSION = 2
 
 /** The Permit2 spender of the `permit2` dialect: `@x402/evm`'s canonical exact-Permit2 proxy. */
 export const X402_EXACT_PERMIT2_PROXY: Address = getAddress(x402ExactPermit2ProxyAddress)
+
+/** The Permit2 contract whose EIP-712 domain every payment is signed under (both dialects). */
+export const CANONICAL_PERMIT2: Address = getAddress(PERMIT2_ADDRESS)
 
 /** What a lookup costs and who is paid, and the dialect's terms (see the module header). */
 export type LookupPrice = LookupPriceBase &
@@ -105,14 +114,25 @@ export const paymentResponseHeader = (settled: SettleResponse): string => encode
 /**
  * Why a `PAYMENT-SIGNATURE` is refused before anyone is asked about it: unreadable, another x402
  * version, other requirements than the quote, an authorization for another token, amount, spender
- * or recipient than the quote's, or one that stays settleable longer than the quote allows.
+ * or recipient than the quote's, one that stays settleable longer than the quote allows, one whose
+ * deadline has passed, or one its payer (`from`) did not sign.
  */
-export type PaymentRefusal = "malformed" | "version" | "requirements" | "authorization" | "deadline"
+export type PaymentRefusal =
+  | "malformed"
+  | "version"
+  | "requirements"
+  | "authorization"
+  | "deadline"
+  | "expired"
+  | "signature"
 
 export interface PresentedPayment {
   /** What the facilitator is given: the signature and the Permit2 authorization, nothing else. */
-  readonly signed: { readonly signature: string; readonly permit2Authorization: Record<string, unknown> }
+  readonly signed: { readonly signature: Hex; readonly permit2Authorization: Record<string, unknown> }
   readonly authorization: AuthorizationId
+  /** The authorization's Permit2 deadline and witness `validAfter` (unix seconds). */
+  readonly deadline: bigint
+  readonly validAfter: bigint
 }
 
 const canonical = (value: unknown): string =>
@@ -156,24 +176,27 @@ export const PAYMENT_CLOCK_SKEW_SECONDS = 30
  * Whether the signed Permit2 authorization pays exactly what the quote asks (`permitted.token` the
  * asset, `permitted.amount` the amount, `spender` the dialect's spender, `witness.to` the
  * payee), and expires no later than `maxTimeoutSeconds` (and the clock skew allowed) from `now`
- * (unix seconds), so that an authorization refused or not settled here cannot be settled long after.
+ * (unix seconds), so that an authorization refused or not settled here cannot be settled long after,
+ * and has not expired already.
  */
 const checkAuthorization = (
   authorization: unknown,
   quoted: PaymentRequirements,
   now: number
-): Either.Either<void, PaymentRefusal> => {
+): Either.Either<{ readonly deadline: bigint; readonly validAfter: bigint }, PaymentRefusal> => {
   const permitted = field(authorization, "permitted")
   const token = address(field(permitted, "token"))
   const amount = uint(field(permitted, "amount"))
   const spender = address(field(authorization, "spender"))
   const to = address(field(field(authorization, "witness"), "to"))
+  const validAfter = uint(field(field(authorization, "witness"), "validAfter"))
   const deadline = uint(field(authorization, "deadline"))
   if (
     token === undefined ||
     amount === undefined ||
     spender === undefined ||
     to === undefined ||
+    validAfter === undefined ||
     deadline === undefined
   )
     return Either.left("malformed")
@@ -186,7 +209,9 @@ const checkAuthorization = (
     return Either.left("authorization")
   if (deadline > BigInt(now + quoted.maxTimeoutSeconds + PAYMENT_CLOCK_SKEW_SECONDS))
     return Either.left("deadline")
-  return Either.void
+  // Permit2 refuses it too; refusing it here is also what lets its record be pruned (PaymentStore).
+  if (deadline < BigInt(now)) return Either.left("expired")
+  return Either.right({ deadline, validAfter })
 }
 
 /**
@@ -221,7 +246,51 @@ export const readPaymentSignature = (
   const checked = checkAuthorization(authorization, quoted, now)
   if (Either.isLeft(checked)) return Either.left(checked.left)
   return Either.right({
-    signed: { signature, permit2Authorization: authorization as Record<string, unknown> },
-    authorization: { payer: getAddress(from), nonce: BigInt(nonce) }
+    signed: { signature: signature as Hex, permit2Authorization: authorization as Record<string, unknown> },
+    authorization: { payer: getAddress(from), nonce: BigInt(nonce) },
+    deadline: checked.right.deadline,
+    validAfter: checked.right.validAfter
   })
 }
+
+const chainIdOf = (quoted: PaymentRequirements): number => Number(quoted.network.slice("eip155:".length))
+
+/**
+ * The signer of a payment's Permit2 witness transfer as the quote's terms make it (the quoted
+ * chain, token, amount, spender and payee; the authorization's nonce, deadline and `validAfter`);
+ * fails when the signature is not a recoverable ECDSA signature.
+ */
+export const recoverPayer = (
+  presented: PresentedPayment,
+  quoted: PaymentRequirements
+): Effect.Effect<Address, "signature"> =>
+  Effect.tryPromise({
+    try: () =>
+      recoverTypedDataAddress({
+        domain: { name: "Permit2", chainId: chainIdOf(quoted), verifyingContract: CANONICAL_PERMIT2 },
+        types: permit2WitnessTypes,
+        primaryType: "PermitWitnessTransferFrom",
+        message: {
+          permitted: { token: getAddress(quoted.asset), amount: BigInt(quoted.amount) },
+          spender: getAddress(quotedSpender(quoted) as string),
+          nonce: presented.authorization.nonce,
+          deadline: presented.deadline,
+          witness: { to: getAddress(quoted.payTo), validAfter: presented.validAfter }
+        },
+        signature: presented.signed.signature
+      }),
+    catch: () => "signature" as const
+  })
+
+/**
+ * Whether the payer named by the authorization (`from`) signed it (docs/protocol.md §10): its ECDSA
+ * signature must recover to `from`. A contract wallet (ERC-1271) cannot pay: its signature is
+ * checked by calling it, which no one does for a payment not yet known to be genuine.
+ */
+export const payerSigned = (
+  presented: PresentedPayment,
+  quoted: PaymentRequirements
+): Effect.Effect<void, PaymentRefusal> =>
+  Effect.flatMap(recoverPayer(presented, quoted), (signer) =>
+    signer === presented.authorization.payer ? Effect.void : Effect.fail("signature" as const)
+  )
