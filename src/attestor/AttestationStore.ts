@@ -14,7 +14,8 @@
  * each id (`pg_advisory_xact_lock`, in sorted order), so a contest and a record of one id on
  * replicas sharing the database never interleave. Either the record commits first, and the
  * contest then finds its owner attested and contests it, or the contest does, and the record
- * then finds the owner contested.
+ * then finds the owner contested, or the asking session ended by the contest (`SessionEnded`:
+ * a key the contest could not know of, never attested nor proposed, gets nothing either).
  *
  * Nothing stored here reaches a log line, a metric or an error message.
  */
@@ -26,6 +27,7 @@ import type { Visibility } from "../../schema/attestor.js"
 import { Unavailable } from "../../schema/errors.js"
 import { advisoryKey, transactionLock } from "../store/advisoryLock.js"
 import { stubLayer } from "../stubLayer.js"
+import type { SessionStoreError } from "./SessionStore.js"
 
 export interface Attestation {
   readonly id: Hex
@@ -74,8 +76,16 @@ export interface AttestationStoreShape {
    */
   readonly record: (
     attestations: ReadonlyArray<Attestation>,
-    issuedAt: number
-  ) => Effect.Effect<ReadonlyArray<Attestation>, AttestationStoreError | VisibilityConflict>
+    issuedAt: number,
+    /**
+     * Whether the session that asked is still valid, read once the ids' locks are held: false
+     * fails with `SessionEnded` and records nothing (a contest of its user ended it meanwhile).
+     */
+    sessionValid?: Effect.Effect<boolean, SessionStoreError>
+  ) => Effect.Effect<
+    ReadonlyArray<Attestation>,
+    AttestationStoreError | VisibilityConflict | SessionEnded | SessionStoreError
+  >
   /** The visibilities a stealth owner was attested for, revoked attestations included. */
   readonly visibilitiesOf: (
     newOwner: Address
@@ -116,6 +126,12 @@ export class AttestationStore extends Context.Tag("AttestationStore")<
     ofId: "function"
   })
 }
+
+/**
+ * The session that asked for the signatures ended before they were recorded: a contest of its
+ * user, committed under the same ids' locks, ended it. Nothing is recorded, nothing is signed.
+ */
+export class SessionEnded extends Data.TaggedError("SessionEnded")<{}> {}
 
 interface AttestationRow {
   readonly beneficiary_id: string
@@ -164,11 +180,14 @@ export const makeAttestationStore = Effect.gen(function* () {
       discard: true
     })
 
-  const record: AttestationStoreShape["record"] = (attestations, issuedAt) => {
+  const record: AttestationStoreShape["record"] = (attestations, issuedAt, sessionValid) => {
     if (attestations.length === 0) return Effect.succeed([])
     return Effect.gen(function* () {
       // The ids' locks first: a contest of one of them commits before this reads, or waits.
       yield* lockIds(attestations.map((a) => a.id))
+      // A contest commits the end of the user's older sessions with its rulings, under these
+      // locks: a session it ended reads as gone here, whatever key it holds.
+      if (sessionValid !== undefined && !(yield* sessionValid)) return yield* new SessionEnded()
       const ids = [...new Set(attestations.map((a) => lower(a.id)))]
       const contested = yield* sql<{ readonly beneficiary_id: string; readonly owner: string }>`
         SELECT beneficiary_id, owner FROM attestor_contests WHERE beneficiary_id IN ${sql.in(ids)}`

@@ -17,12 +17,13 @@
  * 4. Contest (`contest: true`, one id of the session's escrows; any other id does nothing). It
  *    covers every escrow of the session (all of them, as `/v1/escrows` lists them, not only the
  *    one named): a key signed as the user was signed for all of them, so ruling it out for one
- *    escrow alone would leave the others to it. In one transaction (`AttestationStore.contest`):
- *    every owner but the session's stealth owner that this attestor attested for any of these
- *    escrows, and every indexed pending owner of them that is another key, become contested for
- *    each, and their attestations are revoked. Then the contest's time is recorded for the user,
- *    so a login started before it makes no session, and the sessions of the same platform and
- *    user id created at or before this one end (`SessionStore.endOthers`). The veto watcher
+ *    escrow alone would leave the others to it. In one transaction, under the ids' locks: every
+ *    owner but the session's stealth owner that this attestor attested for any of these escrows,
+ *    and every indexed pending owner of them that is another key, become contested for each, and
+ *    their attestations are revoked (`AttestationStore.contest`); the contest's time is recorded
+ *    for the user, so a login started before it makes no session, and the sessions of the same
+ *    platform and user id created at or before this one end (`SessionStore.endOthers`). A bind of
+ *    an ended session that had passed its checks finds its session gone when it records (step 7). The veto watcher
  *    (`VetoWatcher.ts`) judges a proposal to a contested owner unattested on its next pass (at
  *    most `resyncIntervalMs`, 5 s, later) and, with `AUTO_VETO`, sends `vetoBind`. A contest
  *    never signs and answers `{ binds: [] }`.
@@ -37,15 +38,17 @@
  *    both kinds, or one whose stealth owner this attestor already attested for the other kind, is
  *    400 `bad_request`, before anything is signed.
  * 7. Every signature is recorded (`AttestationStore`) before the answer, and one the store
- *    refuses as contested is left out; the database not answering is 503 `unavailable` and no
- *    signature leaves.
+ *    refuses as contested is left out; the session is read again under the ids' locks, and one a
+ *    contest ended meanwhile is 401 `invalid_session` with nothing recorded or signed; the
+ *    database not answering is 503 `unavailable` and no signature leaves.
  *
  * Metrics `attestor_binds_total{outcome}` and `attestor_bind_signatures_total`. Nothing of the
  * session, escrows, owners or signatures reaches a log line or a metric.
  */
-import { Context, Effect, Either, Layer, Metric, Redacted } from "effect"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Context, Effect, Either, Layer, Metric, Option, Redacted } from "effect"
 import type { BindRequest, BindResponse, BindSignature } from "../../schema/attestor.js"
-import { BadRequest } from "../../schema/errors.js"
+import { BadRequest, InvalidSession, Unavailable } from "../../schema/errors.js"
 import { ChainId } from "../chain/chainId.js"
 import { nowSeconds } from "../clock.js"
 import { AttestorSettings } from "../config/attestor.js"
@@ -64,7 +67,15 @@ import {
 import { escrowOf, type IndexedEscrow } from "./escrows.js"
 import { bindSignatures } from "./metrics.js"
 import { SessionEscrows } from "./SessionEscrows.js"
-import { SessionStore, type StoredSession, sessionStoreUnavailable } from "./SessionStore.js"
+import {
+  INVALID_SESSION_MESSAGE,
+  SessionStore,
+  type StoredSession,
+  sessionStoreUnavailable
+} from "./SessionStore.js"
+
+const CONTEST_UNAVAILABLE =
+  "the attestor's database is not answering: the contest was not recorded, send it again"
 
 export interface BindSignaturesShape {
   /** Answers a decoded bind request: the signatures, or a contest's revocations. */
@@ -76,7 +87,7 @@ export class BindSignatures extends Context.Tag("BindSignatures")<BindSignatures
   static readonly layer: Layer.Layer<
     BindSignatures,
     never,
-    AttestorSettings | ChainId | SessionEscrows | SessionStore | AttestationStore
+    AttestorSettings | ChainId | SessionEscrows | SessionStore | AttestationStore | SqlClient
   > = Layer.effect(
     BindSignatures,
     Effect.gen(function* () {
@@ -85,6 +96,9 @@ export class BindSignatures extends Context.Tag("BindSignatures")<BindSignatures
       const escrows = yield* SessionEscrows
       const sessions = yield* SessionStore
       const store = yield* AttestationStore
+      const sql = yield* SqlClient
+      /** Whether the session of `token` is still valid: read inside the record's transaction. */
+      const sessionValid = (token: BindRequest["session"]) => Effect.map(sessions.read(token), Option.isSome)
       const signer = bindSigner(Redacted.value(settings.signingKey), settings.vault)
       const { bindDeadlineSeconds, autoVeto } = settings
 
@@ -98,17 +112,23 @@ export class BindSignatures extends Context.Tag("BindSignatures")<BindSignatures
         Effect.gen(function* () {
           // Not one of the session's escrows: nothing to contest.
           if (target === undefined) return
-          yield* store
-            .contest(
+          // One decision: the rulings and the end of the user's older sessions commit together,
+          // under the ids' locks, so a bind of an older session either commits before (and is
+          // ruled out) or finds its session ended (`AttestationStore.record`).
+          yield* Effect.zipRight(
+            store.contest(
               all.map((e) => ({
                 id: e.escrow.beneficiaryId,
                 pendingOwner: contestedPendingOwner(e, session.stealthOwner)
               })),
               session.stealthOwner,
               now
-            )
-            .pipe(Effect.mapError(attestationStoreUnavailable))
-          yield* sessions.endOthers(session, token, now).pipe(Effect.mapError(sessionStoreUnavailable))
+            ),
+            sessions.endOthers(session, token, now)
+          ).pipe(
+            sql.withTransaction,
+            Effect.mapError(() => new Unavailable({ message: CONTEST_UNAVAILABLE }))
+          )
           yield* Effect.logInfo(
             autoVeto
               ? "bind contested: other owners ruled out on the user's escrows, the user's older sessions ended; the veto watcher vetoes a proposal to them"
@@ -117,6 +137,7 @@ export class BindSignatures extends Context.Tag("BindSignatures")<BindSignatures
         })
 
       const signFor = (
+        token: BindRequest["session"],
         session: StoredSession,
         candidates: ReadonlyArray<BindCandidate>,
         deadline: bigint,
@@ -156,9 +177,11 @@ export class BindSignatures extends Context.Tag("BindSignatures")<BindSignatures
           // The store is the authority on visibility: the read above refuses early, the record refuses
           // a request that raced another of the same key for the other kind. It is the authority on
           // contests too, whatever this replica's index shows: what it refuses is left out.
-          const refused = yield* store.record(records, now).pipe(
+          const refused = yield* store.record(records, now, sessionValid(token)).pipe(
             Effect.catchTags({
               AttestationStoreError: (e) => Effect.fail(attestationStoreUnavailable(e)),
+              SessionStoreError: (e) => Effect.fail(sessionStoreUnavailable(e)),
+              SessionEnded: () => Effect.fail(new InvalidSession({ message: INVALID_SESSION_MESSAGE })),
               VisibilityConflict: () => Effect.fail(new BadRequest({ message: otherVisibilityUsed(kind) }))
             })
           )
@@ -187,7 +210,7 @@ export class BindSignatures extends Context.Tag("BindSignatures")<BindSignatures
           }
           const plan = planBinds(considered, session.stealthOwner, body.visibility)
           if (Either.isLeft(plan)) return yield* Effect.fail(new BadRequest({ message: plan.left }))
-          return { binds: yield* signFor(session, plan.right, deadline, now) }
+          return { binds: yield* signFor(body.session, session, plan.right, deadline, now) }
         })
 
       return { sign }

@@ -10,8 +10,10 @@
  */
 import {
   ConfigProvider,
+  Deferred,
   Effect,
   Either,
+  FiberId,
   Layer,
   Logger,
   LogLevel,
@@ -34,7 +36,7 @@ import { Attestor } from "../../layers/attestor.js"
 import { BindResponse, Session, type Visibility } from "../../schema/attestor.js"
 import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
 import { computeId, handleCommitment, userIdHash } from "../../schema/ids.js"
-import { AttestationStore } from "../../src/attestor/AttestationStore.js"
+import { AttestationStore, makeAttestationStore } from "../../src/attestor/AttestationStore.js"
 import {
   BOTH_VISIBILITIES,
   contestedPendingOwner,
@@ -150,6 +152,29 @@ const capture = Logger.replace(
   })
 )
 
+/**
+ * While set, a bind's record first tells `reached` and waits for `go`: a test holds a request
+ * after its checks, just before its signatures are recorded, to run something in between.
+ */
+let heldRecord:
+  | { readonly reached: Deferred.Deferred<void>; readonly go: Deferred.Deferred<void> }
+  | undefined
+const holdableAttestationStore = Layer.effect(
+  AttestationStore,
+  Effect.map(makeAttestationStore, (store) => ({
+    ...store,
+    record: (attestations, issuedAt, sessionValid) =>
+      Effect.suspend(() => {
+        const held = heldRecord
+        const wait =
+          held === undefined
+            ? Effect.void
+            : Effect.zipRight(Deferred.succeed(held.reached, undefined), Deferred.await(held.go))
+        return Effect.zipRight(wait, store.record(attestations, issuedAt, sessionValid))
+      })
+  }))
+)
+
 const runtime = ManagedRuntime.make(
   Attestor.server.pipe(
     Layer.provideMerge(Layer.mergeAll(stubIndexer, stubHints, VetoWatcher.disabled)),
@@ -164,7 +189,7 @@ const runtime = ManagedRuntime.make(
         }),
         PublicCommitments.layer,
         PaymentStore.layer,
-        AttestationStore.layer
+        holdableAttestationStore
       ).pipe(
         Layer.provideMerge(
           storageLayer({ databaseUrl: Option.none(), dataDir: "memory://", applicationName: "test" })
@@ -582,6 +607,29 @@ describe("POST /v1/bind", () => {
     expect((await bind({ session: await login(userId, freshKey) })).map((b) => b.newOwner)).toEqual([
       freshKey
     ])
+  })
+
+  it("a contest is one decision: a bind of an older session held just before its record while the user contests gets no signature, for a key the contest never saw", async () => {
+    const { userId, escrows } = newUser(1)
+    const escrow = escrows[0] as HintEscrow
+    // A session made before the contest, holding a key never attested and never proposed.
+    const older = await login(userId, newKey())
+    const session = await login(userId, newKey())
+    const held = {
+      reached: Deferred.unsafeMake<void>(FiberId.none),
+      go: Deferred.unsafeMake<void>(FiberId.none)
+    }
+    heldRecord = held
+    const pending = post({ session: older })
+    try {
+      await runtime.runPromise(Deferred.await(held.reached))
+    } finally {
+      heldRecord = undefined
+    }
+    expect(await bind({ session, contest: true, ids: [escrow.beneficiaryId] })).toEqual([])
+    await runtime.runPromise(Deferred.succeed(held.go, undefined))
+    await expectRefusal(await pending, 401, "invalid_session")
+    expect(await attestationsOf(escrow.beneficiaryId)).toEqual([])
   })
 
   it("a contest of one escrow rules the attacker's key out on every escrow of the user: it gets no new signature for either, and its held signature for the other is judged unattested", async () => {
