@@ -168,13 +168,6 @@ export const loadRelayerSettings = Effect.gen(function* () {
         "must be 0 (off) or at least 2: a propose-bind is sent only with room left for a cancel-bind"
       )
     )
-  if (rest.bindBudgetTotalPerDay === 1)
-    return yield* Effect.fail(
-      ConfigError.InvalidData(
-        ["BIND_BUDGET_TOTAL_PER_DAY"],
-        "must be 0 (no relayer-wide budget) or at least 2: a propose-bind is sent only with room left for a cancel-bind"
-      )
-    )
   const indexerStartBlock = Option.getOrElse(
     Option.orElse(startBlockSetting, () => fromDeployment((d) => d.startBlock)),
     () => 0
