@@ -341,6 +341,20 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
     )
   })
 
+  it("a fid too long for a number: 401, not a server error", async () => {
+    const signer = custody(5)
+    const started = await start(attestor, newOwner())
+    const message = fip11(signer.address, 1005, started).replace(
+      "farcaster://fid/1005",
+      `farcaster://fid/${"9".repeat(400)}`
+    )
+    await expectRefusal(
+      await verify(attestor, { message, signature: await signer.signMessage({ message }) }),
+      401,
+      "invalid_session"
+    )
+  })
+
   it("a malformed message", async () => {
     const signer = custody(5)
     const message = "Sign in to something, please"

@@ -315,9 +315,12 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
         if (!config.contractSignatures && !(yield* signedByItsAddress(parsed.address, message, signature)))
           return yield* Effect.fail(refused)
         const client = yield* appClient
-        const verified = yield* Effect.promise(() =>
-          client.verifySignInMessage({ nonce, domain: config.domain, message, signature })
-        )
+        // The library reports its verdicts in its answer; one that throws instead was handed a
+        // message it cannot read (a fid too long for a number, say): refused, not a fault of ours.
+        const verified = yield* Effect.tryPromise({
+          try: () => client.verifySignInMessage({ nonce, domain: config.domain, message, signature }),
+          catch: () => refused
+        })
         // The library reports a registry it could not read as `unavailable` (or `unknown` when the
         // signature check itself could not reach the chain).
         const code = verified.isError ? verified.error?.errCode : undefined
