@@ -7,7 +7,7 @@
  * embedded database").
  */
 import { spawn } from "node:child_process"
-import { access, chmod, mkdir, mkdtemp, rm } from "node:fs/promises"
+import { access, chmod, mkdir, mkdtemp, rm, stat } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { extname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -31,6 +31,9 @@ export const POOL_SIZE = 8
 const EMBEDDED_POOL_SIZE = 1
 /** The socket server accepts a few more, so a replaced connection never waits for a slot. */
 const EMBEDDED_MAX_CONNECTIONS = 4
+
+/** A refusal of the embedded database's own setup, whose message names what to change. */
+class OwnSetupError extends Error {}
 
 export class EmbeddedDatabaseError extends Data.TaggedError("EmbeddedDatabaseError")<{
   readonly message: string
@@ -121,11 +124,23 @@ const socketPort = () => process.pid
  * `DATA_DIR` itself at mode 0700, set again at every start: PGlite writes its files readable and
  * writable by everyone (mode 0666), so a directory others can enter would let another user copy
  * the database or write a session into its files (docs/operations.md "The embedded database").
- * `chmod` fails on a directory another user owns, and the start with it.
+ * A directory this user may write but does not own (a volume mounted with a group of the
+ * service's, say) cannot be changed: it is accepted when it is closed to others already, else the
+ * start fails saying so.
  */
-const closeDataDirectory = async (dataDir: string) => {
+export const closeDataDirectory = async (dataDir: string) => {
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
-  await chmod(dataDir, 0o700)
+  const closed = await chmod(dataDir, 0o700).then(
+    () => true,
+    async (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPERM") throw error
+      return ((await stat(dataDir)).mode & 0o007) === 0
+    }
+  )
+  if (!closed)
+    throw new OwnSetupError(
+      `DATA_DIR ${dataDir} is open to other users and belongs to another user, so its mode cannot be set to 0700: make the service's user its owner, or close it to others (mode 0770 or less)`
+    )
 }
 
 /** Starts PGlite and its socket server; both stop when the scope closes. */
@@ -155,7 +170,7 @@ export const embeddedPostgres = (dataDir: string) =>
         const removeSocket = () => rm(temporary ? directory : path, { recursive: true, force: true })
         if (!socketFits(path)) {
           await removeSocket()
-          throw new Error(
+          throw new OwnSetupError(
             `the socket path ${path} is longer than ${MAX_SOCKET_PATH} bytes: set TMPDIR to a shorter directory`
           )
         }
@@ -172,7 +187,11 @@ export const embeddedPostgres = (dataDir: string) =>
         return { db, server, host: directory, port, removeSocket }
       },
       catch: (cause) =>
-        new EmbeddedDatabaseError({ message: `cannot open the embedded database in ${dataDir}`, cause })
+        new EmbeddedDatabaseError({
+          // Why, when it is one of ours (a path, a mode); a library's cause stays in `cause`.
+          message: `cannot open the embedded database in ${dataDir}${cause instanceof OwnSetupError ? `: ${cause.message}` : ""}`,
+          cause
+        })
     }),
     ({ db, server, removeSocket }) =>
       Effect.promise(() =>

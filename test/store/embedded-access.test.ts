@@ -5,7 +5,18 @@
  * attestor sign a bind with it; these tests make that attempt.
  */
 import { spawn } from "node:child_process"
-import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from "node:fs/promises"
+import {
+  chmod,
+  chown,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  stat,
+  writeFile
+} from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Reactivity } from "@effect/experimental"
@@ -106,6 +117,26 @@ const openFromProcess = (path: string, flags: string, uid: number) =>
       (e, fd) => { console.log(e ? e.code : "opened"); if (!e) require("node:fs").closeSync(fd) })`
     const child = spawn(process.execPath, ["-e", script], {
       cwd: "/",
+      stdio: ["ignore", "pipe", "inherit"],
+      uid,
+      gid: uid
+    })
+    let out = ""
+    child.stdout.on("data", (chunk) => {
+      out += chunk
+    })
+    child.on("error", reject)
+    child.on("exit", () => resolve(out.trim()))
+  })
+
+/** Runs `closeDataDirectory(dataDir)` in a child process as `uid`: "closed", or its refusal. */
+const closeAs = (dataDir: string, uid: number) =>
+  new Promise<string>((resolve, reject) => {
+    const module = join(import.meta.dirname, "..", "..", "src", "store", "sql.ts")
+    const script = `import(${JSON.stringify(module)}).then((m) => m.closeDataDirectory(${JSON.stringify(dataDir)}))
+      .then(() => console.log("closed"), (e) => console.log(e.message))`
+    const child = spawn(process.execPath, ["--import", "tsx", "-e", script], {
+      cwd: join(import.meta.dirname, "..", ".."),
       stdio: ["ignore", "pipe", "inherit"],
       uid,
       gid: uid
@@ -238,6 +269,23 @@ describe("the embedded database", () => {
           expect(other).toBe("EACCES")
         })
       )
+  )
+
+  it.runIf(process.getuid?.() === 0)(
+    "a DATA_DIR the service may write but does not own: accepted when closed to others, else refused naming DATA_DIR",
+    async () => {
+      const shared = join(root, "shared")
+      await mkdir(shared, { recursive: true })
+      await chmod(root, 0o755)
+      // A volume of root's, writable by the service (user 65534) through its group.
+      await chown(shared, 0, 65534)
+      await chmod(shared, 0o770)
+      expect(await closeAs(shared, 65534)).toBe("closed")
+      await chmod(shared, 0o777)
+      expect(await closeAs(shared, 65534)).toMatch(
+        /^DATA_DIR .*shared is open to other users and belongs to another user/
+      )
+    }
   )
 
   it.runIf(process.getuid?.() === 0)(
