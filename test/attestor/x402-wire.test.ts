@@ -13,6 +13,7 @@ import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
 import { ExactEvmScheme } from "@x402/evm/exact/client"
 import { Effect, Either } from "effect"
+import { type Hex, parseSignature, serializeCompactSignature, signatureToCompactSignature, size } from "viem"
 import { describe, expect, it } from "vitest"
 import { devnetAccount } from "../../contracts/deploy.js"
 import {
@@ -297,6 +298,15 @@ describe("the payer's signature", () => {
     expect(CANONICAL_PERMIT2).toBe("0x000000000022D473030F116dDEE9F6B43aC78BA3")
     const payment = await stockPayment(permit2Quoted)
     expect(await check(payment, permit2Quoted)).toBeUndefined()
+  })
+
+  it("an EIP-2098 compact signature (64 bytes, which Permit2 takes on chain) recovers to its payer too", async () => {
+    const payment = await signPermit2Payment(payer, quoted)
+    const full = (payment.payload as { signature: Hex }).signature
+    const compact = serializeCompactSignature(signatureToCompactSignature(parseSignature(full)))
+    expect(size(compact)).toBe(64)
+    const withCompact = { ...payment, payload: { ...payment.payload, signature: compact } }
+    expect(await check(withCompact, quoted)).toBeUndefined()
   })
 
   it("refuses an authorization naming a payer that another key signed, or nobody", async () => {

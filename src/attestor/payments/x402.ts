@@ -27,7 +27,17 @@ import {
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types"
 import { PERMIT2_ADDRESS, permit2WitnessTypes, x402ExactPermit2ProxyAddress } from "@x402/evm"
 import { Effect, Either } from "effect"
-import { type Address, getAddress, type Hex, isAddress, recoverTypedDataAddress } from "viem"
+import {
+  type Address,
+  compactSignatureToSignature,
+  getAddress,
+  type Hex,
+  isAddress,
+  parseCompactSignature,
+  recoverTypedDataAddress,
+  serializeSignature,
+  size
+} from "viem"
 import type { TransferMethod } from "../../config/attestor.js"
 import type { AuthorizationId } from "./PaymentStore.js"
 
@@ -253,6 +263,15 @@ export const readPaymentSignature = (
   })
 }
 
+/**
+ * A signature as viem recovers it: an EIP-2098 compact one (64 bytes, which Permit2 accepts on
+ * chain) expanded to `r || s || v`; any other as it is. The facilitator gets the payer's own bytes.
+ */
+const expanded = (signature: Hex): Hex =>
+  size(signature) === 64
+    ? serializeSignature(compactSignatureToSignature(parseCompactSignature(signature)))
+    : signature
+
 const chainIdOf = (quoted: PaymentRequirements): number => Number(quoted.network.slice("eip155:".length))
 
 /**
@@ -277,7 +296,7 @@ export const recoverPayer = (
           deadline: presented.deadline,
           witness: { to: getAddress(quoted.payTo), validAfter: presented.validAfter }
         },
-        signature: presented.signed.signature
+        signature: expanded(presented.signed.signature)
       }),
     catch: () => "signature" as const
   })
