@@ -84,6 +84,35 @@ describe("openHint", () => {
     }
   })
 
+  it("a committee: sealed to every member, each opens its own envelope and finds the same commitment and id, whatever its own pepper", () => {
+    // Three members, each with its own hint key and pepper; the first issued the commitment.
+    const members = [KEY, OTHER_KEY, keccak256(numberToHex(0xdef))].map((key) => ({
+      key,
+      pepper: Uint8Array.from(randomBytes(32))
+    }))
+    const issuer = members[0] as (typeof members)[0]
+    const hint = makeHint(issuer.pepper, 4, "1005", nonce(7), { recipient: RECIPIENT, delay: 3_600n })
+    const id = hintBeneficiaryId(hint)
+    const sealed = sealBeneficiaryHint(
+      members.map((m) => hintPublicKeyOf(m.key)),
+      hint
+    )
+    const openings = members.map((m) => openHint(m.key, id, sealed))
+    for (const opening of openings) {
+      expect(opening.rejected).toEqual([])
+      expect(opening.hint).toMatchObject({ platformId: 4, userId: "1005", attestorSalt: hint.attestorSalt })
+      expect(opening.hint?.handleCommitment).toBe(openings[0]?.hint?.handleCommitment)
+      expect(computeId(2, opening.hint?.handleCommitment as Hex, RECIPIENT, 3_600n)).toBe(id)
+    }
+    // The salt travels in the hint because each member's own pepper gives another one: a member
+    // recomputing it from its own pepper would reject the escrow.
+    for (const m of members.slice(1)) {
+      const own = makeHint(m.pepper, 4, "1005", nonce(7), { recipient: RECIPIENT, delay: 3_600n })
+      expect(own.attestorSalt).not.toBe(hint.attestorSalt)
+      expect(hintBeneficiaryId(own)).not.toBe(id)
+    }
+  })
+
   it("rejects a hint that does not commit to the launch's id", () => {
     const hint = hintFor("1000004")
     const otherId = hintBeneficiaryId(hintFor("1000004", 2))
