@@ -554,7 +554,16 @@ for (const database of testDatabases()) {
             const filler = yield* poolEntry(key.address, gap, (h) => h !== outsider)
             expect(filler.to?.toLowerCase()).toBe(key.address.toLowerCase())
             expect(filler.input).toBe("0x")
-            yield* mine(url)
+            // Blocks until both are mined: ours may be back in the pool later than the filler (a
+            // node can drop it with the transaction below it; the sender broadcasts it again).
+            yield* eventually(
+              Effect.zipRight(
+                mine(url),
+                Effect.flatMap(nonceOf(url, key.address), (n) =>
+                  n >= gap + 2 ? Effect.void : Effect.fail("not mined yet" as const)
+                )
+              )
+            )
             expect(yield* settledStatus(sender, hash)).toMatchObject({ status: "success" })
             expect(yield* settledStatus(sender, filler.hash)).toMatchObject({ status: "success" })
             expect(yield* nonceOf(url, key.address)).toBe(gap + 2)
