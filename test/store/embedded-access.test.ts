@@ -91,17 +91,22 @@ const logsIn = (port: number) =>
     Effect.match({ onFailure: () => false, onSuccess: () => true })
   )
 
-/** Connects to the socket at `path` from a child process, as `uid` when given; prints the outcome. */
-const connectFromProcess = (path: string, uid?: number) =>
+/**
+ * Runs `script` in a child Node process (as `uid` when given; with the TypeScript loader and from
+ * the checkout when `typescript`), and resolves with what it printed.
+ */
+const printedBy = (script: string, options: { readonly uid?: number; readonly typescript?: boolean } = {}) =>
   new Promise<string>((resolve, reject) => {
-    const script = `require("node:net").connect(${JSON.stringify(path)})
-      .on("connect", function () { console.log("connected"); this.destroy() })
-      .on("error", (e) => console.log(e.code))`
-    const child = spawn(process.execPath, ["-e", script], {
-      cwd: "/",
-      stdio: ["ignore", "pipe", "inherit"],
-      ...(uid === undefined ? {} : { uid, gid: uid })
-    })
+    const checkout = join(import.meta.dirname, "..", "..")
+    const child = spawn(
+      process.execPath,
+      [...(options.typescript ? ["--import", "tsx"] : []), "-e", script],
+      {
+        cwd: options.typescript ? checkout : "/",
+        stdio: ["ignore", "pipe", "inherit"],
+        ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid })
+      }
+    )
     let out = ""
     child.stdout.on("data", (chunk) => {
       out += chunk
@@ -109,45 +114,32 @@ const connectFromProcess = (path: string, uid?: number) =>
     child.on("error", reject)
     child.on("exit", () => resolve(out.trim()))
   })
+
+/** Connects to the socket at `path` from a child process, as `uid` when given: "connected" or the error's code. */
+const connectFromProcess = (path: string, uid?: number) =>
+  printedBy(
+    `require("node:net").connect(${JSON.stringify(path)})
+      .on("connect", function () { console.log("connected"); this.destroy() })
+      .on("error", (e) => console.log(e.code))`,
+    uid === undefined ? {} : { uid }
+  )
 
 /** Opens the file at `path` (`flags` as `fs.open` takes them) from a child process running as `uid`. */
 const openFromProcess = (path: string, flags: string, uid: number) =>
-  new Promise<string>((resolve, reject) => {
-    const script = `require("node:fs").open(${JSON.stringify(path)}, ${JSON.stringify(flags)},
-      (e, fd) => { console.log(e ? e.code : "opened"); if (!e) require("node:fs").closeSync(fd) })`
-    const child = spawn(process.execPath, ["-e", script], {
-      cwd: "/",
-      stdio: ["ignore", "pipe", "inherit"],
-      uid,
-      gid: uid
-    })
-    let out = ""
-    child.stdout.on("data", (chunk) => {
-      out += chunk
-    })
-    child.on("error", reject)
-    child.on("exit", () => resolve(out.trim()))
-  })
+  printedBy(
+    `require("node:fs").open(${JSON.stringify(path)}, ${JSON.stringify(flags)},
+      (e, fd) => { console.log(e ? e.code : "opened"); if (!e) require("node:fs").closeSync(fd) })`,
+    { uid }
+  )
 
 /** Runs `closeDataDirectory(dataDir)` in a child process as `uid`: "closed", or its refusal. */
 const closeAs = (dataDir: string, uid: number) =>
-  new Promise<string>((resolve, reject) => {
-    const module = join(import.meta.dirname, "..", "..", "src", "store", "sql.ts")
-    const script = `import(${JSON.stringify(module)}).then((m) => m.closeDataDirectory(${JSON.stringify(dataDir)}))
-      .then(() => console.log("closed"), (e) => console.log(e.message))`
-    const child = spawn(process.execPath, ["--import", "tsx", "-e", script], {
-      cwd: join(import.meta.dirname, "..", ".."),
-      stdio: ["ignore", "pipe", "inherit"],
-      uid,
-      gid: uid
-    })
-    let out = ""
-    child.stdout.on("data", (chunk) => {
-      out += chunk
-    })
-    child.on("error", reject)
-    child.on("exit", () => resolve(out.trim()))
-  })
+  printedBy(
+    `import(${JSON.stringify(join(import.meta.dirname, "..", "..", "src", "store", "sql.ts"))})
+      .then((m) => m.closeDataDirectory(${JSON.stringify(dataDir)}))
+      .then(() => console.log("closed"), (e) => console.log(e.message))`,
+    { uid, typescript: true }
+  )
 
 const socketPath = () => join(dataDir, "socket", `.s.PGSQL.${process.pid}`)
 
