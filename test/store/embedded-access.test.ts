@@ -143,31 +143,24 @@ const closeAs = (dataDir: string, uid: number) =>
 
 const socketPath = () => join(dataDir, "socket", `.s.PGSQL.${process.pid}`)
 
+/** While the database in `dataDir` is open: a login attempt on every TCP port this process listens on. */
+const loginsWhileOpen = (dataDir: string) =>
+  whileOpen(
+    dataDir,
+    Effect.flatMap(Effect.promise(listeningTcpPorts), (ports) =>
+      Effect.forEach(ports, (port) => Effect.map(logsIn(port), (ok) => ({ port, ok })))
+    )
+  )
+
 describe("the embedded database", () => {
   it.effect("listens on no TCP port: a login on every port this process listens on is refused", () =>
-    Effect.gen(function* () {
-      const logins = yield* whileOpen(
-        dataDir,
-        Effect.gen(function* () {
-          const ports = yield* Effect.promise(listeningTcpPorts)
-          return yield* Effect.forEach(ports, (port) => Effect.map(logsIn(port), (ok) => ({ port, ok })))
-        })
-      )
-      expect(logins.filter((login) => login.ok)).toEqual([])
-    })
+    Effect.map(loginsWhileOpen(dataDir), (logins) => expect(logins.filter((login) => login.ok)).toEqual([]))
   )
 
   it.effect("a database in memory listens on no TCP port either", () =>
-    Effect.gen(function* () {
-      const logins = yield* whileOpen(
-        "memory://",
-        Effect.gen(function* () {
-          const ports = yield* Effect.promise(listeningTcpPorts)
-          return yield* Effect.forEach(ports, (port) => Effect.map(logsIn(port), (ok) => ({ port, ok })))
-        })
-      )
+    Effect.map(loginsWhileOpen("memory://"), (logins) =>
       expect(logins.filter((login) => login.ok)).toEqual([])
-    })
+    )
   )
 
   it.effect("is served on a socket in DATA_DIR/socket, a directory of mode 0700, removed at close", () =>
