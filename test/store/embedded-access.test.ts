@@ -50,7 +50,7 @@ const whileOpen = <A>(dataDir: string, use: Effect.Effect<A, unknown>) =>
     })
   )
 
-/** The TCP ports this process listens on, from /proc (the reviewer's `ss -ltnp`). */
+/** The TCP ports this process listens on, from /proc (what `ss -ltnp` lists). */
 const listeningTcpPorts = async (): Promise<ReadonlyArray<number>> => {
   const inodes = new Set<string>()
   for (const fd of await readdir("/proc/self/fd")) {
