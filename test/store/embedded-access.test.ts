@@ -141,6 +141,13 @@ const closeAs = (dataDir: string, uid: number) =>
     { uid, typescript: true }
   )
 
+/** The data directory open to everyone, as a careless volume mount leaves it. */
+const openToEveryone = async () => {
+  await mkdir(dataDir, { recursive: true })
+  await chmod(join(dataDir, ".."), 0o755)
+  await chmod(dataDir, 0o777)
+}
+
 const socketPath = () => join(dataDir, "socket", `.s.PGSQL.${process.pid}`)
 
 /** While the database in `dataDir` is open: a login attempt on every TCP port this process listens on. */
@@ -238,12 +245,7 @@ describe("the embedded database", () => {
     () =>
       Effect.runPromise(
         Effect.gen(function* () {
-          // The data directory itself is open to everyone, as a careless volume mount leaves it.
-          yield* Effect.promise(async () => {
-            await mkdir(dataDir, { recursive: true })
-            await chmod(join(dataDir, ".."), 0o755)
-            await chmod(dataDir, 0o777)
-          })
+          yield* Effect.promise(openToEveryone)
           const [owner, other] = yield* whileOpen(
             dataDir,
             Effect.promise(() =>
@@ -278,11 +280,7 @@ describe("the embedded database", () => {
     () =>
       Effect.runPromise(
         Effect.gen(function* () {
-          yield* Effect.promise(async () => {
-            await mkdir(dataDir, { recursive: true })
-            await chmod(join(dataDir, ".."), 0o755)
-            await chmod(dataDir, 0o777)
-          })
+          yield* Effect.promise(openToEveryone)
           const [mode, read, written] = yield* whileOpen(
             dataDir,
             Effect.promise(() =>
