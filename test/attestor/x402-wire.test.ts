@@ -8,10 +8,8 @@
  * spender. The payer's Permit2 signature recovered as each method's clients sign it: the devnet's
  * payer for `permit2-exact`, a stock `@x402/evm` client for `permit2`.
  */
-import { x402Client } from "@x402/core/client"
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
-import { ExactEvmScheme } from "@x402/evm/exact/client"
 import { Effect, Either } from "effect"
 import { type Hex, parseSignature, serializeCompactSignature, signatureToCompactSignature, size } from "viem"
 import { describe, expect, it } from "vitest"
@@ -28,7 +26,7 @@ import {
   recoverPayer,
   X402_EXACT_PERMIT2_PROXY
 } from "../../src/attestor/payments/x402.js"
-import { signPermit2Payment } from "../support/x402Payer.js"
+import { signPermit2Payment, stockClientPayment } from "../support/x402Payer.js"
 
 const price: LookupPrice = {
   chainId: 31337,
@@ -272,19 +270,7 @@ describe("the payer's signature", () => {
   }
 
   /** A stock `@x402/evm` client's payment of the `permit2` quote. */
-  const stockPayment = (quoted: PaymentRequirements) => {
-    const client = new x402Client().register(`eip155:${price.chainId}`, new ExactEvmScheme(payer))
-    client.setSpendControls({ allowedAssets: [{ network: `eip155:${price.chainId}`, asset: price.asset }] })
-    return client.createPaymentPayload({
-      x402Version: 2,
-      resource: {
-        url: "http://127.0.0.1:9/v1/commitment",
-        description: "a lookup",
-        mimeType: "application/json"
-      },
-      accepts: [quoted]
-    })
-  }
+  const stockPayment = (quoted: PaymentRequirements) => stockClientPayment(payer, quoted)
 
   it("permit2-exact: a payment signed by its payer recovers to it", async () => {
     const payment = await signPermit2Payment(payer, quoted)

@@ -8,10 +8,8 @@
  * scoped Effect flavour.
  */
 
-import { x402Client } from "@x402/core/client"
 import { HTTPFacilitatorClient } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
-import { ExactEvmScheme } from "@x402/evm/exact/client"
 import { Effect, Exit, Scope } from "effect"
 import {
   type Address,
@@ -39,7 +37,7 @@ import {
   startFacilitatorStandIn,
   X402_EXACT_PERMIT2_PROXY_ADDRESS
 } from "../../src/devnet/x402.js"
-import { signPermit2Payment } from "../support/x402Payer.js"
+import { signPermit2Payment, stockClientPayment } from "../support/x402Payer.js"
 
 const admin = devnetAccount(0)
 const payer = devnetAccount(4)
@@ -231,17 +229,7 @@ describe("the facilitator stand-in", () => {
       maxTimeoutSeconds: 60,
       transferMethod: "permit2"
     })
-    const stock = new x402Client().register(`eip155:${chainId}`, new ExactEvmScheme(payer))
-    stock.setSpendControls({ allowedAssets: [{ network: `eip155:${chainId}`, asset: token }] })
-    const payment = await stock.createPaymentPayload({
-      x402Version: 2,
-      resource: {
-        url: "http://127.0.0.1:9/v1/commitment",
-        description: "a lookup",
-        mimeType: "application/json"
-      },
-      accepts: [quoted]
-    })
+    const payment = await stockClientPayment(payer, quoted)
     expect(payment.payload).toMatchObject({
       permit2Authorization: { from: payer.address, spender: X402_EXACT_PERMIT2_PROXY_ADDRESS }
     })

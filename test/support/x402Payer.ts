@@ -5,7 +5,9 @@
  * wrong payments the refusal tests need.
  */
 import { randomBytes } from "node:crypto"
+import { x402Client } from "@x402/core/client"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import { ExactEvmScheme } from "@x402/evm/exact/client"
 import type { Address, Hex, LocalAccount } from "viem"
 import { permit2WitnessTypes } from "../../schema/eip712.js"
 import { PERMIT2_ADDRESS } from "../../src/devnet/x402.js"
@@ -80,4 +82,25 @@ export const signPermit2Payment = async (
     accepted: overrides.accepted ?? requirements,
     payload: { signature: overrides.signature ?? signature, permit2Authorization: authorization }
   }
+}
+
+/**
+ * A stock `@x402/evm` client's payment of `quoted` (a `permit2` quote), signed by `payer`, for a
+ * resource on a dead loopback port: what a wallet built on the library sends.
+ */
+export const stockClientPayment = (
+  payer: LocalAccount,
+  quoted: PaymentRequirements
+): Promise<PaymentPayload> => {
+  const client = new x402Client().register(quoted.network as `${string}:${string}`, new ExactEvmScheme(payer))
+  client.setSpendControls({ allowedAssets: [{ network: quoted.network, asset: quoted.asset }] })
+  return client.createPaymentPayload({
+    x402Version: 2,
+    resource: {
+      url: "http://127.0.0.1:9/v1/commitment",
+      description: "a lookup",
+      mimeType: "application/json"
+    },
+    accepts: [quoted]
+  })
 }
