@@ -7,7 +7,7 @@
  * embedded database").
  */
 import { spawn } from "node:child_process"
-import { access, chmod, mkdir, mkdtemp, rm, stat } from "node:fs/promises"
+import { access, chmod, mkdir, mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { extname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -124,23 +124,17 @@ const socketPort = () => process.pid
  * `DATA_DIR` itself at mode 0700, set again at every start: PGlite writes its files readable and
  * writable by everyone (mode 0666), so a directory others can enter would let another user copy
  * the database or write a session into its files (docs/operations.md "The embedded database").
- * A directory this user may write but does not own (a volume mounted with a group of the
- * service's, say) cannot be changed: it is accepted when it is closed to others already, else the
- * start fails saying so.
+ * A directory of another user's cannot be closed, and its owner (and a group writing it) could do
+ * the same at any time: the start stops, saying so.
  */
 export const closeDataDirectory = async (dataDir: string) => {
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
-  const closed = await chmod(dataDir, 0o700).then(
-    () => true,
-    async (error: NodeJS.ErrnoException) => {
-      if (error.code !== "EPERM") throw error
-      return ((await stat(dataDir)).mode & 0o007) === 0
-    }
-  )
-  if (!closed)
+  await chmod(dataDir, 0o700).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPERM") throw error
     throw new OwnSetupError(
-      `DATA_DIR ${dataDir} is open to other users and belongs to another user, so its mode cannot be set to 0700: make the service's user its owner, or close it to others (mode 0770 or less)`
+      `DATA_DIR ${dataDir} belongs to another user, so it cannot be closed to everyone else: make the service's user its owner`
     )
+  })
 }
 
 /** Starts PGlite and its socket server; both stop when the scope closes. */
