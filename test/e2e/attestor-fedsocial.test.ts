@@ -353,6 +353,8 @@ describe("fedsocial refusals: 401 invalid_session and no session", () => {
       401,
       "invalid_session"
     )
+    // Refused after the library was asked: the nonce is spent.
+    await expectRefusal(await verify(attestor, await signIn(signer, 1005, started)), 401, "invalid_session")
   })
 
   it("a malformed message", async () => {

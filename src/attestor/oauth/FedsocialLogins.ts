@@ -316,11 +316,12 @@ export const makeFedsocialLogins = (config: FedsocialConfig) =>
           return yield* Effect.fail(refused)
         const client = yield* appClient
         // The library reports its verdicts in its answer; one that throws instead was handed a
-        // message it cannot read (a fid too long for a number, say): refused, not a fault of ours.
+        // message it cannot read (a fid too long for a number, say): refused, not a fault of ours,
+        // and the nonce spent, as it may have cost a contract wallet's `eth_call` first.
         const verified = yield* Effect.tryPromise({
           try: () => client.verifySignInMessage({ nonce, domain: config.domain, message, signature }),
           catch: () => refused
-        })
+        }).pipe(Effect.tapError(() => spendNonce(nonce)))
         // The library reports a registry it could not read as `unavailable` (or `unknown` when the
         // signature check itself could not reach the chain).
         const code = verified.isError ? verified.error?.errCode : undefined
