@@ -5,10 +5,10 @@
  * handle) and cancels (with its own key) in a loop, each cycle costing the hot key both
  * transactions' gas. Each one the relayer sends is counted against its account id and, once the
  * account has an owner, against that owner (the cancel's signer; for a proposal the owner it
- * would replace), `BIND_BUDGET_PER_DAY` of them a day for each; and each proposal against the relayer
- * as a whole, `BIND_BUDGET_TOTAL_PER_DAY` a day: one user's handle may have any number of accounts
- * (a launch each), each with a fresh owner, so only a relayer-wide count bounds the hot key's
- * spend. Past a budget, 429 `rate_limited` with `Retry-After` until its window ends.
+ * would replace), `BIND_BUDGET_PER_DAY` of them a day for each; and against the relayer as a whole,
+ * `BIND_BUDGET_TOTAL_PER_DAY` proposals and as many cancels a day: one user's handle may have any
+ * number of accounts (a launch each), each with a fresh owner, so only a relayer-wide count
+ * bounds the hot key's spend. Past a budget, 429 `rate_limited` with `Retry-After` until its window ends.
  *
  * - A window is a day from the first charge after the last one ended (a fixed window per key).
  * - A proposal needs room for itself and for the cancel that may undo it, so the owner's cancel of
@@ -69,11 +69,8 @@ class Spent extends Data.TaggedError("Spent")<{
 
 const refusalMessage = (key: BindBudgetKey, budget: number) =>
   key === "relayer"
-    ? `this relayer has sent the ${budget} propose-bind transactions it sends in a day for all accounts: none is sent until the day's window ends; the proposal can be sent by another relayer or from any address`
+    ? `this relayer has sent the ${budget} transactions of this kind (propose-bind, or cancel-bind) it sends in a day for all accounts: none is sent until the day's window ends; it can be sent by another relayer or from any address`
     : `${key === "id" ? "this account" : "this account's owner"} has had the ${budget} unpaid bind transactions (propose-bind, cancel-bind) a day this relayer sends for it${key === "id" ? "" : " across its accounts"}: none is sent until the day's window ends (a propose-bind also keeps room for a cancel-bind)`
-
-/** The relayer-wide budget's one row (per vault, as every key). */
-const RELAYER_WIDE = "all"
 
 const databaseUnavailable = () => new Unavailable({ message: "the relayer's database is not answering" })
 
@@ -133,11 +130,11 @@ export const makeBindBudget: Effect.Effect<BindBudgetShape, never, SqlClient | R
       )
 
     /**
-     * The keys a charge counts against: its id and owner (unless `BIND_BUDGET_PER_DAY=0`), and for
-     * a proposal the relayer-wide one (unless `BIND_BUDGET_TOTAL_PER_DAY=0`). Cancels are not
-     * counted relayer-wide: each undoes a proposal, counted here or paid on chain by its proposer,
-     * and a cancel is the user's answer to a hostile proposal, which others' spending must not
-     * block.
+     * The keys a charge counts against: its id and owner (unless `BIND_BUDGET_PER_DAY=0`), and the
+     * relayer-wide count of its action (unless `BIND_BUDGET_TOTAL_PER_DAY=0`). Proposals and
+     * cancels are counted relayer-wide apart: a cancel is the user's answer to a hostile proposal,
+     * which others' proposals must not crowd out, and spending the cancels' count takes proposals
+     * paid on chain (about twice a cancel's gas each).
      */
     const keysOf = (id: Hex, owner: Address, action: BudgetedBind) => {
       const keys: Array<readonly [BindBudgetKey, string]> = []
@@ -145,8 +142,7 @@ export const makeBindBudget: Effect.Effect<BindBudgetShape, never, SqlClient | R
         keys.push(["id", rowKey("id", id)])
         if (owner !== ZERO_ADDRESS) keys.push(["owner", rowKey("owner", owner)])
       }
-      if (totalBudget > 0 && action === "propose-bind")
-        keys.push(["relayer", rowKey("relayer", RELAYER_WIDE)])
+      if (totalBudget > 0) keys.push(["relayer", rowKey("relayer", action)])
       return keys
     }
 

@@ -198,7 +198,7 @@ for (const database of testDatabases()) {
     { timeout: 60_000 }
   )(`BIND_BUDGET_TOTAL_PER_DAY on ${database.name}`, (it) => {
     it.effect(
-      "accounts of one handle, each under a fresh owner, stop at the relayer-wide budget of proposals: 429 until its window ends; cancels still go",
+      "accounts of one handle, each under a fresh owner, stop at the relayer-wide budgets of proposals and of cancels: 429 until their window ends",
       () =>
         Effect.gen(function* () {
           // One launch per account, a fresh key per bind: each id and owner has its whole budget.
@@ -215,13 +215,18 @@ for (const database of testDatabases()) {
           const refused = yield* charge(propose(fourth.id))
           expect(refused).toMatchObject({ ok: false, tag: "RateLimited", retryAfter: DAY })
           expect(refused.ok === false && refused.message).toMatch(
-            /^this relayer has sent the 3 propose-bind transactions/
+            /^this relayer has sent the 3 transactions of this kind/
           )
-          expect((yield* refusalsOf("relayer")) - refusals).toBe(1)
-          // A cancel (of a proposal sent elsewhere) is the user's defence: never refused for it.
-          expect(yield* okOf(cancel(fourth.id, fourth.owner))).toBe(true)
+          // Cancels are counted apart: their own three went through above, and now they are spent
+          // too (a cancel of a proposal sent elsewhere).
+          expect(yield* charge(cancel(fourth.id, fourth.owner))).toMatchObject({
+            ok: false,
+            tag: "RateLimited"
+          })
+          expect((yield* refusalsOf("relayer")) - refusals).toBe(2)
           yield* TestClock.adjust(`${DAY} seconds`)
           expect(yield* okOf(propose(fourth.id))).toBe(true)
+          expect(yield* okOf(cancel(fourth.id, fourth.owner))).toBe(true)
         })
     )
   })
@@ -241,7 +246,10 @@ for (const database of testDatabases()) {
         expect(yield* okOf(propose(id, owner))).toBe(true)
         expect(yield* okOf(propose(id, owner))).toBe(true)
         expect(yield* charge(propose(id, owner))).toMatchObject({ ok: false, tag: "RateLimited" })
-        for (let i = 0; i < 3 * BUDGET; i++) expect(yield* okOf(cancel(id, owner))).toBe(true)
+        // Cancels have their own relayer-wide count, untouched by the proposals.
+        expect(yield* okOf(cancel(id, owner))).toBe(true)
+        expect(yield* okOf(cancel(id, owner))).toBe(true)
+        expect(yield* charge(cancel(id, owner))).toMatchObject({ ok: false, tag: "RateLimited" })
       })
     )
   })
