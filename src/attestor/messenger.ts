@@ -71,8 +71,6 @@ export type WidgetRefusal = "hash" | "expired" | "future"
 export interface WidgetLogin {
   /** The immutable numeric user id, canonical decimal. */
   readonly userId: string
-  /** The last second the payload is accepted (on the checking clock). */
-  readonly acceptedUntil: number
   /**
    * When its single-use record may go: the first second at which every replica whose clock is
    * behind by at most `MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS` refuses it as too old.
@@ -101,10 +99,9 @@ export const verifyWidgetPayload = (
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return Either.left("hash")
   if (now - auth.auth_date > maxAgeSeconds) return Either.left("expired")
   if (auth.auth_date - now > MESSENGER_AUTH_CLOCK_SKEW_SECONDS) return Either.left("future")
-  const acceptedUntil = auth.auth_date + maxAgeSeconds
+  // One second past the last one it is accepted in, and the replicas' clock tolerance.
   return Either.right({
     userId: String(auth.id),
-    acceptedUntil,
-    singleUseUntil: acceptedUntil + 1 + MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS
+    singleUseUntil: auth.auth_date + maxAgeSeconds + 1 + MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS
   })
 }

@@ -56,7 +56,6 @@ describe("messenger widget payloads", () => {
     expect(check(signed(fields))).toEqual(
       Either.right({
         userId: "987654321",
-        acceptedUntil: NOW - 30 + DAY,
         singleUseUntil: NOW - 30 + DAY + 1 + MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS
       })
     )
@@ -76,7 +75,12 @@ describe("messenger widget payloads", () => {
     // Absent optional fields are not signed; the module's signer agrees with the rule.
     const minimal = { id: 42, auth_date: NOW }
     expect(signWidgetPayload(widgetKey(BOT_TOKEN), minimal)).toEqual(signed(minimal))
-    expect(check(signed(minimal))).toMatchObject(Either.right({ userId: "42", acceptedUntil: NOW + DAY }))
+    expect(check(signed(minimal))).toMatchObject(
+      Either.right({
+        userId: "42",
+        singleUseUntil: NOW + DAY + 1 + MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS
+      })
+    )
   })
 
   it.each([
