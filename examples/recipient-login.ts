@@ -34,7 +34,7 @@ import {
   OAuthStartRequest
 } from "../schema/attestor.js"
 import { FinalizeBindRequest, ProposeBindRequest } from "../schema/relayer.js"
-import { signWidgetPayload, widgetKey } from "../src/attestor/messenger.js"
+import { signWidgetPayload, widgetKey } from "../src/attestor/logins/messenger/messengerWidget.js"
 import {
   type AttestorClient,
   bindsFor,

@@ -27,7 +27,7 @@ import {
   hintPublicKeyOf,
   makeHint,
   sealHint
-} from "../src/attestor/hints.js"
+} from "../src/attestor/hints/hintEnvelopes.js"
 import { type AnvilInstance, type AnvilStartError, startAnvil } from "../src/chain/anvil.js"
 import { type OAuthStandIns, oauthStandIns, type StandInPlatform } from "../src/devnet/oauthStandIns.js"
 import { walletPage } from "../src/devnet/walletPage.js"
@@ -41,7 +41,7 @@ export const DEVNET_PEPPER: Hex = keccak256(stringToHex("fee-vault devnet pepper
 export const DEVNET_METRICS_TOKEN = "devnet"
 /**
  * The bot token of the devnet's messenger login widget: a client signs its own widget payloads
- * with it (`signWidgetPayload(widgetKey(token), …)` of src/attestor/messenger.ts), standing in
+ * with it (`signWidgetPayload(widgetKey(token), …)` of src/attestor/logins/messenger/messengerWidget.ts), standing in
  * for the messenger's widget.
  */
 export const DEVNET_MESSENGER_BOT_TOKEN = "1000000001:devnet-messenger-bot-token-not-a-secret"

@@ -24,8 +24,8 @@ import {
 } from "../schema/attestor.js"
 import { RateLimited } from "../schema/errors.js"
 // The API assemblies, in one place: the only lines to change when their modules move.
-import { AttestorApi } from "./attestor/api/index.js"
-import { signWidgetPayload, widgetKey } from "./attestor/messenger.js"
+import { AttestorApi } from "./attestor/api.js"
+import { signWidgetPayload, widgetKey } from "./attestor/logins/messenger/messengerWidget.js"
 import { RelayerApi } from "./relayer/api/index.js"
 
 // The vault's and the shield adapter's ABIs, for the calls a wallet makes itself (deposit, …).
@@ -44,7 +44,7 @@ export {
   MAX_ENVELOPES,
   sealBeneficiaryHint,
   sealHint
-} from "./attestor/hints.js"
+} from "./attestor/hints/hintEnvelopes.js"
 export { AttestorApi, RelayerApi }
 
 export interface ClientOptions {

@@ -9,7 +9,7 @@ import { feeVaultAbi, testTokenAbi } from "../../contracts/abi.js"
 import { loadArtifacts } from "../../contracts/build.js"
 import { CommitmentRequest, type CommitmentResponse, type Platform } from "../../schema/attestor.js"
 import { computeId, handleCommitment, userIdHash, ZERO_ADDRESS } from "../../schema/ids.js"
-import { type HintPlaintext, sealBeneficiaryHint } from "../../src/attestor/hints.js"
+import { type HintPlaintext, sealBeneficiaryHint } from "../../src/attestor/hints/hintEnvelopes.js"
 import type { AttestorClient } from "../../src/client.js"
 import { call, type DevnetFile, devnetAccount, devnetClients, mined, show } from "./devnet.js"
 

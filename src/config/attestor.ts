@@ -5,9 +5,9 @@ import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted }
 import { type Address, getAddress } from "viem"
 import type { OAuthCallbackPlatform } from "../../schema/attestor.js"
 import type { Deployment } from "../../schema/deployment.js"
-import type { ResolverSettings } from "../attestor/handles/resolvers.js"
-import { type OAuthApp, oauthProviders } from "../attestor/oauth/providers.js"
-import { allowListEntry } from "../attestor/oauth/redirectAllowList.js"
+import { type OAuthApp, oauthProviders } from "../attestor/logins/oauth/providers.js"
+import { allowListEntry } from "../attestor/logins/oauth/redirectAllowList.js"
+import type { ResolverSettings } from "../attestor/lookups/handleResolvers.js"
 import { DEVNET_CHAIN_ID } from "../chain/DevnetChainClock.js"
 import {
   address,
@@ -60,7 +60,7 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly rateLimitBurst: number
   readonly rateLimitPerMinute: number
   readonly oauthStateTtlSeconds: number
-  /** Live OAuth and fedsocial states one client address may hold (src/attestor/oauth/OAuthStates.ts). */
+  /** Live OAuth and fedsocial states one client address may hold (src/attestor/logins/oauth/OAuthStates.ts). */
   readonly oauthStatesPerClient: number
   /** Live OAuth and fedsocial states of all clients together. */
   readonly oauthStatesMax: number
@@ -73,7 +73,7 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly oauthGetStart: boolean
   /**
    * Where a login may redirect back to, each `scheme://host[:port]/path` (an entry given without a
-   * path is `/`); a redirect must equal one (src/attestor/oauth/redirectAllowList.ts).
+   * path is `/`); a redirect must equal one (src/attestor/logins/oauth/redirectAllowList.ts).
    */
   readonly redirectAllowList: ReadonlyArray<string>
   /**

@@ -22,7 +22,7 @@ import { Effect, type Scope } from "effect"
 import type { Plugin } from "esbuild"
 import { createSiweMessage } from "viem/siwe"
 import { devnetAccount } from "../../contracts/deploy.js"
-import { signWidgetPayload, widgetKey } from "../attestor/messenger.js"
+import { signWidgetPayload, widgetKey } from "../attestor/logins/messenger/messengerWidget.js"
 import { closeOnce, listen } from "./loopbackServer.js"
 
 export interface WalletPageOptions {

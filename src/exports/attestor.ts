@@ -11,7 +11,7 @@
  */
 
 export { Attestor } from "../../layers/attestor.js"
-export { AttestorApi } from "../attestor/api/index.js"
+export { AttestorApi } from "../attestor/api.js"
 export { ChainClient, type ChainClientShape } from "../chain/ChainClient.js"
 export { ChainId } from "../chain/chainId.js"
 export { AttestorSettings, type AttestorSettingsShape, loadAttestorSettings } from "../config/attestor.js"

@@ -6,7 +6,7 @@
  *
  * - `GET /v1/quote` (src/relayer/handlers/quote.ts): the schema's encoding done here, once per quote
  *   and question, and the response kept and handed out again for the quote's lifetime;
- * - `POST /v1/commitment` (src/attestor/handlers/commitments.ts): a value that is its own encoding
+ * - `POST /v1/commitment` (src/attestor/commitments/handlers.ts): a value that is its own encoding
  *   (`isEncoded` vouches for it) written as it is, never encoded.
  *
  * Either way the response is what HttpApiBuilder writes for the encoding (`unsafeJson`, 200,

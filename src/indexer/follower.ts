@@ -2,7 +2,7 @@
  * The follower of the event store, generic over its projection: it keeps a projection equal to
  * the fold of the store's canonical events up to the blocks the store covers. The vault indexer's
  * Accounts projection (`AccountsFollower.ts`) and the attestor's hint index
- * (src/attestor/HintIndex.ts) are two projections plugged into it; the writer syncs after each
+ * (src/attestor/hints/HintIndex.ts) are two projections plugged into it; the writer syncs after each
  * commit, a replica that does not index and the hint index on every poll, and all read the same
  * store, so all serve the same state.
  *

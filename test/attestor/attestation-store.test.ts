@@ -1,5 +1,5 @@
 /**
- * The attestor's attestation records (src/attestor/AttestationStore.ts, migration 0021) on each
+ * The attestor's attestation records (src/attestor/binds/AttestationStore.ts, migration 0021) on each
  * test database: recording (idempotent, a revoked attestation stays revoked when issued again),
  * the visibilities a stealth owner was attested for, and contests (migration 0028): a contest
  * rules out every other owner attested for the id and the pending one, revokes their
@@ -12,7 +12,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem"
-import { makeAttestationStore } from "../../src/attestor/AttestationStore.js"
+import { makeAttestationStore } from "../../src/attestor/binds/AttestationStore.js"
 import { migrate } from "../../src/store/migrations.js"
 import { testDatabases } from "../support/database.js"
 

@@ -36,22 +36,22 @@ import { Attestor } from "../../layers/attestor.js"
 import { BindResponse, Session, type Visibility } from "../../schema/attestor.js"
 import { vaultDomain, vaultTypes } from "../../schema/eip712.js"
 import { computeId, handleCommitment, userIdHash } from "../../schema/ids.js"
-import { AttestationStore, makeAttestationStore } from "../../src/attestor/AttestationStore.js"
+import { AttestationStore, makeAttestationStore } from "../../src/attestor/binds/AttestationStore.js"
 import {
   BOTH_VISIBILITIES,
   contestedPendingOwner,
   deadlineAccepted,
   defaultDeadline,
   planBinds
-} from "../../src/attestor/bindSigning.js"
-import type { IndexedEscrow } from "../../src/attestor/escrows.js"
-import { HintIndex, type HintIndexStatus } from "../../src/attestor/HintIndex.js"
-import { OAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
-import { PublicCommitments } from "../../src/attestor/PublicCommitments.js"
-import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
-import { SessionStore } from "../../src/attestor/SessionStore.js"
-import { VetoWatcher } from "../../src/attestor/VetoWatcher.js"
-import { verdictOf } from "../../src/attestor/vetoVerdicts.js"
+} from "../../src/attestor/binds/bindRules.js"
+import type { IndexedEscrow } from "../../src/attestor/escrows/userEscrows.js"
+import { HintIndex, type HintIndexStatus } from "../../src/attestor/hints/HintIndex.js"
+import { OAuthStates } from "../../src/attestor/logins/oauth/OAuthStates.js"
+import { SessionStore } from "../../src/attestor/logins/SessionStore.js"
+import { PaymentStore } from "../../src/attestor/lookups/payments/PaymentStore.js"
+import { PublicCommitments } from "../../src/attestor/publicHandles/PublicCommitments.js"
+import { VetoWatcher } from "../../src/attestor/veto/VetoWatcher.js"
+import { verdictOf } from "../../src/attestor/veto/vetoVerdicts.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings } from "../../src/config/attestor.js"

@@ -1,5 +1,5 @@
 /**
- * The Escrow records of POST /v1/escrows from a hint and an account state (src/attestor/escrows.ts
+ * The Escrow records of POST /v1/escrows from a hint and an account state (src/attestor/escrows/userEscrows.ts
  * `escrowOf`): unregistered with the kind-2 registration payload whose computeId is the escrow's
  * id (with and without a fallback), registered, pending bind; and when the index counts as stale.
  */
@@ -8,7 +8,7 @@ import { type Address, getAddress, type Hex, keccak256, numberToHex, zeroAddress
 import { describe, expect, it } from "vitest"
 import { Escrow } from "../../schema/attestor.js"
 import { computeId, handleCommitment, userIdHash } from "../../schema/ids.js"
-import { escrowOf, escrowVisibility, indexIsStale } from "../../src/attestor/escrows.js"
+import { escrowOf, escrowVisibility, indexIsStale } from "../../src/attestor/escrows/userEscrows.js"
 import type { IndexerStatus } from "../../src/indexer/Indexer.js"
 import { type AccountState, emptyAccount } from "../../src/store/projections/accounts.js"
 import type { Escrow as HintEscrow } from "../../src/store/projections/hints.js"

@@ -1,5 +1,5 @@
 /**
- * The lookups of each `HANDLE_LOOKUP_MODE` (src/attestor/handles/HandleLookups.ts) before any
+ * The lookups of each `HANDLE_LOOKUP_MODE` (src/attestor/lookups/HandleLookups.ts) before any
  * payment step: in `paid` mode a platform without a directory here (microblog without its bearer
  * token) is 400 `unsupported` before a challenge, so nobody is asked to pay for a lookup that
  * cannot happen; a platform with one is 503 while the facilitator cannot quote; `off` refuses every
@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
-import { HandleLookups } from "../../src/attestor/handles/HandleLookups.js"
-import { PaymentStore } from "../../src/attestor/payments/PaymentStore.js"
+import { HandleLookups } from "../../src/attestor/lookups/HandleLookups.js"
+import { PaymentStore } from "../../src/attestor/lookups/payments/PaymentStore.js"
 import { ChainId } from "../../src/chain/chainId.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings } from "../../src/config/attestor.js"

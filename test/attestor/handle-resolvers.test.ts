@@ -7,7 +7,7 @@
 import { Effect, Exit, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { LookupPlatform } from "../../schema/attestor.js"
-import { handleResolvers, type ResolverSettings } from "../../src/attestor/handles/resolvers.js"
+import { handleResolvers, type ResolverSettings } from "../../src/attestor/lookups/handleResolvers.js"
 import { type OAuthStandIns, startOAuthStandIns } from "../../src/devnet/oauthStandIns.js"
 
 let standIns: OAuthStandIns

@@ -6,8 +6,8 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { getAddress, type Hex, keccak256, numberToHex, stringToHex } from "viem"
-import { TEST_HINT_PRIVATE_KEY } from "../../src/attestor/HintDecryptor.js"
-import { HintFollower, rebuildHintIndex } from "../../src/attestor/HintIndex.js"
+import { TEST_HINT_PRIVATE_KEY } from "../../src/attestor/hints/HintDecryptor.js"
+import { HintFollower, rebuildHintIndex } from "../../src/attestor/hints/HintIndex.js"
 import {
   encodeBeneficiaryHint,
   type HintPlaintext,
@@ -16,7 +16,7 @@ import {
   hintPublicKeyOf,
   makeHint,
   sealHint
-} from "../../src/attestor/hints.js"
+} from "../../src/attestor/hints/hintEnvelopes.js"
 import {
   type AppendBatch,
   EventStore,

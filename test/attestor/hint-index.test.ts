@@ -10,8 +10,12 @@ import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Metric, Option } from 
 import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { computeId } from "../../schema/ids.js"
-import { HintDecryptor, hintsRejected, TEST_HINT_PRIVATE_KEY } from "../../src/attestor/HintDecryptor.js"
-import { HintIndex, rebuildHintIndex } from "../../src/attestor/HintIndex.js"
+import {
+  HintDecryptor,
+  hintsRejected,
+  TEST_HINT_PRIVATE_KEY
+} from "../../src/attestor/hints/HintDecryptor.js"
+import { HintIndex, rebuildHintIndex } from "../../src/attestor/hints/HintIndex.js"
 import {
   encodeBeneficiaryHint,
   type HintPlaintext,
@@ -19,7 +23,7 @@ import {
   hintPublicKeyOf,
   makeHint,
   sealHint
-} from "../../src/attestor/hints.js"
+} from "../../src/attestor/hints/hintEnvelopes.js"
 import { ChainClient } from "../../src/chain/ChainClient.js"
 import { Indexer } from "../../src/indexer/Indexer.js"
 import { EventStore } from "../../src/store/EventStore.js"

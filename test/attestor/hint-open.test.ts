@@ -9,7 +9,11 @@ import { decrypt, encrypt, PrivateKey } from "eciesjs"
 import { Effect, Exit, Metric, Option } from "effect"
 import { type Address, bytesToHex, getAddress, type Hex, keccak256, numberToHex } from "viem"
 import { computeId, ZERO_ADDRESS } from "../../schema/ids.js"
-import { HintDecryptor, hintsRejected, TEST_HINT_PRIVATE_KEY } from "../../src/attestor/HintDecryptor.js"
+import {
+  HintDecryptor,
+  hintsRejected,
+  TEST_HINT_PRIVATE_KEY
+} from "../../src/attestor/hints/HintDecryptor.js"
 import {
   encodeBeneficiaryHint,
   type HintPlaintext,
@@ -23,7 +27,7 @@ import {
   parseHintPlaintext,
   sealBeneficiaryHint,
   sealHint
-} from "../../src/attestor/hints.js"
+} from "../../src/attestor/hints/hintEnvelopes.js"
 import {
   type EscrowHint,
   foldHints,

@@ -1,5 +1,5 @@
 /**
- * The paid lookup's quote (src/attestor/payments/quote.ts): the facilitator's signer and spender
+ * The paid lookup's quote (src/attestor/lookups/payments/paymentQuote.ts): the facilitator's signer and spender
  * taken only from an x402 v2 `exact` kind on this chain's network with `permit2-exact`; `permit2`
  * offered by a v2 `exact` kind there naming no other method; the start-up check that stops on a
  * facilitator not listing the configured method, naming what it lists; the token's
@@ -17,7 +17,7 @@ import {
   lookupQuote,
   offersMethod,
   offersPermit2
-} from "../../src/attestor/payments/quote.js"
+} from "../../src/attestor/lookups/payments/paymentQuote.js"
 import { ChainReverted } from "../../src/chain/errors.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import type { PaidLookupSettings } from "../../src/config/attestor.js"

@@ -1,5 +1,5 @@
 /**
- * Messenger logins (src/attestor/MessengerLogins.ts) on two replicas sharing a real database
+ * Messenger logins (src/attestor/logins/messenger/MessengerLogins.ts) on two replicas sharing a real database
  * (PGlite, and PostgreSQL when DATABASE_URL is set), the clock a test clock set to each replica's
  * reading in turn: a payload used once stays used on a replica whose clock runs a little behind the
  * one that pruned the used-login records, and for as long as any replica within the tolerance can
@@ -10,13 +10,13 @@ import { describe, expect, layer, type Vitest } from "@effect/vitest"
 import { Effect, Either, Layer, Schema, TestClock } from "effect"
 import type { MessengerAuth } from "../../schema/attestor.js"
 import { Address } from "../../schema/primitives.js"
-import { MessengerLogins } from "../../src/attestor/MessengerLogins.js"
+import { MessengerLogins } from "../../src/attestor/logins/messenger/MessengerLogins.js"
 import {
   MESSENGER_SINGLE_USE_CLOCK_TOLERANCE_SECONDS,
   signWidgetPayload,
   widgetKey
-} from "../../src/attestor/messenger.js"
-import { makeSessionStore, SessionStore } from "../../src/attestor/SessionStore.js"
+} from "../../src/attestor/logins/messenger/messengerWidget.js"
+import { makeSessionStore, SessionStore } from "../../src/attestor/logins/SessionStore.js"
 import { migrate } from "../../src/store/migrations.js"
 import { type TestDatabase, testDatabases } from "../support/database.js"
 

@@ -1,5 +1,5 @@
 /**
- * Messenger login-widget verification (src/attestor/messenger.ts) against the Telegram Login
+ * Messenger login-widget verification (src/attestor/logins/messenger/messengerWidget.ts) against the Telegram Login
  * Widget rule written out again here with node:crypto: a good payload, each field tampered with,
  * the wrong bot token, auth_date at and past the age limit and in the future, and payloads the
  * request schema refuses before any check (missing or malformed hash).
@@ -15,7 +15,7 @@ import {
   signWidgetPayload,
   verifyWidgetPayload,
   widgetKey
-} from "../../src/attestor/messenger.js"
+} from "../../src/attestor/logins/messenger/messengerWidget.js"
 
 const BOT_TOKEN = "123456789:AAE-test-bot-token-for-widget-checks"
 const NOW = 1_700_000_000

@@ -1,11 +1,11 @@
 /**
- * What the attestor takes from an OAuth provider's user answer (src/attestor/oauth/providers.ts):
+ * What the attestor takes from an OAuth provider's user answer (src/attestor/logins/oauth/providers.ts):
  * the immutable numeric id at each provider's own place, as a canonical decimal string, and
  * nothing else; and the revocation request each provider wants.
  */
 import { Redacted } from "effect"
 import { describe, expect, it } from "vitest"
-import { canonicalUserId, type OAuthApp, oauthProviders } from "../../src/attestor/oauth/providers.js"
+import { canonicalUserId, type OAuthApp, oauthProviders } from "../../src/attestor/logins/oauth/providers.js"
 
 describe("the user id of a provider's answer", () => {
   it("is read where each provider puts it", () => {

@@ -19,7 +19,7 @@ import {
   type OAuthIntent,
   type OAuthStatesConfig,
   OAuthStatesFull
-} from "../../src/attestor/oauth/OAuthStates.js"
+} from "../../src/attestor/logins/oauth/OAuthStates.js"
 import { migrate } from "../../src/store/migrations.js"
 import { type TestDatabase, testDatabases } from "../support/database.js"
 

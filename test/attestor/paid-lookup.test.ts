@@ -1,5 +1,5 @@
 /**
- * The paid lookup's order and refusals (src/attestor/payments/paidLookup.ts; docs/attestor.md §4
+ * The paid lookup's order and refusals (src/attestor/lookups/payments/paidLookup.ts; docs/attestor.md §4
  * "Paid handle lookup flow"), with the payment record on PGlite and a recording facilitator: a
  * challenge without payment; an authorization that does not pay what the quote asks, or for too
  * long, or whose deadline has passed, refused before the facilitator is asked; one naming a payer
@@ -21,15 +21,15 @@ import { Effect, Either, Fiber, Layer, Logger, Option, TestClock } from "effect"
 import type { Address, Hex, LocalAccount } from "viem"
 import { devnetAccount } from "../../contracts/deploy.js"
 import { Unavailable } from "../../schema/errors.js"
-import { resolveHandle } from "../../src/attestor/handles/HandleLookups.js"
-import type { Resolve } from "../../src/attestor/handles/resolvers.js"
+import { resolveHandle } from "../../src/attestor/lookups/HandleLookups.js"
+import type { Resolve } from "../../src/attestor/lookups/handleResolvers.js"
 import {
   DEFAULT_PAYMENT_RETENTION_SECONDS,
   makePaymentStore,
   type PaymentStoreShape
-} from "../../src/attestor/payments/PaymentStore.js"
-import { paidLookup } from "../../src/attestor/payments/paidLookup.js"
-import { lookupRequirements, PAYMENT_CLOCK_SKEW_SECONDS } from "../../src/attestor/payments/x402.js"
+} from "../../src/attestor/lookups/payments/PaymentStore.js"
+import { paidLookup } from "../../src/attestor/lookups/payments/paidLookup.js"
+import { lookupRequirements, PAYMENT_CLOCK_SKEW_SECONDS } from "../../src/attestor/lookups/payments/x402.js"
 import { nowSeconds } from "../../src/clock.js"
 import { migrate } from "../../src/store/migrations.js"
 import { testDatabases } from "../support/database.js"

@@ -11,7 +11,7 @@ import { Effect, Layer, Option, TestClock } from "effect"
 import {
   makePaymentStore,
   SPENT_PAYMENT_RETENTION_SECONDS
-} from "../../src/attestor/payments/PaymentStore.js"
+} from "../../src/attestor/lookups/payments/PaymentStore.js"
 import { migrate } from "../../src/store/migrations.js"
 import { type TestDatabase, testDatabases } from "../support/database.js"
 

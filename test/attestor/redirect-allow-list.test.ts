@@ -4,7 +4,7 @@
  * kept is the entry.
  */
 import { describe, expect, it } from "vitest"
-import { allowListEntry, matchRedirect } from "../../src/attestor/oauth/redirectAllowList.js"
+import { allowListEntry, matchRedirect } from "../../src/attestor/logins/oauth/redirectAllowList.js"
 
 const entries = (...raw: Array<string>) =>
   new Set(

@@ -15,7 +15,7 @@ import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Layer, Option, Schema, TestClock } from "effect"
 import { LoginChallenge, LoginSecret, type Session, SessionToken } from "../../schema/attestor.js"
 import { Address, Bytes32 } from "../../schema/primitives.js"
-import { makeOAuthStates } from "../../src/attestor/oauth/OAuthStates.js"
+import { makeOAuthStates } from "../../src/attestor/logins/oauth/OAuthStates.js"
 import {
   authenticate,
   LOGIN_BEFORE_CONTEST,
@@ -27,7 +27,7 @@ import {
   makeSessionStore,
   SessionStore,
   storageDigest
-} from "../../src/attestor/SessionStore.js"
+} from "../../src/attestor/logins/SessionStore.js"
 import { migrate } from "../../src/store/migrations.js"
 import { storageLayer } from "../../src/store/sql.js"
 import { testDatabases } from "../support/database.js"

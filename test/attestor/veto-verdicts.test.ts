@@ -1,12 +1,12 @@
 /**
- * The veto watcher's decisions (src/attestor/vetoVerdicts.ts), with no database, chain or index:
+ * The veto watcher's decisions (src/attestor/veto/vetoVerdicts.ts), with no database, chain or index:
  * the verdict (attested, unattested, revoked, contested, attested too late, unknown id with and
  * without VETO_UNKNOWN_IDS), what to do with a judged proposal (count, veto once, AUTO_VETO), the
  * pending proposals of the account projection, and a veto's gas.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem"
-import type { StoredAttestation } from "../../src/attestor/AttestationStore.js"
+import type { StoredAttestation } from "../../src/attestor/binds/AttestationStore.js"
 import {
   decide,
   ISSUED_AT_TOLERANCE_SECONDS,
@@ -14,7 +14,7 @@ import {
   pendingProposals,
   verdictOf,
   withGasMargin
-} from "../../src/attestor/vetoVerdicts.js"
+} from "../../src/attestor/veto/vetoVerdicts.js"
 import { type AccountState, emptyAccount } from "../../src/store/projections/accounts.js"
 
 let counter = 0

@@ -1,6 +1,6 @@
 /**
- * The veto watcher (src/attestor/VetoWatcher.ts): the record of judged proposals
- * (src/attestor/ProposalStore.ts, migration 0022) on each test database, and passes over stubbed indexes, chain and
+ * The veto watcher (src/attestor/veto/VetoWatcher.ts): the record of judged proposals
+ * (src/attestor/veto/ProposalStore.ts, migration 0022) on each test database, and passes over stubbed indexes, chain and
  * sender with the real attestation store: one veto per unattested proposal, never a second one
  * (not on the next pass, not after a restart), a contested owner's proposal vetoed, a proposal
  * whose only attestation was recorded after it was mined vetoed, a
@@ -10,11 +10,11 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Metric, Option } from "effect"
 import { type Address, getAddress, type Hex, keccak256, numberToHex } from "viem"
-import { AttestationStore, makeAttestationStore } from "../../src/attestor/AttestationStore.js"
-import { HintIndex, type HintSnapshot } from "../../src/attestor/HintIndex.js"
-import { makeProposalStore, STALE_CLAIM_SECONDS } from "../../src/attestor/ProposalStore.js"
-import { bindProposals, makeVetoWatcher, vetoes } from "../../src/attestor/VetoWatcher.js"
-import { ISSUED_AT_TOLERANCE_SECONDS } from "../../src/attestor/vetoVerdicts.js"
+import { AttestationStore, makeAttestationStore } from "../../src/attestor/binds/AttestationStore.js"
+import { HintIndex, type HintSnapshot } from "../../src/attestor/hints/HintIndex.js"
+import { makeProposalStore, STALE_CLAIM_SECONDS } from "../../src/attestor/veto/ProposalStore.js"
+import { bindProposals, makeVetoWatcher, vetoes } from "../../src/attestor/veto/VetoWatcher.js"
+import { ISSUED_AT_TOLERANCE_SECONDS } from "../../src/attestor/veto/vetoVerdicts.js"
 import { ChainReverted, ChainUnavailable } from "../../src/chain/ChainClient.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { type AccountsSnapshot, Indexer } from "../../src/indexer/Indexer.js"

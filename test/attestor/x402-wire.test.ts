@@ -1,5 +1,5 @@
 /**
- * The x402 wire of paid lookups (src/attestor/payments/x402.ts; docs/protocol.md §10 "Paid lookups"): the
+ * The x402 wire of paid lookups (src/attestor/lookups/payments/x402.ts; docs/protocol.md §10 "Paid lookups"): the
  * quoted requirements with the permit2-exact `extra`, a challenge that names neither handle nor
  * platform, and the reading of a `PAYMENT-SIGNATURE`: version 2, exactly the quoted requirements,
  * a Permit2 authorization for the quoted token, amount, spender and payee whose deadline is within
@@ -25,7 +25,7 @@ import {
   readPaymentSignature,
   recoverPayer,
   X402_EXACT_PERMIT2_PROXY
-} from "../../src/attestor/payments/x402.js"
+} from "../../src/attestor/lookups/payments/x402.js"
 import { signPermit2Payment, stockClientPayment } from "../support/x402Payer.js"
 
 const price: LookupPrice = {

@@ -26,7 +26,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { testTokenAbi, x402ExactPermit2ProxyAbi } from "../../contracts/abi.js"
 import { loadArtifacts } from "../../contracts/build.js"
 import { type ChainTarget, devnetAccount, devnetClients } from "../../contracts/deploy.js"
-import { lookupRequirements } from "../../src/attestor/payments/x402.js"
+import { lookupRequirements } from "../../src/attestor/lookups/payments/x402.js"
 import { type AnvilInstance, startAnvil } from "../../src/chain/anvil.js"
 import {
   type FacilitatorStandIn,

@@ -41,7 +41,7 @@ import {
   hintPublicKeyOf,
   makeHint,
   sealHint
-} from "../../src/attestor/hints.js"
+} from "../../src/attestor/hints/hintEnvelopes.js"
 import { type AttestorClient, attestorFetchClient } from "../../src/client.js"
 
 let scope: Scope.CloseableScope

@@ -3,7 +3,7 @@
  * row per proposal, keyed by escrow id and the bind nonce `proposeBind` consumed, with the last
  * verdict (so each verdict is counted once, across restarts) and the veto's progress: `none`,
  * `sending` (claimed by one process, before anything is sent), `sent` (the hash of the
- * attestor's `vetoBind`). `skipped` is no longer written (src/attestor/VetoWatcher.ts says when
+ * attestor's `vetoBind`). `skipped` is no longer written (src/attestor/veto/VetoWatcher.ts says when
  * a veto goes back to `none`).
  */
 import { SqlClient } from "@effect/sql/SqlClient"

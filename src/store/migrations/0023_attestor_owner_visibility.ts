@@ -1,7 +1,7 @@
 /**
  * Which visibility each stealth owner was first attested for (docs/attestor.md §4 visibility): one
  * row per owner, so that two `/v1/bind` requests of one key for the two kinds, on one replica or
- * several sharing a database, cannot both pass (src/attestor/AttestationStore.ts `record`).
+ * several sharing a database, cannot both pass (src/attestor/binds/AttestationStore.ts `record`).
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"

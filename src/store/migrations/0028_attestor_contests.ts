@@ -2,7 +2,7 @@
  * The owners a contest ruled out (docs/attestor.md §3 contest row, §4 "POST /v1/bind"): per escrow
  * id, every stealth owner that `POST /v1/bind` with `contest: true` named as not the user's. No
  * replica signs `BindOwner` for a contested (id, owner) again, and the veto watcher judges a
- * proposal to a contested owner unattested (src/attestor/AttestationStore.ts, VetoWatcher.ts).
+ * proposal to a contested owner unattested (src/attestor/binds/AttestationStore.ts, VetoWatcher.ts).
  * Rows are kept: a contest lasts. A contest also ends the user's other sessions (migration 0020),
  * which an index by user finds. What contests record since is migration 0031's.
  *

@@ -3,7 +3,7 @@
  * after migration 0028 was first applied, so a database past 0028 gets them too:
  *
  * - `attestor_user_contests`: when a user (platform, user id) last contested. A login started
- *   before it makes no session (src/attestor/SessionStore.ts): a login someone prepared as the user
+ *   before it makes no session (src/attestor/logins/SessionStore.ts): a login someone prepared as the user
  *   before the contest cannot be redeemed after it.
  * - Contests made before `attestor_contests` recorded them only revoked attestations: each revoked
  *   attestation's (id, owner) is contested there, so they last too.

@@ -1,5 +1,5 @@
 /**
- * Lookup payments are pruned (docs/operations.md "Paid lookups"; src/attestor/payments/PaymentStore.ts):
+ * Lookup payments are pruned (docs/operations.md "Paid lookups"; src/attestor/lookups/payments/PaymentStore.ts):
  * each row keeps its authorization's Permit2 `deadline` and the time it may be deleted,
  * `expires_at`, a retention after that deadline that depends on its state. An authorization past
  * its deadline is refused before its row is looked at, so a pruned row buys nothing again.

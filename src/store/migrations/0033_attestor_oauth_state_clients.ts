@@ -1,5 +1,5 @@
 /**
- * OAuth state bounds (docs/attestor.md §8, src/attestor/oauth/OAuthStates.ts): each state is kept
+ * OAuth state bounds (docs/attestor.md §8, src/attestor/logins/oauth/OAuthStates.ts): each state is kept
  * with a keyed digest of the client address that started it, so the live states of one client
  * can be counted and bounded. Written to run on a database past it (IF NOT EXISTS).
  */

@@ -32,8 +32,8 @@ import {
   type HintPlaintext,
   hintBeneficiaryId,
   sealHint
-} from "../../../src/attestor/hints.js"
-import { signWidgetPayload, widgetKey } from "../../../src/attestor/messenger.js"
+} from "../../../src/attestor/hints/hintEnvelopes.js"
+import { signWidgetPayload, widgetKey } from "../../../src/attestor/logins/messenger/messengerWidget.js"
 import { attestorFetchClient, type AttestorClient as TypedAttestorClient } from "../../../src/client.js"
 import type { OAuthStandIns, StandInPlatform } from "../../../src/devnet/oauthStandIns.js"
 import type { FacilitatorStandIn } from "../../../src/devnet/x402.js"

@@ -1,9 +1,0 @@
-/** The handler of `GET /v1/info` (src/attestor/api/info.ts): the `InfoDocument` service. */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import { Effect } from "effect"
-import { AttestorApi } from "../api/index.js"
-import { InfoDocument } from "../InfoDocument.js"
-
-export const AttestorInfoHandlers = HttpApiBuilder.group(AttestorApi, "info", (handlers) =>
-  Effect.map(InfoDocument, (info) => handlers.handle("info", () => info.current))
-)

@@ -1,0 +1,190 @@
+/**
+ * The durable record of handle-lookup payments (docs/attestor.md §3 payment states, §4 "Paid
+ * handle lookup flow"; migration 0026). An authorization is held (`unpaid`) before the facilitator
+ * is asked to verify it, so it buys one attempt only: a second presentation, settled or not, finds
+ * the row and is refused. Then it is `authorized` (verified), and `settled` or `failed`; a settle
+ * whose answer never came is `indeterminate` and is never settled again.
+ *
+ * A payer has at most one payment in flight (migration 0029): a lease on the payer, taken before
+ * the authorization is held and given back when its flow ends. A lease whose holder stopped lapses
+ * at the time it was taken for (the quote's `maxTimeoutSeconds`), so a crash blocks no payer for
+ * longer; taking the lease is one statement, so replicas on one database decide it together.
+ *
+ * Rows are pruned in passing (src/store/expiringRows.ts; migration 0032), a retention after the
+ * authorization's Permit2 deadline: an authorization past its deadline is refused before its row is
+ * looked at (x402.ts `readPaymentSignature`), so a pruned one still buys nothing again. Rows of
+ * payments that may have moved money (`authorized`, `settled`, `indeterminate`) stay
+ * `retentionSeconds` (`HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS`, 30 days by default) for the
+ * operator's accounting; the others (`unpaid`, `failed`) a day (docs/operations.md).
+ *
+ * Nothing of the payer or the authorization reaches a log line or a metric.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Context, Effect, Layer, Option } from "effect"
+import type { Address } from "viem"
+import { Unavailable } from "../../../../schema/errors.js"
+import { atMostEvery } from "../../../background/throttle.js"
+import { nowSeconds } from "../../../clock.js"
+import { deleteExpired } from "../../../store/expiringRows.js"
+import { stubLayer } from "../../../stubLayer.js"
+
+export type PaymentState = "unpaid" | "authorized" | "settled" | "failed" | "indeterminate"
+
+/** Which authorization: its payer and Permit2 nonce (each nonce is spendable once on chain too). */
+export interface AuthorizationId {
+  readonly payer: Address
+  readonly nonce: bigint
+}
+
+export interface PaymentTerms {
+  readonly network: string
+  readonly asset: Address
+  readonly amount: bigint
+  /** The authorization's Permit2 deadline (unix seconds): its row's retention counts from it. */
+  readonly deadline: bigint
+}
+
+export interface PaymentStoreConfig {
+  /** How long after its deadline a row of a payment that may have moved money is kept. Default 30 days. */
+  readonly retentionSeconds?: number
+  /** Least time between two prunings. Default 60 s. */
+  readonly pruneIntervalSeconds?: number
+}
+
+const DAY_SECONDS = 86_400
+export const DEFAULT_PAYMENT_RETENTION_SECONDS = 30 * DAY_SECONDS
+/** How long after its deadline the row of a payment that moved nothing (`unpaid`, `failed`) is kept. */
+export const SPENT_PAYMENT_RETENTION_SECONDS = DAY_SECONDS
+
+export interface StoredPayment {
+  readonly state: PaymentState
+  readonly transaction: string | undefined
+}
+
+export interface PaymentStoreShape {
+  /** Holds an authorization seen for the first time (`unpaid`); false when it was presented before. */
+  readonly hold: (id: AuthorizationId, terms: PaymentTerms) => Effect.Effect<boolean, Unavailable>
+  /** Moves a held authorization on. */
+  readonly mark: (
+    id: AuthorizationId,
+    state: Exclude<PaymentState, "unpaid">,
+    transaction?: string
+  ) => Effect.Effect<void, Unavailable>
+  readonly get: (id: AuthorizationId) => Effect.Effect<Option.Option<StoredPayment>, Unavailable>
+  /**
+   * Takes the payer's one in-flight lease for the authorization `id` until `until` (unix seconds);
+   * false while another lease of the payer runs.
+   */
+  readonly lease: (id: AuthorizationId, until: number) => Effect.Effect<boolean, Unavailable>
+  /** Gives back the lease `id` holds (nothing when it lapsed and another took it), and drops lapsed ones. */
+  readonly release: (id: AuthorizationId) => Effect.Effect<void, Unavailable>
+}
+
+const STORE_UNAVAILABLE = "the attestor's database is not answering"
+const unavailable = () => new Unavailable({ message: STORE_UNAVAILABLE })
+
+export const authorizationKey = (id: AuthorizationId): string => `${id.payer.toLowerCase()}:${id.nonce}`
+
+/** How long after its deadline a row in `state` is kept (see the module header). */
+const retentionOf = (state: PaymentState, retentionSeconds: number): number =>
+  state === "unpaid" || state === "failed" ? SPENT_PAYMENT_RETENTION_SECONDS : retentionSeconds
+
+export const makePaymentStore = (
+  sql: SqlClient,
+  config: PaymentStoreConfig = {}
+): Effect.Effect<PaymentStoreShape> =>
+  Effect.map(atMostEvery(config.pruneIntervalSeconds ?? 60), (whenDue) => {
+    const retentionSeconds = config.retentionSeconds ?? DEFAULT_PAYMENT_RETENTION_SECONDS
+    /** Deletes rows past their retention; best effort, a failure is logged and tried again later. */
+    const pruneIfDue = (now: number) =>
+      whenDue(
+        now,
+        deleteExpired(sql, "attestor_payments", "authorization_key", now).pipe(
+          Effect.asVoid,
+          Effect.catchAll(() => Effect.logWarning("pruning expired lookup payments failed; will retry"))
+        )
+      )
+    return {
+      hold: (id, terms) =>
+        Effect.flatMap(nowSeconds, (now) =>
+          sql<{ readonly authorization_key: string }>`
+            INSERT INTO attestor_payments
+              (authorization_key, state, network, asset, amount, deadline, expires_at, created_at, updated_at)
+            VALUES (${authorizationKey(id)}, 'unpaid', ${terms.network}, ${terms.asset.toLowerCase()},
+              ${terms.amount.toString()}, ${terms.deadline.toString()},
+              ${(terms.deadline + BigInt(retentionOf("unpaid", retentionSeconds))).toString()}, ${now}, ${now})
+            ON CONFLICT (authorization_key) DO NOTHING
+            RETURNING authorization_key`.pipe(
+            Effect.map((rows) => rows.length === 1),
+            Effect.mapError(unavailable),
+            Effect.tap(() => pruneIfDue(now))
+          )
+        ),
+      mark: (id, state, transaction) =>
+        Effect.flatMap(nowSeconds, (now) =>
+          sql`
+            UPDATE attestor_payments
+            SET state = ${state}, transaction = COALESCE(${transaction ?? null}, transaction),
+              expires_at = deadline + ${retentionOf(state, retentionSeconds)}, updated_at = ${now}
+            WHERE authorization_key = ${authorizationKey(id)}`.pipe(
+            Effect.asVoid,
+            Effect.mapError(unavailable)
+          )
+        ),
+      get: (id) =>
+        sql<{ readonly state: PaymentState; readonly transaction: string | null }>`
+          SELECT state, transaction FROM attestor_payments
+          WHERE authorization_key = ${authorizationKey(id)}`.pipe(
+          Effect.map((rows) =>
+            Option.map(Option.fromNullable(rows[0]), (row) => ({
+              state: row.state,
+              transaction: row.transaction ?? undefined
+            }))
+          ),
+          Effect.mapError(unavailable)
+        ),
+      lease: (id, until) =>
+        Effect.flatMap(nowSeconds, (now) =>
+          // A conflicting row is replaced only once it has lapsed; on PostgreSQL a concurrent insert
+          // for the same payer waits for the first and then sees its row, so one of them wins.
+          sql<{ readonly payer: string }>`
+            INSERT INTO attestor_payment_leases AS lease (payer, authorization_key, expires_at)
+            VALUES (${id.payer.toLowerCase()}, ${authorizationKey(id)}, ${until})
+            ON CONFLICT (payer) DO UPDATE
+              SET authorization_key = EXCLUDED.authorization_key, expires_at = EXCLUDED.expires_at
+              WHERE lease.expires_at <= ${now}
+            RETURNING payer`.pipe(
+            Effect.map((rows) => rows.length === 1),
+            Effect.mapError(unavailable)
+          )
+        ),
+      release: (id) =>
+        Effect.flatMap(nowSeconds, (now) =>
+          sql`
+            DELETE FROM attestor_payment_leases
+            WHERE (payer = ${id.payer.toLowerCase()} AND authorization_key = ${authorizationKey(id)})
+              OR expires_at <= ${now}`.pipe(Effect.asVoid, Effect.mapError(unavailable))
+        )
+    }
+  })
+
+export class PaymentStore extends Context.Tag("PaymentStore")<PaymentStore, PaymentStoreShape>() {
+  /** With `config`'s retention (the settings' `HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS`). */
+  static readonly layerWith = (config: PaymentStoreConfig): Layer.Layer<PaymentStore, never, SqlClient> =>
+    Layer.effect(
+      PaymentStore,
+      Effect.flatMap(SqlClient, (sql) => makePaymentStore(sql, config))
+    )
+
+  /** With the default retention. */
+  static readonly layer: Layer.Layer<PaymentStore, never, SqlClient> = PaymentStore.layerWith({})
+
+  /** For tests: the members given; any other use dies naming it (src/stubLayer.ts). */
+  static readonly test = stubLayer(PaymentStore, {
+    hold: "function",
+    mark: "function",
+    get: "function",
+    lease: "function",
+    release: "function"
+  })
+}

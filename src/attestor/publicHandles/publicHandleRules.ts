@@ -1,0 +1,78 @@
+/**
+ * `POST /v1/public-handle` `{ platform: "microblog" | "codehost", handle }` (docs/attestor.md §2
+ * PublicHandle response, §4; docs/protocol.md §3 PublicHandle domain, §10 "Public handle"): the handle
+ * resolved to its user id (a handle lookup, paid like one, under the lookup mode's rules: 400
+ * `unsupported` with `off`, 402 in paid mode without a good payment, 404 `not_found`, 503
+ * `unavailable`), a fresh commitment exactly as `/v1/commitment` makes
+ * it, and the attestor's EIP-712 `PublicHandle(platformId, userId, handle, issuedAt)` signature over
+ * the public-handle domain of this chain. The commitment is recorded as public
+ * (`PublicCommitments`), so the escrows launched to it are `public` in `/v1/escrows` and `/v1/bind`.
+ *
+ * Nothing of the handle, user or commitment reaches a log line or a metric.
+ */
+import { Effect, Either, Schedule } from "effect"
+import type { Hex } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
+import type { PublicHandleRequest, PublicHandleResponse } from "../../../schema/attestor.js"
+import { publicHandleDomain, publicHandleTypes } from "../../../schema/eip712.js"
+import { BadRequest, type Unavailable } from "../../../schema/errors.js"
+import { nowSeconds } from "../../clock.js"
+import {
+  type CommitmentKeys,
+  classifyHandle,
+  commitmentFor,
+  freshNonce,
+  type HandleLookup,
+  type WithPayment
+} from "../commitments/commitmentRules.js"
+import type { PublicHandleError } from "./api.js"
+import type { PublicCommitmentsShape } from "./PublicCommitments.js"
+
+export interface PublicHandleConfig {
+  readonly keys: CommitmentKeys
+  readonly signingKey: Hex
+  readonly lookup: HandleLookup
+  readonly chainId: Effect.Effect<number, Unavailable>
+  readonly publics: PublicCommitmentsShape
+}
+
+export const issuePublicHandle =
+  (config: PublicHandleConfig) =>
+  (
+    body: PublicHandleRequest,
+    paymentSignature?: string
+  ): Effect.Effect<WithPayment<PublicHandleResponse>, PublicHandleError> =>
+    Effect.gen(function* () {
+      const classified = classifyHandle(body.platform, body.handle)
+      if (Either.isLeft(classified)) return yield* Effect.fail(classified.left)
+      if (classified.right._tag !== "Lookup")
+        // microblog and codehost handles are always lookups; kept so this stands on its own.
+        return yield* Effect.fail(new BadRequest({ message: "handle: expected a handle, not a numeric id" }))
+      const handle = classified.right.handle
+      // Read before the lookup, which may take a payment: after it, only the record can fail.
+      const chainId = yield* config.chainId
+      const { userId, paymentResponse } = yield* config.lookup(body.platform, handle, paymentSignature)
+      const commitment = commitmentFor(config.keys, body.platform, userId, yield* freshNonce)
+      const issuedAt = BigInt(yield* nowSeconds)
+      const attestation = yield* Effect.promise(() =>
+        privateKeyToAccount(config.signingKey).signTypedData({
+          domain: publicHandleDomain(chainId),
+          types: publicHandleTypes,
+          primaryType: "PublicHandle",
+          message: { platformId: commitment.platformId, userId, handle, issuedAt }
+        })
+      )
+      // Recorded before the answer: an escrow launched to it must never read as private. Tried a
+      // few times, since a paid lookup's payment is already taken.
+      yield* config.publics
+        .record(commitment.handleCommitment, commitment.platformId, Number(issuedAt))
+        .pipe(Effect.retry(Schedule.intersect(Schedule.spaced("100 millis"), Schedule.recurs(3))))
+      const response: PublicHandleResponse = {
+        ...commitment,
+        platform: body.platform,
+        handle: handle as PublicHandleResponse["handle"],
+        issuedAt,
+        attestation: attestation as PublicHandleResponse["attestation"]
+      }
+      return { body: response, paymentResponse }
+    })
