@@ -70,6 +70,13 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly autoVeto: boolean
   /** The veto watcher also judges proposals of ids without a hint for this attestor. */
   readonly vetoUnknownIds: boolean
+  /**
+   * `VETO_RULE`: `committee` spares a proposal this attestor was not asked for (docs/attestor.md
+   * "The committee"); `strict` vetoes every proposal it did not attest (the specs' rule).
+   */
+  readonly vetoRule: "committee" | "strict"
+  /** `VETO_STAGGER_SECONDS`: the step between the veto slots of committee members (0: none). */
+  readonly vetoStaggerSeconds: number
   readonly oauthGetStart: boolean
   /**
    * Where a login may redirect back to, each `scheme://host[:port]/path` (an entry given without a
@@ -450,6 +457,13 @@ export const loadAttestorSettings = Effect.gen(function* () {
     bindDeadlineSeconds: positiveInt("BIND_DEADLINE_SECONDS", 3600, 30 * 24 * 3600),
     autoVeto: Config.boolean("AUTO_VETO").pipe(Config.withDefault(false)),
     vetoUnknownIds: Config.boolean("VETO_UNKNOWN_IDS").pipe(Config.withDefault(false)),
+    vetoRule: oneOf("VETO_RULE", ["committee", "strict"] as const).pipe(
+      Config.withDefault("committee" as const)
+    ),
+    vetoStaggerSeconds: Config.integer("VETO_STAGGER_SECONDS").pipe(
+      Config.validate({ message: "expected 0 to 60 seconds", validation: (n) => n >= 0 && n <= 60 }),
+      Config.withDefault(2)
+    ),
     ...txSenderSettings,
     oauthGetStart: Config.boolean("OAUTH_GET_START").pipe(Config.withDefault(true)),
     redirectAllowList,

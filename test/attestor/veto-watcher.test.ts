@@ -188,7 +188,15 @@ for (const database of testDatabases()) {
             )
             const watcher = (autoVeto: boolean, vetoUnknownIds = false) =>
               makeVetoWatcher(
-                { vault: VAULT, autoVeto, vetoUnknownIds, pollIntervalMs: 3_600_000 },
+                {
+                  vault: VAULT,
+                  autoVeto,
+                  vetoUnknownIds,
+                  vetoRule: "strict",
+                  vetoStaggerSeconds: 0,
+                  self: ATTESTOR,
+                  pollIntervalMs: 3_600_000
+                },
                 proposals,
                 autoVeto ? Option.some(sender) : Option.none()
               ).pipe(Effect.provide(services), Effect.scoped)

@@ -34,8 +34,9 @@
  * No id, owner, address or hash reaches a log line or a label.
  */
 
-import { Context, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
+import { Context, Duration, Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
 import { type Address, encodeFunctionData } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
 import { feeVaultAbi } from "../../../contracts/abi.js"
 import { pollForChanges } from "../../background/poll.js"
 import { supervised } from "../../background/supervised.js"
@@ -48,13 +49,19 @@ import { TxSender, type TxSenderShape } from "../../txsender/TxSender.js"
 import { AttestationStore } from "../binds/AttestationStore.js"
 import { HintIndex } from "../hints/HintIndex.js"
 import { ProposalStore, type ProposalStoreShape } from "./ProposalStore.js"
+import { ownSignatureOf } from "./proposalSignatures.js"
 import {
+  committeeVerdict,
   decide,
   type Handled,
+  needsOwnSignature,
+  type OwnSignature,
   type Proposal,
   pendingProposals,
   type Verdict,
+  type VetoRule,
   verdictOf,
+  vetoDelaySeconds,
   withGasMargin
 } from "./vetoVerdicts.js"
 
@@ -105,6 +112,9 @@ export class VetoWatcher extends Context.Tag("VetoWatcher")<VetoWatcher, VetoWat
             vault: settings.vault,
             autoVeto: settings.autoVeto,
             vetoUnknownIds: settings.vetoUnknownIds,
+            vetoRule: settings.vetoRule,
+            vetoStaggerSeconds: settings.vetoStaggerSeconds,
+            self: privateKeyToAccount(Redacted.value(settings.signingKey)).address,
             ...overrides
           },
           yield* ProposalStore,
@@ -138,7 +148,7 @@ export type VetoOutcome = "sent" | "skipped" | "unavailable" | "failed" | "under
  * (docs/operations.md "Metrics reference").
  */
 export const vetoWatcherSeriesAtZero: ReadonlyArray<SeriesAtZero> = [
-  ...valuesOf<Verdict>({ attested: true, unattested: true, unknown_id: true }).map((verdict) =>
+  ...valuesOf<Verdict>({ attested: true, unattested: true, unknown_id: true, unasked: true }).map((verdict) =>
     Metric.tagged(bindProposals, "verdict", verdict)
   ),
   ...valuesOf<VetoOutcome>({
@@ -158,6 +168,12 @@ export interface VetoWatcherConfig {
   readonly vault: Address
   readonly autoVeto: boolean
   readonly vetoUnknownIds: boolean
+  /** `VETO_RULE` (vetoVerdicts.ts). */
+  readonly vetoRule: VetoRule
+  /** `VETO_STAGGER_SECONDS` (`vetoDelaySeconds`). */
+  readonly vetoStaggerSeconds: number
+  /** This attestor's signing address: the one whose signatures the committee rule looks for. */
+  readonly self: Address
   /** How often the indexer's projection is looked at for changes. Default 200 ms. */
   readonly pollIntervalMs?: number
   /** Longest time between two passes (contests change attestations only). Default 5 s. */
@@ -190,6 +206,10 @@ export const makeVetoWatcher = (
     const reverted = new Set<string>()
     /** The timestamps of the blocks pending proposals were mined in, by block number. */
     const blockTimes = new Map<number, number>()
+    /** Whether each pending proposal carries this attestor's signature, once read. */
+    const ownSignatures = new Map<string, OwnSignature>()
+    /** When each pending proposal was first found to need a veto (unix seconds), for its slot. */
+    const vetoableSince = new Map<string, number>()
 
     /**
      * When `p` was mined (its block's timestamp); none when the chain does not answer, and the
@@ -210,6 +230,27 @@ export const makeVetoWatcher = (
         const at = Number(block.right.timestamp)
         blockTimes.set(p.block, at)
         return Option.some<number | undefined>(at)
+      })
+
+    /** Whether `p` carries this attestor's signature (read once per proposal); none: next pass. */
+    const ownSignature = (p: Proposal) =>
+      Effect.gen(function* () {
+        const cached = ownSignatures.get(keyOf(p))
+        if (cached !== undefined) return Option.some(cached)
+        const read = yield* ownSignatureOf(chain, config.vault, config.self, p)
+        if (Option.isSome(read)) ownSignatures.set(keyOf(p), read.value)
+        return read
+      })
+
+    /**
+     * Whether this attestor's veto slot for `p` has come (`vetoDelaySeconds`): counted from the
+     * pass that first found it vetoable; passes run at least every `resyncIntervalMs`.
+     */
+    const slotReached = (p: Proposal) =>
+      Effect.map(nowSeconds, (now) => {
+        const since = vetoableSince.get(keyOf(p)) ?? now
+        vetoableSince.set(keyOf(p), since)
+        return now >= since + vetoDelaySeconds(p.id, config.self, config.vetoStaggerSeconds)
       })
 
     const handledOf = (p: Proposal) =>
@@ -321,14 +362,14 @@ export const makeVetoWatcher = (
         if (known || config.vetoUnknownIds) {
           const at = yield* proposedAt(p)
           if (Option.isNone(at)) return
-          verdict = verdictOf(
-            p,
-            known,
-            config.vetoUnknownIds,
-            yield* attestations.ofId(p.id),
-            yield* attestations.contestedOf(p.id),
-            at.value
-          )
+          const own = yield* attestations.ofId(p.id)
+          const contested = yield* attestations.contestedOf(p.id)
+          verdict = verdictOf(p, known, config.vetoUnknownIds, own, contested, at.value)
+          if (needsOwnSignature(config.vetoRule, verdict, p, own, contested)) {
+            const carried = yield* ownSignature(p)
+            if (Option.isNone(carried)) return
+            verdict = committeeVerdict(carried.value)
+          }
         }
         const recorded = yield* handledOf(p)
         const handled =
@@ -344,7 +385,7 @@ export const makeVetoWatcher = (
             Effect.annotateLogs({ verdict, auto_veto: config.autoVeto })
           )
         }
-        if (action.veto && Option.isSome(sender)) yield* veto(p, sender.value)
+        if (action.veto && Option.isSome(sender) && (yield* slotReached(p))) yield* veto(p, sender.value)
       })
 
     /** One pass over the pending proposals; the indexer block it judged, if any. */
@@ -363,6 +404,8 @@ export const makeVetoWatcher = (
       for (const key of reverted) if (!pending.has(key)) reverted.delete(key)
       const blocks = new Set(view.proposals.map((p) => p.block))
       for (const block of blockTimes.keys()) if (!blocks.has(block)) blockTimes.delete(block)
+      for (const key of ownSignatures.keys()) if (!pending.has(key)) ownSignatures.delete(key)
+      for (const key of vetoableSince.keys()) if (!pending.has(key)) vetoableSince.delete(key)
       for (const [i, p] of view.proposals.entries()) {
         const isKnown = known[i] === true
         // An id the hint index may not have reached yet is judged on a later pass.

@@ -23,8 +23,21 @@
  *   pending proposal is unattested and, with `AUTO_VETO`, vetoed. Contested owners are checked
  *   apart from revocations, so no attestation of a contested owner, whenever it was recorded,
  *   makes its proposal attested again.
+ *
+ * In a committee (docs/attestor.md "The committee"), a proposal carries the signatures of t of the
+ * k members: the others were not asked, and an `unattested` proposal is not evidence of fraud for
+ * them. Under `VETO_RULE=committee` (`committeeVerdict`), a proposal the strict rule finds
+ * unattested stays `unattested` (vetoed) only when
+ * - a contest ruled its new owner out (above);
+ * - this attestor attested another key for the same id at the same bind nonce, unrevoked: the user
+ *   asked it for a key, and the proposal names another;
+ * - the proposal carries this attestor's own signature, which it never issued (its key signed
+ *   elsewhere), or its signatures cannot be read (proposed through a contract, not a direct call of
+ *   the vault): the strict rule then;
+ * and is `unasked` (counted, never vetoed) otherwise. With one attestor every proposal carries its
+ * signature, so both rules give the same verdicts.
  */
-import type { Address, Hex } from "viem"
+import { type Address, concatHex, type Hex, keccak256 } from "viem"
 import type { AccountState } from "../../store/projections/accounts.js"
 import type { StoredAttestation } from "../binds/AttestationStore.js"
 
@@ -38,7 +51,16 @@ export interface Proposal {
   readonly block?: number | undefined
 }
 
-export type Verdict = "attested" | "unattested" | "unknown_id"
+export type Verdict = "attested" | "unattested" | "unknown_id" | "unasked"
+
+/** `VETO_RULE` (docs/attestor.md "The committee"). */
+export type VetoRule = "committee" | "strict"
+
+/**
+ * Whether the proposal's transaction carries this attestor's signature: `carried`, `absent`, or
+ * `unreadable` (its transaction is not a direct `proposeBind` call of the vault).
+ */
+export type OwnSignature = "carried" | "absent" | "unreadable"
 export type VetoState = "none" | "sending" | "sent" | "skipped"
 
 /** What the watcher recorded of a proposal. */
@@ -96,6 +118,59 @@ export const verdictOf = (
   )
   return attested ? "attested" : "unattested"
 }
+
+/**
+ * Whether this attestor attested, unrevoked, another key than the proposal's for its id at its
+ * bind nonce: the user asked it for that key.
+ */
+export const attestedAnotherKey = (proposal: Proposal, attestations: ReadonlyArray<StoredAttestation>) =>
+  attestations.some(
+    (a) =>
+      !a.revoked &&
+      same(a.id, proposal.id) &&
+      a.bindNonce === proposal.bindNonce &&
+      !same(a.newOwner, proposal.newOwner)
+  )
+
+/**
+ * Under `VETO_RULE=committee`, whether a proposal the strict rule judged `unattested` needs its
+ * signatures read to be judged (`committeeVerdict`): not when a contest ruled its owner out or this
+ * attestor attested another key at its bind nonce, which keep it `unattested` whatever it carries.
+ */
+export const needsOwnSignature = (
+  rule: VetoRule,
+  strict: Verdict,
+  proposal: Proposal,
+  attestations: ReadonlyArray<StoredAttestation>,
+  contested: ReadonlyArray<Address>
+): boolean =>
+  rule === "committee" &&
+  strict === "unattested" &&
+  !contested.some((owner) => same(owner, proposal.newOwner)) &&
+  !attestedAnotherKey(proposal, attestations)
+
+/**
+ * The committee rule's verdict on a proposal `needsOwnSignature` sent to have its signatures read:
+ * `unasked` when they do not include this attestor's, else `unattested` (its own signature it never
+ * issued, or signatures it cannot read).
+ */
+export const committeeVerdict = (own: OwnSignature): Verdict => (own === "absent" ? "unasked" : "unattested")
+
+/**
+ * How long after first judging a proposal vetoable this attestor waits before vetoing it: its slot
+ * (0 to `VETO_SLOTS - 1`, from a hash of the id and its own address, so members of one committee
+ * mostly take different slots, and differ per proposal) times `staggerSeconds`. The member of the
+ * first slot vetoes; the others find `vetoBind` reverting in simulation once that veto is mined, or
+ * the proposal gone from the index, and send nothing (docs/attestor.md "Veto watcher").
+ */
+export const vetoDelaySeconds = (id: Hex, self: Address, staggerSeconds: number): number => {
+  if (staggerSeconds <= 0) return 0
+  const digest = keccak256(concatHex([id, self.toLowerCase() as Hex]))
+  return Number(BigInt(digest) % BigInt(VETO_SLOTS)) * staggerSeconds
+}
+
+/** The number of veto slots (`vetoDelaySeconds`). */
+export const VETO_SLOTS = 6
 
 /**
  * What to do with a judged proposal: count its verdict (new or changed), send a veto. `skipped`,
