@@ -1,4 +1,5 @@
 import { Attestor } from "../../layers/attestor.js"
+import { loadAttestorSettings } from "../config/attestor.js"
 import { runService } from "./main.js"
 
-runService("attestor", Attestor.layer)
+runService("attestor", Attestor.layer, loadAttestorSettings)

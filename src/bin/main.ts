@@ -61,7 +61,20 @@ const startupFailure = (service: string, cause: Cause.Cause<unknown>): string =>
     }
   })
 
-export const runService = <E>(service: string, layer: Layer.Layer<never, E, never>): void => {
+/**
+ * The settings' refusal beside a bad `LOG_LEVEL`, so the one line names every bad setting at once:
+ * `settings` is the service's loader, run with no logger (nothing has started).
+ */
+const otherRefusals = async (settings: Effect.Effect<unknown, unknown>): Promise<string | undefined> => {
+  const exit = await Effect.runPromiseExit(settings.pipe(Effect.provide(Logger.remove(Logger.defaultLogger))))
+  return exit._tag === "Failure" ? Option.getOrUndefined(configFailure(exit.cause)) : undefined
+}
+
+export const runService = <E>(
+  service: string,
+  layer: Layer.Layer<never, E, never>,
+  settings: Effect.Effect<unknown, unknown> = Effect.void
+): void => {
   const file = loadSettingsFile()
   if (file.refusal !== undefined) {
     process.stderr.write(`${service}: invalid settings: ${file.refusal}\n`)
@@ -70,8 +83,13 @@ export const runService = <E>(service: string, layer: Layer.Layer<never, E, neve
   }
   const level = logLevel()
   if (Either.isLeft(level)) {
-    process.stderr.write(`${service}: invalid settings: ${level.left}\n`)
+    const refused = level.left
     process.exitCode = 1
+    void otherRefusals(settings).then((others) =>
+      process.stderr.write(
+        `${service}: invalid settings: ${others === undefined ? refused : `${refused}; ${others}`}\n`
+      )
+    )
     return
   }
   const program = Effect.zipRight(

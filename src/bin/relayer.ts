@@ -1,4 +1,5 @@
 import { Relayer } from "../../layers/relayer.js"
+import { loadRelayerSettings } from "../config/relayer.js"
 import { runService } from "./main.js"
 
-runService("relayer", Relayer.layer)
+runService("relayer", Relayer.layer, loadRelayerSettings)

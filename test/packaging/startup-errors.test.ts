@@ -94,6 +94,19 @@ describe("start-up errors of the bundled services", () => {
       expect(line).toContain(name)
   })
 
+  it("a bad LOG_LEVEL is named with every missing setting in the same line", {
+    timeout: 60_000
+  }, async () => {
+    const line = await startUpLine("relayer", { LOG_LEVEL: "loud" })
+    expect(line).toMatch(/^relayer: invalid settings: LOG_LEVEL: expected one of .*warn.* \(got "loud"\)/)
+    for (const name of ["FEE_VAULT", "SETTLEMENT_ASSET", "SHIELD_ADAPTER", "RPC_URL", "RELAYER_PRIVATE_KEY"])
+      expect(line).toContain(name)
+    // Everything else set: LOG_LEVEL alone.
+    expect(await startUpLine("relayer", { ...relayerSettings, LOG_LEVEL: "loud" })).toBe(
+      `relayer: invalid settings: LOG_LEVEL: expected one of all, trace, debug, info, warn, error, fatal, off (got "loud")`
+    )
+  })
+
   it("the attestor with nothing set names every missing setting in one line", {
     timeout: 60_000
   }, async () => {
