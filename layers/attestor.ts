@@ -31,6 +31,7 @@ import { attestorIpRateLimit } from "../src/attestor/rateLimits.js"
 import { ProposalStore } from "../src/attestor/veto/ProposalStore.js"
 import { VetoWatcher, vetoWatcherSeriesAtZero } from "../src/attestor/veto/VetoWatcher.js"
 import { ChainClient } from "../src/chain/ChainClient.js"
+import { ChainSilence } from "../src/chain/ChainSilence.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { DevnetChainClock } from "../src/chain/DevnetChainClock.js"
 import { chainSeriesAtZero } from "../src/chain/metrics.js"
@@ -115,7 +116,9 @@ const attestorServices = Layer.unwrapEffect(
           attestorKeySender(settings)
         )
       ),
-      Layer.provideMerge(Layer.mergeAll(indexer, HintDecryptor.layer, AttestorRoleCheck.layer)),
+      Layer.provideMerge(
+        Layer.mergeAll(indexer, HintDecryptor.layer, AttestorRoleCheck.layer, ChainSilence.layer)
+      ),
       Layer.provideMerge(EventStore.layer),
       Layer.provideMerge(base),
       Layer.merge(attestorMetricsAtZero(settings))

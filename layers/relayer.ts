@@ -4,6 +4,7 @@
  */
 import { Effect, Layer, Option } from "effect"
 import { ChainClient } from "../src/chain/ChainClient.js"
+import { ChainSilence } from "../src/chain/ChainSilence.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { chainSeriesAtZero } from "../src/chain/metrics.js"
 import { RelayerSettings, type RelayerSettingsShape, relayerSettingsWarnings } from "../src/config/relayer.js"
@@ -92,6 +93,8 @@ const relayerServices = Layer.unwrapEffect(
         ).pipe(Layer.provide(RevertCooldowns.observer))
       ),
       Layer.provideMerge(RevertCooldowns.layer),
+      // Says once, naming RPC_URL, when the chain does not answer at start-up.
+      Layer.provideMerge(ChainSilence.layer),
       Layer.provideMerge(base),
       Layer.merge(startupWarnings),
       Layer.merge(relayerMetricsAtZero(settings))

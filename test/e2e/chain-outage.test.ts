@@ -6,7 +6,8 @@
  *   `unavailable` once its indexer's step failed and is 200 again when the RPC answers; the
  *   attestor's health says the chain is unreachable and gives no lag (never `lag: 0`);
  * - secrets in logs: with an RPC URL holding a key in its path, on a dead host and on a live RPC
- *   that dies, no line of either service's output names the key, and the failures are reported.
+ *   that dies, no line of either service's output names the key, and the failures are reported;
+ *   on the dead host, each service says once that the chain does not answer at RPC_URL.
  */
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -210,7 +211,9 @@ describe("an RPC URL with a key in its path on a dead host", () => {
       async () =>
         output(relayer).includes("gas price refresh failed") &&
         output(relayer).includes("indexer failed; restarting") &&
-        output(attestor).includes("indexer failed; restarting"),
+        output(attestor).includes("indexer failed; restarting") &&
+        output(relayer).includes("the chain does not answer at RPC_URL") &&
+        output(attestor).includes("the chain does not answer at RPC_URL"),
       60_000
     )
     expect(reported).toBe(true)
