@@ -306,7 +306,7 @@ export interface CollectBindRequest {
   readonly bindNonce: bigint
   /** The committee's deadline (`committeeDeadline`). */
   readonly deadline: bigint
-  readonly chain: { readonly chainId: number; readonly vault: Address }
+  readonly chain: { readonly chainId: number; readonly vault: `0x${string}` }
   /** Whether the vault counts `signer` as an attestor (`isAttestor(signer)`, a chain read). */
   readonly isAttestor: (signer: Address) => boolean | PromiseLike<boolean>
 }
