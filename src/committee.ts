@@ -9,7 +9,7 @@
  * helpers of src/client.ts it uses are read only inside functions, so the two modules importing
  * each other is harmless.
  */
-import { Data, Effect, Either, Option, Schema } from "effect"
+import { Data, Effect, Either, Schema } from "effect"
 import { type Hex, recoverTypedDataAddress } from "viem"
 import {
   type AttestorInfo,
@@ -384,9 +384,10 @@ const checkBind = (
   binds: ReadonlyArray<BindSignature>
 ) =>
   Effect.gen(function* () {
-    const foreign = yield* Effect.flip(bindsFor(binds, request.owner)).pipe(Effect.option)
-    if (Option.isSome(foreign))
-      return { member, _tag: "ForeignBind", newOwner: foreign.value.newOwner } satisfies Checked
+    // Rule 3: one signature for another key and nothing of this answer is used.
+    const mine = yield* Effect.either(bindsFor(binds, request.owner))
+    if (Either.isLeft(mine))
+      return { member, _tag: "ForeignBind", newOwner: mine.left.newOwner } satisfies Checked
     const bind = binds.find((b) => sameHex(b.beneficiaryId, request.id))
     if (bind === undefined)
       return {
