@@ -216,3 +216,6 @@ export const signDevnetWidgetPayload = (
   botToken: string,
   fields: Omit<MessengerAuth, "hash">
 ): MessengerAuth => signWidgetPayload(widgetKey(botToken), fields)
+
+// Binding with a committee: logins at every attestor, one deadline, merged and checked signatures.
+export * from "./committee.js"
