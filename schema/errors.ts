@@ -28,6 +28,8 @@ export class InsufficientAttestations extends Schema.TaggedError<InsufficientAtt
 ) {}
 export class Unsupported extends Schema.TaggedError<Unsupported>()("Unsupported", fields) {}
 export class InvalidSession extends Schema.TaggedError<InvalidSession>()("InvalidSession", fields) {}
+/** The user declined a login at the provider (the OAuth callback's `error=access_denied`). */
+export class AccessDenied extends Schema.TaggedError<AccessDenied>()("AccessDenied", fields) {}
 export class FeeTooLow extends Schema.TaggedError<FeeTooLow>()("FeeTooLow", fields) {}
 export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", {
   message: Schema.String,
@@ -68,6 +70,7 @@ export type ApiError =
   | InsufficientAttestations
   | Unsupported
   | InvalidSession
+  | AccessDenied
   | FeeTooLow
   | PaymentRequired
   | PaymentFailed
@@ -97,6 +100,7 @@ export const errorCatalog = {
   InsufficientAttestations: { status: 400, code: "insufficient_attestations" },
   Unsupported: { status: 400, code: "unsupported" },
   InvalidSession: { status: 401, code: "invalid_session" },
+  AccessDenied: { status: 401, code: "access_denied" },
   FeeTooLow: { status: 402, code: "fee_too_low" },
   PaymentRequired: { status: 402, code: "payment_required" },
   PaymentFailed: { status: 402, code: "payment_failed" },
@@ -162,6 +166,7 @@ export const Wire = {
   InsufficientAttestations: wireError(InsufficientAttestations),
   Unsupported: wireError(Unsupported),
   InvalidSession: wireError(InvalidSession),
+  AccessDenied: wireError(AccessDenied),
   FeeTooLow: wireError(FeeTooLow),
   PaymentRequired: wireError(PaymentRequired),
   PaymentFailed: wireError(PaymentFailed),

@@ -306,16 +306,21 @@ describe("OAuth refusals: each its status and code, and no session", () => {
     }
   })
 
-  it("a user who declines is 401 invalid_session; with a redirect, <redirect>#error=invalid_session", async () => {
+  it("a user who declines is 401 access_denied; with a redirect, <redirect>#error=access_denied", async () => {
     const { url } = await start(attestor, "microblog", newOwner())
-    await expectRefusal(await callback(await authorize(url, { devnet_deny: "1" })), 401, "invalid_session")
+    const declined = await callback(await authorize(url, { devnet_deny: "1" }))
+    expect(declined.status).toBe(401)
+    expect(await declined.json()).toEqual({
+      error: "the login was declined at the provider: log in again and authorize it",
+      code: "access_denied"
+    })
     const redirect = DEVNET_REDIRECT_ALLOWLIST
     const withRedirect = await start(attestor, "codehost", newOwner(), { redirect })
     const res = await callback(await authorize(withRedirect.url, { devnet_deny: "1" }))
     expect(res.status).toBe(302)
-    expect(res.headers.get("location")).toBe(`${redirect}#error=invalid_session`)
+    expect(res.headers.get("location")).toBe(`${redirect}#error=access_denied`)
     expect(
-      await metric(attestor, "attestor_logins_total", { platform: "codehost", outcome: "invalid_session" })
+      await metric(attestor, "attestor_logins_total", { platform: "codehost", outcome: "access_denied" })
     ).toBeGreaterThan(0)
   })
 

@@ -114,6 +114,7 @@ export const oauthCallbackEndpoint = HttpApiEndpoint.get("oauthCallback", "/v1/o
   .addError(Wire.BadRequest)
   .addError(Wire.Unsupported)
   .addError(Wire.InvalidSession)
+  .addError(Wire.AccessDenied)
   .addError(Wire.RateLimited)
   .addError(Wire.Unavailable)
 

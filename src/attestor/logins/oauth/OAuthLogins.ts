@@ -16,8 +16,9 @@
  * 1. the state is taken once: unknown, expired or used is 400 `bad_request`; from here on a failure
  *    of a login started with a `redirect` (still on the allow-list) is answered by sending the
  *    browser to `<redirect>#error=<code>`;
- * 2. the state must be this platform's (400); a provider refusal (`error=access_denied`) is 401
- *    `invalid_session`; no `code` is 400;
+ * 2. the state must be this platform's (400); the user's refusal at the provider
+ *    (`error=access_denied`) is 401 `access_denied`, any other provider error 401 `invalid_session`;
+ *    no `code` is 400;
  * 3. the code is exchanged with the verifier (arctic): a refused code is 401 `invalid_session`, a
  *    provider not answering (or too slow) 503 `unavailable`;
  * 4. the immutable numeric user id is read with the token: a token the provider does not accept is
@@ -50,6 +51,7 @@ import type {
   SessionResponse
 } from "../../../../schema/attestor.js"
 import {
+  AccessDenied,
   BadRequest,
   errorCatalog,
   InvalidSession,
@@ -84,7 +86,7 @@ export interface OAuthLoginsConfig {
 }
 
 export type OAuthStartError = BadRequest | Unsupported | RateLimited | Unavailable
-export type OAuthCallbackError = BadRequest | InvalidSession | Unavailable
+export type OAuthCallbackError = BadRequest | InvalidSession | AccessDenied | Unavailable
 
 /** A callback's answer: the session, and where to send the browser with it (none: JSON). */
 export interface OAuthCallbackResult {
@@ -187,6 +189,7 @@ export const notAnOAuthPlatform = (platform: string) =>
 const PROVIDER_UNAVAILABLE = "the login provider is not answering: try again later"
 const PROVIDER_UNUSABLE = "the login provider's answer could not be used: try again later"
 const CODE_REFUSED = "the login provider refused the login: log in again"
+const LOGIN_DECLINED = "the login was declined at the provider: log in again and authorize it"
 const STATE_UNKNOWN = "the login state is unknown, expired or already used: start the login again"
 export const LOGIN_CHALLENGE_REQUIRED =
   "loginChallenge: required: draw a 32-byte loginSecret for this login, keep it, and send its SHA-256 as loginChallenge"
@@ -397,6 +400,9 @@ const makeOAuthLogins = (config: OAuthLoginsConfig) =>
         const intentPlatform = intent.platform
         if (intentPlatform !== platform || !isOAuthPlatform(intentPlatform))
           return yield* refuse(new BadRequest({ message: STATE_UNKNOWN }), redirect)
+        // The user's "deny" at the provider is said as such; any other provider error is a refusal.
+        if (query.error === "access_denied")
+          return yield* refuse(new AccessDenied({ message: LOGIN_DECLINED }), redirect)
         if (query.error !== undefined)
           return yield* refuse(new InvalidSession({ message: CODE_REFUSED }), redirect)
         if (query.code === undefined)
