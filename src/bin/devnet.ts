@@ -54,14 +54,17 @@ const integerSetting = (name: string, defaultValue: number) =>
     })
   )
 
-/** Where members 2..5 listen by default: 8091.. (docs/protocol.md §9 "A committee devnet"). */
-const MEMBER_PORT_BASE = 8089
+/**
+ * Where members 2..5 listen by default: 8092..8095 (docs/protocol.md §9 "A committee devnet"), clear
+ * of the devnet's other ports and of `npm run devnet:relayer` / `devnet:attestor` (8090, 8091).
+ */
+const MEMBER_PORT_BASE = 8090
 
 /**
  * The committee (docs/protocol.md §9 "A committee devnet"): `DEVNET_ATTESTORS` members (1 to 5),
  * `DEVNET_ATTESTOR_THRESHOLD` signatures a bind needs (1 to the members), and each member's port:
  * `DEVNET_ATTESTOR_PORTS` lists them all, member 1 first; otherwise member 1 listens on
- * `DEVNET_ATTESTOR_PORT` (8081) and member k on 8089 + k (8091, 8092, …).
+ * `DEVNET_ATTESTOR_PORT` (8081) and member k on 8090 + k (8092, 8093, …).
  */
 const committeeSettings = Effect.gen(function* () {
   const attestors = yield* integerSetting("DEVNET_ATTESTORS", 1)
@@ -217,7 +220,7 @@ const memberLines = (chain: DevnetChain, attestors: ReadonlyArray<{ readonly url
   const [first] = attestors
   if (attestors.length === 1 && first !== undefined) return [`  attestor  ${first.url}`]
   return [
-    `  attestors ${chain.attestorThreshold} of ${attestors.length} sign each bind (threshold ${chain.attestorThreshold})`,
+    `  attestors ${attestors.length} members; a bind needs ${chain.attestorThreshold} of their signatures`,
     ...attestors.map(
       (attestor, i) =>
         `    ${String(i + 1).padEnd(2)}${attestor.url}  ${chain.members[i]?.address}  hint key ${chain.members[i]?.hintPublicKey}`
