@@ -2,7 +2,9 @@
  * The committee devnet in-process (docs/protocol.md §9 "A committee devnet"): three members at
  * threshold 2, each its own attestor with its own keys, database and URL, all registered on the
  * vault. A creator's launch sealed to all three is found by each member after a messenger login
- * there; a member stopped and started again keeps its database.
+ * there; a member stopped and started again keeps its database. The same through the test
+ * support: `VaultDevnet.start(name, { attestors, threshold })` and `AttestorClient.start(net, env,
+ * { member })`.
  */
 import { readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -13,10 +15,11 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { launchSampleToken } from "../../contracts/deploy.js"
-import { Devnet, type RunningDevnet, type RunningMember } from "../../layers/devnet.js"
+import { Devnet, devnetMember, type RunningDevnet, type RunningMember } from "../../layers/devnet.js"
 import { computeId } from "../../schema/ids.js"
 import { encodeBeneficiaryHint, sealHint } from "../../src/attestor/hints/hintEnvelopes.js"
 import { AttestorClient } from "./support/attestorClient.js"
+import { VaultDevnet } from "./support/relayerDevnet.js"
 
 const runtime = ManagedRuntime.make(
   Devnet.layer({ dir: join(tmpdir(), `committee-devnet-${process.pid}`), attestors: 3, threshold: 2 })
@@ -168,5 +171,39 @@ describe("a 3-member committee devnet at threshold 2", () => {
     // Sessions are each member's own: member 3's is no session at member 2.
     const elsewhere = await login(members[2]!.url, "8800002")
     expect((await post(member.url, "/v1/escrows", { session: elsewhere })).status).toBe(401)
+  })
+})
+
+describe("committee members through the test support (VaultDevnet, AttestorClient)", () => {
+  it("starts member k with its own keys at the URL set aside for it, again after a stop", {
+    timeout: 180_000
+  }, async () => {
+    const net = await VaultDevnet.start("committee-support", { attestors: 2, threshold: 2 })
+    try {
+      const second = devnetMember(2)
+      let member = await AttestorClient.start(net, {}, { member: 2 })
+      expect(member.url).toBe(net.memberUrls?.[1])
+      expect(await json(await fetch(`${member.url}/v1/info`))).toMatchObject({
+        status: 200,
+        body: { attestor: second.address, hintPublicKey: second.hintPublicKey }
+      })
+      // The launch helper seals to every member's key; member 2 opens its own envelope.
+      const commitment = await member.commit("8800003")
+      const launched = await member.launchTo(commitment, "SUPP", undefined, [
+        devnetMember(1).hintPublicKey,
+        second.hintPublicKey
+      ])
+      await member.indexed(launched.block)
+      const session = await member.login("8800003", privateKeyToAccount(generatePrivateKey()).address)
+      expect(await escrowIds(member.url, session)).toContain(launched.id)
+      await member.stop()
+      member = await AttestorClient.start(net, {}, { member: 2 })
+      await member.indexed(await member.head())
+      // Same URL, same database: the session from before the stop still lists the escrow.
+      expect(await escrowIds(member.url, session)).toContain(launched.id)
+      await member.stop()
+    } finally {
+      await net.dispose()
+    }
   })
 })
