@@ -8,9 +8,21 @@ import { readFileSync } from "node:fs"
 import { mkdir, rm, writeFile } from "node:fs/promises"
 import { createServer } from "node:net"
 import { join } from "node:path"
-import { ConfigProvider, Context, Data, Effect, Layer, type Scope } from "effect"
-import type { Hex } from "viem"
-import { keccak256, parseUnits, stringToHex } from "viem"
+import {
+  ConfigProvider,
+  Context,
+  Data,
+  Effect,
+  ExecutionStrategy,
+  Exit,
+  Layer,
+  Option,
+  Scope,
+  SynchronizedRef
+} from "effect"
+import type { Address, Hex } from "viem"
+import { createTestClient, http, keccak256, parseEther, parseUnits, stringToHex } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
 import {
   type DevnetDeployment,
   deployDevnet,
@@ -66,23 +78,89 @@ const standInPlatforms = [
   "community"
 ] as const satisfies ReadonlyArray<StandInPlatform>
 
+type OAuthApps = Record<StandInPlatform, { readonly clientId: string; readonly clientSecret: string }>
+
+/** The most members a devnet committee has (docs/protocol.md §9 "A committee devnet"). */
+export const DEVNET_MAX_ATTESTORS = 5
+
 /**
- * The stand-in OAuth providers and handle directories of the devnet (docs/protocol.md §9), with the devnet
- * attestor's apps registered for callbacks at `attestorUrl`; closed with the scope.
+ * One member of the devnet's attestor committee (docs/protocol.md §9 "A committee devnet"): its
+ * fixed development keys, public by design. Member 1 is the single-attestor devnet's attestor.
  */
-export const devnetStandIns = (attestorUrl: string, port = 0) =>
-  oauthStandIns({
+export interface DevnetMember {
+  /** 1-based, the order of deployment.json's `attestors`. */
+  readonly member: number
+  readonly address: Address
+  readonly signingPrivateKey: Hex
+  readonly hintPrivateKey: Hex
+  readonly hintPublicKey: Hex
+  readonly pepper: Hex
+  /** Its own OAuth app per platform at the stand-in providers. */
+  readonly oauthApps: OAuthApps
+}
+
+const derivedSecret = (text: string): Hex => keccak256(stringToHex(text))
+
+/** Member `k`'s OAuth apps: member 1 keeps the devnet's, the others get their own client ids. */
+const memberOAuthApps = (k: number): OAuthApps =>
+  k === 1
+    ? DEVNET_OAUTH_APPS
+    : {
+        microblog: { clientId: `devnet-microblog-client-${k}`, clientSecret: `devnet-microblog-secret-${k}` },
+        codehost: { clientId: `devnet-codehost-client-${k}`, clientSecret: `devnet-codehost-secret-${k}` },
+        community: { clientId: `devnet-community-client-${k}`, clientSecret: `devnet-community-secret-${k}` }
+      }
+
+/**
+ * Member `k` (1..5) of the devnet committee. Member 1: mnemonic account #2 and the devnet's hint key
+ * and pepper. Members 2..5: keys derived from fixed phrases, never mnemonic accounts (tests use #3..#9).
+ */
+export const devnetMember = (k: number): DevnetMember => {
+  if (!Number.isInteger(k) || k < 1 || k > DEVNET_MAX_ATTESTORS)
+    throw new Error(`a devnet committee member is 1 to ${DEVNET_MAX_ATTESTORS}, not ${k}`)
+  const signingPrivateKey = k === 1 ? devnetKeys.attestor : derivedSecret(`fee-vault devnet attestor ${k}`)
+  const hintPrivateKey =
+    k === 1 ? DEVNET_HINT_PRIVATE_KEY : derivedSecret(`fee-vault devnet attestor ${k} hint key`)
+  return {
+    member: k,
+    address: privateKeyToAccount(signingPrivateKey).address,
+    signingPrivateKey,
+    hintPrivateKey,
+    hintPublicKey: hintPublicKeyOf(hintPrivateKey),
+    pepper: k === 1 ? DEVNET_PEPPER : derivedSecret(`fee-vault devnet attestor ${k} pepper`),
+    oauthApps: memberOAuthApps(k)
+  }
+}
+
+/** Where a member's OAuth callbacks go: its own PUBLIC_URL. */
+export interface MemberUrl {
+  readonly member: number
+  readonly url: string
+}
+
+const appsAt = (platform: StandInPlatform, members: ReadonlyArray<MemberUrl>) =>
+  members.map(({ member, url }) => ({
+    ...devnetMember(member).oauthApps[platform],
+    redirectUri: `${url}/v1/oauth/${platform}/callback`
+  }))
+
+/**
+ * The stand-in OAuth providers and handle directories of the devnet (docs/protocol.md §9), with each
+ * member's apps registered for callbacks at its URL (a string: member 1 at that URL); closed with
+ * the scope.
+ */
+export const devnetStandIns = (members: string | ReadonlyArray<MemberUrl>, port = 0) => {
+  const list = typeof members === "string" ? [{ member: 1, url: members }] : members
+  return oauthStandIns({
     host: "127.0.0.1",
     port,
     clients: {
-      microblog: {
-        ...DEVNET_OAUTH_APPS.microblog,
-        redirectUri: `${attestorUrl}/v1/oauth/microblog/callback`
-      },
-      codehost: { ...DEVNET_OAUTH_APPS.codehost, redirectUri: `${attestorUrl}/v1/oauth/codehost/callback` },
-      community: { ...DEVNET_OAUTH_APPS.community, redirectUri: `${attestorUrl}/v1/oauth/community/callback` }
+      microblog: appsAt("microblog", list),
+      codehost: appsAt("codehost", list),
+      community: appsAt("community", list)
     }
   })
+}
 
 /**
  * The attestor's Sign In With Farcaster on the devnet (docs/protocol.md §9): messages for the front-end's
@@ -95,14 +173,16 @@ export const fedsocialEnv = (chain: DevnetChain): Record<string, string> => ({
 })
 
 /**
- * The attestor's settings for the stand-ins: the OAuth apps of `platforms` (every one by default),
- * their callbacks at `attestorUrl`.
+ * The attestor's settings for the stand-ins: member `member`'s OAuth apps of `platforms` (every
+ * one by default), their callbacks at `attestorUrl`.
  */
 export const standInEnv = (
   standIns: OAuthStandIns,
   attestorUrl: string,
-  platforms: ReadonlyArray<StandInPlatform> = standInPlatforms
+  platforms: ReadonlyArray<StandInPlatform> = standInPlatforms,
+  member = 1
 ): Record<string, string> => {
+  const apps = devnetMember(member).oauthApps
   const env: Record<string, string> = {
     PUBLIC_URL: attestorUrl,
     REDIRECT_ALLOWLIST: DEVNET_REDIRECT_ALLOWLIST,
@@ -114,9 +194,9 @@ export const standInEnv = (
   }
   for (const platform of platforms) {
     const prefix = platform.toUpperCase()
-    const endpoints = standIns.endpoints(platform)
-    env[`${prefix}_CLIENT_ID`] = DEVNET_OAUTH_APPS[platform].clientId
-    env[`${prefix}_CLIENT_SECRET`] = DEVNET_OAUTH_APPS[platform].clientSecret
+    const endpoints = standIns.endpoints(platform, apps[platform].clientId)
+    env[`${prefix}_CLIENT_ID`] = apps[platform].clientId
+    env[`${prefix}_CLIENT_SECRET`] = apps[platform].clientSecret
     env[`${prefix}_AUTHORIZE_URL`] = endpoints.authorize
     env[`${prefix}_TOKEN_URL`] = endpoints.token
     env[`${prefix}_REVOKE_URL`] = endpoints.revoke
@@ -193,14 +273,27 @@ export const paidLookupEnv = (
   }
 }
 
+/** A committee member as deployment.json lists it (docs/protocol.md §9 "A committee devnet"). */
+export interface DevnetFileAttestor {
+  readonly url: string
+  readonly address: Address
+  readonly hintPublicKey: Hex
+}
+
 export interface DevnetFile extends DevnetDeployment {
   readonly rpcUrl: string
   readonly relayerUrl: string
+  /** The first member's URL. */
   readonly attestorUrl: string
+  /** How many members' signatures a bind needs. */
+  readonly attestorThreshold: number
+  /** Every member, member 1 first. */
+  readonly attestors: ReadonlyArray<DevnetFileAttestor>
   /** The stand-ins of the outside world (OAuth providers, handle directories), docs/protocol.md §9. */
   readonly doublesUrl?: string
   /** The x402 facilitator stand-in of paid handle lookups, docs/protocol.md §9. */
   readonly facilitatorUrl?: string
+  /** The first member's hint key. */
   readonly hintPublicKey: Hex
 }
 
@@ -210,8 +303,13 @@ export interface DevnetChain {
   readonly dir: string
   readonly deploymentFile: string
   readonly denyListFile: string
+  /** The first member's hint key. */
   readonly hintPublicKey: Hex
   readonly sampleBeneficiaryId: Hex
+  /** The attestor committee registered on the vault, member 1 first. */
+  readonly members: ReadonlyArray<DevnetMember>
+  /** The vault's attestor threshold. */
+  readonly attestorThreshold: number
 }
 
 export class DevnetError extends Data.TaggedError("DevnetError")<{
@@ -235,6 +333,32 @@ export interface DevnetChainOptions {
   readonly dir: string
   /** 0 or absent: a free port. */
   readonly rpcPort?: number
+  /** Committee members, 1 to 5 (default 1). */
+  readonly attestors?: number
+  /** Signatures a bind needs, 1 to `attestors` (default 1). */
+  readonly threshold?: number
+}
+
+/**
+ * Why a committee size and threshold are refused, or undefined when they are fine
+ * (docs/protocol.md §9 "A committee devnet").
+ */
+export const committeeRefusal = (attestors: number, threshold: number): string | undefined => {
+  if (!Number.isInteger(attestors) || attestors < 1 || attestors > DEVNET_MAX_ATTESTORS)
+    return `the committee has 1 to ${DEVNET_MAX_ATTESTORS} attestors, not ${attestors}`
+  if (!Number.isInteger(threshold) || threshold < 1 || threshold > attestors)
+    return `the attestor threshold is 1 to ${attestors} (the committee's size), not ${threshold}`
+  return undefined
+}
+
+/** What members 2..5 hold to pay for their vetoes (AUTO_VETO), as much as anvil's accounts. */
+const MEMBER_BALANCE = parseEther("10000")
+
+/** Gives members 2..N ETH for their vetoes; member 1 is mnemonic account #2, funded already. */
+const fundMembers = async (rpcUrl: string, members: ReadonlyArray<DevnetMember>) => {
+  const client = createTestClient({ mode: "anvil", transport: http(rpcUrl) })
+  for (const member of members.slice(1))
+    await client.setBalance({ address: member.address, value: MEMBER_BALANCE })
 }
 
 /** Anvil with everything deployed; stopped when the scope closes. */
@@ -249,14 +373,23 @@ export const devnetChain = (
       },
       catch: (cause) => new DevnetError({ message: `cannot prepare ${options.dir}`, cause })
     })
+    const attestors = options.attestors ?? 1
+    const attestorThreshold = options.threshold ?? 1
+    const refusal = committeeRefusal(attestors, attestorThreshold)
+    if (refusal !== undefined) return yield* new DevnetError({ message: refusal })
+    const members = Array.from({ length: attestors }, (_, i) => devnetMember(i + 1))
     const anvil = yield* startAnvil(options.rpcPort ? { port: options.rpcPort } : {})
     return yield* Effect.tryPromise({
       try: async () => {
-        const deployment = await deployDevnet(anvil.rpcUrl)
+        const deployment = await deployDevnet(anvil.rpcUrl, {
+          attestors: members.map((m) => m.address),
+          attestorThreshold: BigInt(attestorThreshold)
+        })
+        await fundMembers(anvil.rpcUrl, members)
         await mintSampleBalances(anvil.rpcUrl, deployment)
         await installFarcasterRegistries(anvil.rpcUrl)
         await installX402Contracts(anvil.rpcUrl)
-        const hintPublicKey = hintPublicKeyOf(DEVNET_HINT_PRIVATE_KEY)
+        const hintPublicKey = members[0]!.hintPublicKey
         const hint = makeHint(
           Buffer.from(DEVNET_PEPPER.slice(2), "hex"),
           DEVNET_SAMPLE_USER.platformId,
@@ -266,7 +399,8 @@ export const devnetChain = (
         const sampleBeneficiaryId = hintBeneficiaryId(hint)
         await launchSampleToken(anvil.rpcUrl, deployment, {
           beneficiaryId: sampleBeneficiaryId,
-          beneficiaryHint: encodeBeneficiaryHint([sealHint(hintPublicKey, hint)])
+          // One envelope per member, so each member's hint index finds it (docs/protocol.md §6).
+          beneficiaryHint: encodeBeneficiaryHint(members.map((m) => sealHint(m.hintPublicKey, hint)))
         })
         const denyListFile = join(options.dir, "deny-list.txt")
         await writeFile(denyListFile, `${DEVNET_DENY_LIST.join("\n")}\n`)
@@ -277,7 +411,9 @@ export const devnetChain = (
           deploymentFile: join(options.dir, "deployment.json"),
           denyListFile,
           hintPublicKey,
-          sampleBeneficiaryId
+          sampleBeneficiaryId,
+          members,
+          attestorThreshold
         }
       },
       catch: (cause) => new DevnetError({ message: "deploying the reference contracts failed", cause })
@@ -286,7 +422,10 @@ export const devnetChain = (
 
 export interface ServiceUrls {
   readonly relayerUrl: string
+  /** Member 1's URL. */
   readonly attestorUrl: string
+  /** Every member's URL, member 1 first; absent: `[attestorUrl]` on a single-attestor devnet. */
+  readonly attestorUrls?: ReadonlyArray<string> | undefined
   readonly doublesUrl?: string | undefined
   readonly facilitatorUrl?: string | undefined
 }
@@ -295,11 +434,20 @@ export interface ServiceUrls {
 export const writeDevnetFile = (chain: DevnetChain, urls: ServiceUrls) =>
   Effect.tryPromise({
     try: () => {
+      const attestorUrls = urls.attestorUrls ?? [urls.attestorUrl]
+      if (attestorUrls.length !== chain.members.length || attestorUrls[0] !== urls.attestorUrl)
+        throw new Error("deployment.json needs one URL per committee member, member 1's first")
       const file: DevnetFile = {
         ...chain.deployment,
         rpcUrl: chain.anvil.rpcUrl,
         relayerUrl: urls.relayerUrl,
         attestorUrl: urls.attestorUrl,
+        attestorThreshold: chain.attestorThreshold,
+        attestors: chain.members.map((m, i) => ({
+          url: attestorUrls[i]!,
+          address: m.address,
+          hintPublicKey: m.hintPublicKey
+        })),
         ...(urls.doublesUrl === undefined ? {} : { doublesUrl: urls.doublesUrl }),
         ...(urls.facilitatorUrl === undefined ? {} : { facilitatorUrl: urls.facilitatorUrl }),
         hintPublicKey: chain.hintPublicKey
@@ -337,19 +485,30 @@ export const relayerEnv = (chain: DevnetChain, port: number): Record<string, str
   PORT: String(port)
 })
 
-/** The attestor's settings on the devnet, as environment variables. */
-export const attestorEnv = (chain: DevnetChain, port: number): Record<string, string> => ({
-  RPC_URL: chain.anvil.rpcUrl,
-  DEPLOYMENT_FILE: chain.deploymentFile,
-  ATTESTOR_PRIVATE_KEY: devnetKeys.attestor,
-  HINT_PRIVATE_KEY: DEVNET_HINT_PRIVATE_KEY,
-  PEPPER: DEVNET_PEPPER,
-  MESSENGER_BOT_TOKEN: DEVNET_MESSENGER_BOT_TOKEN,
-  METRICS_TOKEN: DEVNET_METRICS_TOKEN,
-  DATA_DIR: join(chain.dir, "data", "attestor"),
-  HOST: "127.0.0.1",
-  PORT: String(port)
-})
+/** Member `k`'s database directory: `data/attestor` for member 1, `data/attestor-<k>` for the others. */
+export const memberDataDir = (chain: DevnetChain, k: number): string =>
+  join(chain.dir, "data", k === 1 ? "attestor" : `attestor-${k}`)
+
+/**
+ * Member `member`'s settings on the devnet (member 1 by default: the single-attestor devnet's
+ * attestor), as environment variables. Every member shares the messenger bot token: the stand-in
+ * widget signs for one bot, and a login at each member is the same user's (docs/protocol.md §9).
+ */
+export const attestorEnv = (chain: DevnetChain, port: number, member = 1): Record<string, string> => {
+  const keys = devnetMember(member)
+  return {
+    RPC_URL: chain.anvil.rpcUrl,
+    DEPLOYMENT_FILE: chain.deploymentFile,
+    ATTESTOR_PRIVATE_KEY: keys.signingPrivateKey,
+    HINT_PRIVATE_KEY: keys.hintPrivateKey,
+    PEPPER: keys.pepper,
+    MESSENGER_BOT_TOKEN: DEVNET_MESSENGER_BOT_TOKEN,
+    METRICS_TOKEN: DEVNET_METRICS_TOKEN,
+    DATA_DIR: memberDataDir(chain, member),
+    HOST: "127.0.0.1",
+    PORT: String(port)
+  }
+}
 
 /** Runs a service layer with the given settings instead of the process environment. */
 export const withSettings = <A, E, R>(layer: Layer.Layer<A, E, R>, env: Record<string, string>) =>
@@ -412,47 +571,93 @@ export const freeLoopbackPort: Effect.Effect<number, DevnetError> = Effect.suspe
   )
 )
 
+/** A committee member running in this process (docs/protocol.md §9 "A committee devnet"). */
+export interface RunningMember extends DevnetMember {
+  readonly url: string
+  /** Stops the member (its database stays); nothing when it is stopped already. */
+  readonly stop: Effect.Effect<void>
+  /** Starts the member again on its database, at the same URL; nothing when it runs already. */
+  readonly start: Effect.Effect<void, DevnetError>
+}
+
 export interface RunningDevnet extends DevnetChain, ServiceUrls {
   /** The stand-in providers, when this devnet runs an attestor. */
   readonly standIns?: OAuthStandIns | undefined
   /** The facilitator stand-in of its paid lookups. */
   readonly facilitator?: FacilitatorStandIn | undefined
+  /** Every member, running, member 1 first (one on a single-attestor devnet), when it runs attestors. */
+  readonly running?: ReadonlyArray<RunningMember> | undefined
 }
+
+export interface DevnetLayerOptions extends DevnetChainOptions {}
+
+/**
+ * An attestor in this process under a scope of its own, forked from `parent`, so that it can stop
+ * and start again on the same database while the devnet runs on.
+ */
+const restartableAttestor = (parent: Scope.Scope, settings: Record<string, string>) =>
+  Effect.gen(function* () {
+    const current = yield* SynchronizedRef.make(Option.none<Scope.CloseableScope>())
+    const stop = SynchronizedRef.updateEffect(current, (open) =>
+      Option.isSome(open)
+        ? Effect.as(Scope.close(open.value, Exit.void), Option.none())
+        : Effect.succeed(open)
+    )
+    const start = SynchronizedRef.updateEffect(current, (open) =>
+      Option.isSome(open)
+        ? Effect.succeed(open)
+        : Effect.gen(function* () {
+            const scope = yield* Scope.fork(parent, ExecutionStrategy.sequential)
+            yield* Layer.buildWithScope(withSettings(Attestor.layer, settings), scope).pipe(
+              Effect.tapErrorCause(() => Scope.close(scope, Exit.void)),
+              Effect.mapError((cause) => new DevnetError({ message: "an attestor failed to start", cause }))
+            )
+            return Option.some(scope)
+          })
+    )
+    yield* start
+    return { stop, start }
+  })
 
 export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
   /**
    * A private devnet for end-to-end tests: anvil and the contracts, with the relayer and the
-   * attestor running in this process on free ports, all stopped when the layer's scope closes.
+   * attestor (or every member of a committee: `attestors`, `threshold`) running in this process
+   * on free ports, all stopped when the layer's scope closes.
    */
-  static readonly layer = (options: DevnetChainOptions) =>
+  static readonly layer = (options: DevnetLayerOptions) =>
     Layer.scoped(
       Devnet,
       Effect.gen(function* () {
         const chain = yield* devnetChain(options)
         const relayerPort = yield* freeLoopbackPort
-        const attestorPort = yield* freeLoopbackPort
-        const attestorUrl = `http://127.0.0.1:${attestorPort}`
-        const standIns = yield* devnetStandIns(attestorUrl)
+        const memberUrls: Array<MemberUrl> = []
+        for (const { member } of chain.members)
+          memberUrls.push({ member, url: `http://127.0.0.1:${yield* freeLoopbackPort}` })
+        const attestorUrl = memberUrls[0]!.url
+        const standIns = yield* devnetStandIns(memberUrls)
         const facilitator = yield* devnetFacilitator(chain)
         const urls = {
           relayerUrl: `http://127.0.0.1:${relayerPort}`,
           attestorUrl,
+          attestorUrls: memberUrls.map((m) => m.url),
           doublesUrl: standIns.url,
           facilitatorUrl: facilitator.url
         }
         yield* writeDevnetFile(chain, urls)
         const scope = yield* Effect.scope
         yield* Layer.buildWithScope(withSettings(Relayer.layer, relayerEnv(chain, relayerPort)), scope)
-        yield* Layer.buildWithScope(
-          withSettings(Attestor.layer, {
-            ...attestorEnv(chain, attestorPort),
-            ...standInEnv(standIns, attestorUrl),
+        const running: Array<RunningMember> = []
+        for (const { member, url } of memberUrls) {
+          const controls = yield* restartableAttestor(scope, {
+            ...attestorEnv(chain, Number(new URL(url).port), member),
+            ...standInEnv(standIns, url, undefined, member),
             ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
             ...autoVetoEnv
-          }),
-          scope
-        )
-        return { ...chain, ...urls, standIns, facilitator }
+          })
+          running.push({ ...devnetMember(member), url, ...controls })
+        }
+        return { ...chain, ...urls, standIns, facilitator, running }
       })
     )
 }

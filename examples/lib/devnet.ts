@@ -40,10 +40,20 @@ export interface DevnetFile {
   readonly bindDelay: string | number
   readonly rpcUrl: string
   readonly relayerUrl: string
+  /** The first member of the attestor committee. */
   readonly attestorUrl: string
   readonly doublesUrl?: string
   readonly facilitatorUrl?: string
+  /** The first member's hint key. */
   readonly hintPublicKey: Hex
+  /** Signatures from different members a bind needs (docs/protocol.md §5). */
+  readonly attestorThreshold: number
+  /** Every member of the attestor committee, member 1 first (one on the default devnet). */
+  readonly attestors: ReadonlyArray<{
+    readonly url: string
+    readonly address: Address
+    readonly hintPublicKey: Hex
+  }>
 }
 
 /** Where the deployment file is: `DEVNET_FILE`, else `.devnet/deployment.json` of the working directory. */
@@ -84,6 +94,10 @@ export const serviceClients = async (
   relayer: await Effect.runPromise(relayerFetchClient(file.relayerUrl)),
   attestor: await Effect.runPromise(attestorFetchClient(file.attestorUrl))
 })
+
+/** The typed client of every committee member, member 1 first. */
+export const memberClients = (file: DevnetFile): Promise<ReadonlyArray<AttestorClient>> =>
+  Promise.all(file.attestors.map((member) => Effect.runPromise(attestorFetchClient(member.url))))
 
 /**
  * Runs one typed-client call. A refusal arrives as a tagged error (`FeeTooLow`, `NonceMismatch`,

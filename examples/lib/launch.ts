@@ -1,7 +1,7 @@
 /**
  * A creator's side of a launch, shared by creator-launch.ts and recipient-login.ts: a commitment
- * to a user from the attestor, the hint sealed to the attestor's hint key, and the vault's
- * `launch` sent by the devnet's launcher (#0).
+ * to a user from the attestor, the hint sealed to every committee member's hint key, and the
+ * vault's `launch` sent by the devnet's launcher (#0).
  */
 import { Schema } from "effect"
 import { type Hex, parseEventLogs } from "viem"
@@ -43,26 +43,29 @@ export const commitTo = async (
 }
 
 /**
- * The escrow id of a commitment (kind 2, no fallback), its hint sealed to `hintPublicKey`, and a
- * launch of a fresh test token announced to the vault; the block of the launch.
+ * The escrow id of a commitment (kind 2, no fallback), its hint sealed to each of
+ * `hintPublicKeys` (one per committee member), and a launch of a fresh test token announced to
+ * the vault; the block of the launch.
  */
 export const launchTo = async (
   file: DevnetFile,
-  hintPublicKey: Hex,
+  hintPublicKeys: ReadonlyArray<Hex>,
   commitment: CommitmentResponse,
   symbol: string
 ): Promise<{ readonly id: Hex; readonly block: number }> => {
   // docs/protocol.md §2: a kind-2 id commits to the handle commitment and the fallback.
   const id = computeId(2, commitment.handleCommitment, ZERO_ADDRESS, 0n)
   // docs/protocol.md §6: the hint tells the attestor whom the id is for; sealed, only it can read it.
-  // One envelope per attestor of the committee (here the devnet's one); hints are threshold 1.
+  // One envelope per member of the committee (deployment.json's `attestors`), so each member's
+  // hint index finds the escrow; hints are threshold 1: any one envelope opens the whole hint.
   const hint: HintPlaintext = {
     platformId: commitment.platformId,
     userId: commitment.userId,
     nonce: commitment.nonce,
     attestorSalt: commitment.attestorSalt
   }
-  const beneficiaryHint = sealBeneficiaryHint([hintPublicKey], hint)
+  const beneficiaryHint = sealBeneficiaryHint(hintPublicKeys, hint)
+  show("sealed to members", hintPublicKeys.length)
   show("escrow id", id)
   show("beneficiaryHint bytes", (beneficiaryHint.length - 2) / 2)
 

@@ -33,10 +33,14 @@ export interface StandInOptions {
   readonly host?: string
   /** Default 0 (a free port). */
   readonly port?: number
+  /**
+   * The OAuth apps registered per platform: one, or several (a committee's members each register
+   * their own app, with their own callback, at one provider; docs/protocol.md §9).
+   */
   readonly clients: {
-    readonly microblog: StandInClient
-    readonly codehost: StandInClient
-    readonly community: StandInClient
+    readonly microblog: StandInClient | ReadonlyArray<StandInClient>
+    readonly codehost: StandInClient | ReadonlyArray<StandInClient>
+    readonly community: StandInClient | ReadonlyArray<StandInClient>
   }
 }
 
@@ -48,7 +52,14 @@ export type StandInFault = "slow" | "huge" | "down" | "missing_id" | "non_numeri
 export interface OAuthStandIns {
   /** `http://<host>:<port>`. */
   readonly url: string
-  readonly endpoints: (platform: StandInPlatform) => {
+  /**
+   * The platform's endpoints; codehost's revoke URL names the app (`clientId`, by default the
+   * first one registered).
+   */
+  readonly endpoints: (
+    platform: StandInPlatform,
+    clientId?: string
+  ) => {
     authorize: string
     token: string
     revoke: string
@@ -425,9 +436,33 @@ const padding = (): string => {
   return hugePadding
 }
 
+/** The apps of every platform as lists, each with at least one app and no client id twice. */
+const appLists = (
+  clients: StandInOptions["clients"]
+): Record<StandInPlatform, ReadonlyArray<StandInClient>> => {
+  const lists = {} as Record<StandInPlatform, ReadonlyArray<StandInClient>>
+  for (const platform of PLATFORMS) {
+    const given = clients[platform]
+    const list: ReadonlyArray<StandInClient> = Array.isArray(given) ? given : [given as StandInClient]
+    if (list.length === 0) throw new Error(`the ${platform} stand-in needs at least one OAuth app`)
+    if (new Set(list.map((c) => c.clientId)).size !== list.length)
+      throw new Error(`two ${platform} OAuth apps share a client id`)
+    lists[platform] = list
+  }
+  return lists
+}
+
 export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuthStandIns> => {
   const host = options.host ?? "127.0.0.1"
-  const clients = options.clients
+  const apps = appLists(options.clients)
+  /** The registered app of `platform` with this client id, if any. */
+  const appOf = (
+    platform: StandInPlatform,
+    clientId: string | null | undefined
+  ): StandInClient | undefined =>
+    clientId === null || clientId === undefined
+      ? undefined
+      : apps[platform].find((c) => c.clientId === clientId)
   const codes = new Map<string, Grant>()
   const tokens = new Map<string, IssuedToken>()
   /** Discord revokes the whole grant when given its refresh token. */
@@ -465,9 +500,9 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
   // --- authorize -----------------------------------------------------------------------------
 
   const authorize = (platform: StandInPlatform, query: URLSearchParams, navigated: boolean): Answer => {
-    const client = clients[platform]
     const clientId = query.get("client_id")
-    if (clientId === null || clientId !== client.clientId) return errorPage("Unknown or missing client_id.")
+    const client = appOf(platform, clientId)
+    if (clientId === null || client === undefined) return errorPage("Unknown or missing client_id.")
     // GitHub falls back on the registered callback; X and Discord want it named.
     const redirectUri = query.get("redirect_uri") ?? (platform === "codehost" ? client.redirectUri : null)
     // Never redirect to an unregistered URI: the page is the only safe answer.
@@ -572,7 +607,6 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
     req: IncomingMessage,
     form: URLSearchParams
   ): string | undefined => {
-    const client = clients[platform]
     const basic = basicCredentials(req)
     const given =
       basic ??
@@ -580,9 +614,8 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
         ? undefined
         : { id: form.get("client_id") ?? "", secret: form.get("client_secret") ?? "" })
     if (given === undefined) return undefined
-    return given.id === client.clientId && sameSecret(given.secret, client.clientSecret)
-      ? client.clientId
-      : undefined
+    const client = appOf(platform, given.id)
+    return client !== undefined && sameSecret(given.secret, client.clientSecret) ? client.clientId : undefined
   }
 
   const token = (platform: StandInPlatform, req: IncomingMessage, body: string): Answer => {
@@ -656,12 +689,12 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
   const revoke = (platform: StandInPlatform, req: IncomingMessage, body: string, param: string): Answer => {
     const form = fields(req, body)
     if (platform === "codehost") {
-      const client = clients.codehost
       const basic = basicCredentials(req)
+      const client = appOf(platform, basic?.id)
       // GitHub hides the application from wrong credentials: 404, not 401.
       if (
         basic === undefined ||
-        basic.id !== client.clientId ||
+        client === undefined ||
         param !== client.clientId ||
         !sameSecret(basic.secret, client.clientSecret)
       )
@@ -864,7 +897,7 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
     timers.clear()
   })
 
-  const endpoints = (platform: StandInPlatform) => {
+  const endpoints = (platform: StandInPlatform, clientId?: string) => {
     switch (platform) {
       case "microblog":
         return {
@@ -878,7 +911,7 @@ export const startOAuthStandIns = async (options: StandInOptions): Promise<OAuth
         return {
           authorize: `${url}/codehost/login/oauth/authorize`,
           token: `${url}/codehost/login/oauth/access_token`,
-          revoke: `${url}/codehost/applications/${encodeURIComponent(clients.codehost.clientId)}/token`,
+          revoke: `${url}/codehost/applications/${encodeURIComponent(clientId ?? apps.codehost[0]!.clientId)}/token`,
           user: `${url}/codehost/user`,
           handles: `${url}/codehost/users`
         }

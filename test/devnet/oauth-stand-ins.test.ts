@@ -720,3 +720,92 @@ describe("oauthStandIns (Effect)", () => {
     await expect(fetch(`${url}/codehost/users/dev3`)).rejects.toThrow()
   })
 })
+
+describe("several OAuth apps per platform (a committee's members)", () => {
+  const apps = [1, 2].map((k) => ({
+    clientId: `member-${k}-client`,
+    clientSecret: `member-${k}-secret`,
+    redirectUri: `http://127.0.0.1:${9000 + k}/v1/oauth/microblog/callback`
+  }))
+  const codehostApps = [1, 2].map((k) => ({
+    clientId: `member-${k}-codehost`,
+    clientSecret: `member-${k}-codehost-secret`,
+    redirectUri: `http://127.0.0.1:${9000 + k}/v1/oauth/codehost/callback`
+  }))
+
+  /** A microblog code issued to `app`, with its verifier. */
+  const codeFor = async (shared: OAuthStandIns, app: StandInClient) => {
+    const verifier = newVerifier()
+    const url = new URL(shared.endpoints("microblog").authorize)
+    for (const [k, v] of Object.entries({
+      response_type: "code",
+      client_id: app.clientId,
+      redirect_uri: app.redirectUri,
+      state: "s",
+      code_challenge: challengeOf(verifier),
+      code_challenge_method: "S256"
+    }))
+      url.searchParams.set(k, v)
+    const res = await get(url)
+    expect(res.status).toBe(302)
+    const location = new URL(res.headers.get("location")!)
+    expect(`${location.origin}${location.pathname}`).toBe(app.redirectUri)
+    return { code: location.searchParams.get("code")!, verifier }
+  }
+
+  const redeem = (shared: OAuthStandIns, app: StandInClient, grant: { code: string; verifier: string }) =>
+    fetch(shared.endpoints("microblog").token, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: basic(app.clientId, app.clientSecret)
+      },
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        code: grant.code,
+        redirect_uri: app.redirectUri,
+        code_verifier: grant.verifier
+      })
+    })
+
+  it("sends each app's logins to its own callback; a code is redeemed only by its own app", async () => {
+    const shared = await startOAuthStandIns({
+      clients: { ...clients, microblog: apps, codehost: codehostApps }
+    })
+    try {
+      const [first, second] = apps as [StandInClient, StandInClient]
+      expect((await redeem(shared, first, await codeFor(shared, first))).status).toBe(200)
+      expect((await redeem(shared, second, await codeFor(shared, second))).status).toBe(200)
+      // Another app's code, redeemed with this app's own credentials and callback: refused.
+      const stolen = await codeFor(shared, first)
+      expect((await redeem(shared, second, stolen)).status).toBe(400)
+      // One app's callback is not registered for the other.
+      const crossed = new URL(shared.endpoints("microblog").authorize)
+      crossed.searchParams.set("client_id", first.clientId)
+      crossed.searchParams.set("redirect_uri", second.redirectUri)
+      crossed.searchParams.set("response_type", "code")
+      crossed.searchParams.set("code_challenge", challengeOf(newVerifier()))
+      crossed.searchParams.set("code_challenge_method", "S256")
+      const refused = await get(crossed)
+      expect({ status: refused.status, body: await refused.text() }).toMatchObject({
+        status: 400,
+        body: expect.stringContaining("not registered for this client")
+      })
+      // Codehost's revoke URL names the app.
+      expect(shared.endpoints("codehost", "member-2-codehost").revoke).toContain(
+        "/applications/member-2-codehost/"
+      )
+      expect(shared.endpoints("codehost").revoke).toContain("/applications/member-1-codehost/")
+    } finally {
+      await shared.close()
+    }
+  })
+
+  it("refuses two apps of one platform with the same client id", async () => {
+    await expect(
+      startOAuthStandIns({
+        clients: { ...clients, microblog: [apps[0]!, { ...apps[1]!, clientId: apps[0]!.clientId }] }
+      })
+    ).rejects.toThrow("share a client id")
+  })
+})

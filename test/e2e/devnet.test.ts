@@ -66,8 +66,11 @@ afterAll(async () => {
   await Promise.all(running.map((p) => p.stop()))
 })
 
-const startDevnet = async (dir: string) => {
-  const ports = {
+const startDevnet = async (
+  dir: string,
+  committee?: { readonly attestors: number; readonly threshold: number }
+) => {
+  const ports: Record<string, number> = {
     rpc: await freePort(),
     relayer: await freePort(),
     attestor: await freePort(),
@@ -75,7 +78,19 @@ const startDevnet = async (dir: string) => {
     facilitator: await freePort(),
     wallet: await freePort()
   }
+  const members = [ports.attestor]
+  for (let k = 2; k <= (committee?.attestors ?? 1); k++) {
+    ports[`attestor${k}`] = await freePort()
+    members.push(ports[`attestor${k}`])
+  }
   const devnet = startService("devnet", {
+    ...(committee === undefined
+      ? {}
+      : {
+          DEVNET_ATTESTORS: String(committee.attestors),
+          DEVNET_ATTESTOR_THRESHOLD: String(committee.threshold),
+          DEVNET_ATTESTOR_PORTS: members.join(",")
+        }),
     DEVNET_DIR: dir,
     DEVNET_RPC_PORT: String(ports.rpc),
     DEVNET_RELAYER_PORT: String(ports.relayer),
@@ -530,6 +545,64 @@ describe("npm run devnet", () => {
     expect(file.rpcUrl).toBe(`http://127.0.0.1:${ports.rpc}`)
     expect((await fetch(`${file.relayerUrl}/v1/health`)).status).toBe(200)
     expect(await devnet.stop()).toBe(0)
+  })
+
+  it("DEVNET_ATTESTORS=3 DEVNET_ATTESTOR_THRESHOLD=2 starts three members, each listed and registered", {
+    timeout: 360_000
+  }, async () => {
+    const committeeDir = join(tmpdir(), `devnet-committee-${process.pid}`)
+    const { devnet, ports } = await startDevnet(committeeDir, { attestors: 3, threshold: 2 })
+    const file = JSON.parse(readFileSync(join(committeeDir, "deployment.json"), "utf8"))
+    expect(file.attestorThreshold).toBe(2)
+    const urls = [ports.attestor, ports.attestor2, ports.attestor3].map((p) => `http://127.0.0.1:${p}`)
+    expect(file.attestors.map((a: { url: string }) => a.url)).toEqual(urls)
+    expect(file.attestorUrl).toBe(urls[0])
+    const chain = createPublicClient({ transport: http(file.rpcUrl) })
+    const vaultReads = parseAbi([
+      "function attestorThreshold() view returns (uint256)",
+      "function isAttestor(address) view returns (bool)"
+    ])
+    expect(
+      await chain.readContract({ address: file.vault, abi: vaultReads, functionName: "attestorThreshold" })
+    ).toBe(2n)
+    for (const [i, member] of (
+      file.attestors as Array<{ url: string; address: Address; hintPublicKey: Hex }>
+    ).entries()) {
+      // Each member is its own process: its own address and hint key, vetoing with its own key.
+      expect(await (await fetch(`${member.url}/v1/info`)).json()).toMatchObject({
+        attestor: member.address,
+        hintPublicKey: member.hintPublicKey
+      })
+      expect(await (await fetch(`${member.url}/v1/health`)).json()).toMatchObject({
+        vetoWatcher: { autoVeto: true }
+      })
+      expect(
+        await chain.readContract({
+          address: file.vault,
+          abi: vaultReads,
+          functionName: "isAttestor",
+          args: [member.address]
+        })
+      ).toBe(true)
+      expect(devnet.stdout()).toContain(`${i + 1} ${member.url}  ${member.address}`)
+    }
+    expect(new Set(file.attestors.map((a: { hintPublicKey: Hex }) => a.hintPublicKey)).size).toBe(3)
+    expect(await devnet.stop()).toBe(0)
+    for (const port of Object.values(ports)) expect(await portAnswers(port)).toBe(false)
+  })
+
+  it("refuses a committee threshold above its size before starting anything", {
+    timeout: 60_000
+  }, async () => {
+    const devnet = startService("devnet", {
+      DEVNET_DIR: join(tmpdir(), `devnet-threshold-${process.pid}`),
+      DEVNET_ATTESTORS: "3",
+      DEVNET_ATTESTOR_THRESHOLD: "4"
+    })
+    running.push(devnet)
+    expect(await devnet.exited).toBe(1)
+    expect(devnet.stderr()).toContain("DEVNET_ATTESTOR_THRESHOLD must be 1 to 3 (DEVNET_ATTESTORS), not 4")
+    expect(devnet.stdout()).not.toContain("deploying")
   })
 
   it("refuses a taken port with a clear error before starting anything", { timeout: 180_000 }, async () => {

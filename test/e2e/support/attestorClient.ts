@@ -77,26 +77,37 @@ export class AttestorClient {
       readonly oauthPlatforms?: ReadonlyArray<StandInPlatform>
       /** Paid handle lookups through the devnet's facilitator stand-in (docs/protocol.md §9). */
       readonly facilitator?: boolean
+      /**
+       * Member k of a committee net (`VaultDevnet.start(name, { attestors, threshold })`): its keys,
+       * its database and the URL set aside for it, so stopping and starting it again keeps both.
+       */
+      readonly member?: number
     } = {}
   ): Promise<AttestorClient> {
+    const member = options.member ?? 1
+    const memberUrl = options.member === undefined ? undefined : net.memberUrls?.[member - 1]
+    if (options.member !== undefined && memberUrl === undefined)
+      throw new Error(`the devnet has no committee member ${options.member}`)
     const scope = await Effect.runPromise(Scope.make())
     const { url, standIns, facilitator } = await Effect.runPromise(
       Effect.gen(function* () {
-        const port = yield* freeLoopbackPort
+        const port = memberUrl === undefined ? yield* freeLoopbackPort : Number(new URL(memberUrl).port)
         const url = `http://127.0.0.1:${port}`
         // Providers that know this attestor's callbacks, as the devnet's do.
-        const standIns = options.standIns === true ? yield* devnetStandIns(url) : undefined
+        const standIns = options.standIns === true ? yield* devnetStandIns([{ member, url }]) : undefined
         const facilitator = options.facilitator === true ? yield* devnetFacilitator(net.chain) : undefined
+        // A committee's file names every member; a single attestor's, this one.
         yield* writeDevnetFile(net.chain, {
           relayerUrl: "http://127.0.0.1:1",
-          attestorUrl: `http://127.0.0.1:${port}`,
+          attestorUrl: net.memberUrls?.[0] ?? url,
+          attestorUrls: net.memberUrls,
           facilitatorUrl: facilitator?.url
         })
         const settings = {
-          ...attestorEnv(net.chain, port),
+          ...attestorEnv(net.chain, port, member),
           ...(standIns === undefined
             ? {}
-            : { ...standInEnv(standIns, url, options.oauthPlatforms), ...fedsocialEnv(net.chain) }),
+            : { ...standInEnv(standIns, url, options.oauthPlatforms, member), ...fedsocialEnv(net.chain) }),
           ...(facilitator === undefined ? {} : paidLookupEnv(net.chain, facilitator.url)),
           RATE_LIMIT_BURST: "1000",
           RATE_LIMIT_PER_MINUTE: "1000",
@@ -154,13 +165,17 @@ export class AttestorClient {
     return Schema.encodeSync(CommitmentResponse)(commitment) as Commitment
   }
 
-  /** A creator's launch to the committed user, its hint sealed to the attestor's hint key. */
+  /**
+   * A creator's launch to the committed user, its hint sealed to the attestor's hint key, or to
+   * each of `sealedTo` (a committee's: one envelope per member, docs/protocol.md §6).
+   */
   async launchTo(
     commitment: Commitment,
     symbol: string,
-    fallback?: { readonly recipient: Address; readonly delay: bigint }
+    fallback?: { readonly recipient: Address; readonly delay: bigint },
+    sealedTo?: ReadonlyArray<Hex>
   ): Promise<{ readonly id: Hex; readonly block: number }> {
-    const info = await Effect.runPromise(this.client.info.info())
+    const keys = sealedTo ?? [(await Effect.runPromise(this.client.info.info())).hintPublicKey]
     const hint: HintPlaintext = {
       platformId: commitment.platformId,
       userId: commitment.userId,
@@ -179,7 +194,7 @@ export class AttestorClient {
     expect(hintBeneficiaryId(hint)).toBe(id)
     const launched = await launchSampleToken(this.net.rpcUrl, this.net.chain.deployment, {
       beneficiaryId: id,
-      beneficiaryHint: encodeBeneficiaryHint([sealHint(info.hintPublicKey, hint)]),
+      beneficiaryHint: encodeBeneficiaryHint(keys.map((key) => sealHint(key, hint))),
       symbol
     })
     return { id, block: Number(launched.blockNumber) }

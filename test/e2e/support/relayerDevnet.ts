@@ -136,6 +136,14 @@ const inNewScope = async <A, E>(
   return [value, scope] as const
 }
 
+/** A committee of attestors on the vault (docs/protocol.md §9 "A committee devnet"). */
+export interface CommitteeOptions {
+  /** Members, 1 to 5. */
+  readonly attestors?: number
+  /** Signatures a bind needs, 1 to `attestors`. */
+  readonly threshold?: number
+}
+
 /** Anvil with the reference contracts, and the chain helpers; no relayer. */
 export class VaultDevnet {
   readonly rpcUrl: string
@@ -145,17 +153,43 @@ export class VaultDevnet {
 
   protected constructor(
     readonly chain: DevnetChain,
-    private readonly scope: Scope.CloseableScope
+    private readonly scope: Scope.CloseableScope,
+    /**
+     * Each member's URL, member 1 first, when the chain was started with a committee: kept for
+     * the member's restarts (`AttestorClient.start(net, env, { member })`).
+     */
+    readonly memberUrls?: ReadonlyArray<string>
   ) {
     this.rpcUrl = chain.anvil.rpcUrl
     this.vault = chain.deployment.vault
     this.settlementAsset = chain.deployment.settlementAsset
   }
 
-  /** The chain alone, for tests that run the relayer themselves (as a process, say). */
-  static async start(name: string): Promise<VaultDevnet> {
-    const [chain, scope] = await inNewScope(devnetChain({ dir: join(tmpdir(), `${name}-${process.pid}`) }))
-    return new VaultDevnet(chain, scope)
+  /**
+   * The chain alone, for tests that run the relayer themselves (as a process, say); with
+   * `committee`, its members registered on the vault at its threshold, and a free port set aside
+   * for each (start them with `AttestorClient.start(net, env, { member })`).
+   */
+  static async start(name: string, committee?: CommitteeOptions): Promise<VaultDevnet> {
+    const dir = join(tmpdir(), `${name}-${process.pid}`)
+    if (committee === undefined) {
+      const [chain, scope] = await inNewScope(devnetChain({ dir }))
+      return new VaultDevnet(chain, scope)
+    }
+    const [{ chain, memberUrls }, scope] = await inNewScope(
+      Effect.gen(function* () {
+        const chain = yield* devnetChain({ dir, ...committee })
+        const memberUrls: Array<string> = []
+        for (const _ of chain.members) memberUrls.push(`http://127.0.0.1:${yield* freeLoopbackPort}`)
+        yield* writeDevnetFile(chain, {
+          relayerUrl: "http://127.0.0.1:1",
+          attestorUrl: memberUrls[0]!,
+          attestorUrls: memberUrls
+        })
+        return { chain, memberUrls }
+      })
+    )
+    return new VaultDevnet(chain, scope, memberUrls)
   }
 
   dispose(): Promise<void> {
