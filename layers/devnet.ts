@@ -589,7 +589,10 @@ export interface RunningDevnet extends DevnetChain, ServiceUrls {
   readonly running?: ReadonlyArray<RunningMember> | undefined
 }
 
-export interface DevnetLayerOptions extends DevnetChainOptions {}
+export interface DevnetLayerOptions extends DevnetChainOptions {
+  /** Settings every attestor runs with on top of the devnet's (e.g. `devnetClockEnv`). */
+  readonly attestorSettings?: Record<string, string>
+}
 
 /**
  * An attestor in this process under a scope of its own, forked from `parent`, so that it can stop
@@ -653,7 +656,8 @@ export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
             ...attestorEnv(chain, Number(new URL(url).port), member),
             ...standInEnv(standIns, url, undefined, member),
             ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
-            ...autoVetoEnv
+            ...autoVetoEnv,
+            ...options.attestorSettings
           })
           running.push({ ...devnetMember(member), url, ...controls })
         }

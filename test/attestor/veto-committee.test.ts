@@ -3,8 +3,9 @@
  * watcher over stubbed indexes and chain, the real attestation store, and proposals whose
  * transactions carry real `BindOwner` signatures of three members:
  *
- * - a proposal signed by the two other members, this one never asked: not vetoed (`unasked`);
- *   under `VETO_RULE=strict` the same proposal is vetoed;
+ * - a proposal signed by the two other members, this one never asked: not vetoed (`unasked`),
+ *   sent directly or inside the vault's `multicall` as the relayer sends it; under
+ *   `VETO_RULE=strict` the same proposals are vetoed;
  * - one carrying this member's own signature that it never issued (its key signed elsewhere): vetoed;
  * - one sent through a contract (its signatures cannot be read): vetoed, the strict rule;
  * - one to another key than the one this member attested at the same bind nonce: vetoed;
@@ -61,6 +62,8 @@ interface Proposed {
   readonly signers: ReadonlyArray<number>
   /** Sent through a contract rather than to the vault. */
   readonly viaContract?: boolean
+  /** Sent inside the vault's own `multicall`, after another call, as the relayer sends it. */
+  readonly inMulticall?: boolean
 }
 
 const DEADLINE = 4_000_000_000n
@@ -86,7 +89,14 @@ const proposalTx = async (p: Proposed, hash: Hex): Promise<Transaction> => {
     functionName: "proposeBind",
     args: [p.id, p.newOwner, DEADLINE, sorted]
   })
-  return { hash, to: p.viaContract ? ROUTER : VAULT, input } as unknown as Transaction
+  const data = p.inMulticall
+    ? encodeFunctionData({
+        abi: feeVaultAbi,
+        functionName: "multicall",
+        args: [[encodeFunctionData({ abi: feeVaultAbi, functionName: "finalizeBind", args: [p.id] }), input]]
+      })
+    : input
+  return { hash, to: p.viaContract ? ROUTER : VAULT, input: data } as unknown as Transaction
 }
 
 for (const database of testDatabases()) {
@@ -194,6 +204,22 @@ for (const database of testDatabases()) {
 
             // Members 1 and 2 signed; this member (3) was never asked.
             const unasked: Proposed = { id: newId(), newOwner: newOwner(), bindNonce: 0n, signers: [0, 1] }
+            // The same, inside the vault's multicall (a registration first, as the relayer sends).
+            const unaskedBatched: Proposed = {
+              id: newId(),
+              newOwner: newOwner(),
+              bindNonce: 0n,
+              signers: [0, 1],
+              inMulticall: true
+            }
+            // Its own signature among them, never issued by it, in a multicall too.
+            const ownForgedBatched: Proposed = {
+              id: newId(),
+              newOwner: newOwner(),
+              bindNonce: 0n,
+              signers: [1, 2],
+              inMulticall: true
+            }
             // Its own signature among them, never issued by it.
             const ownForged: Proposed = { id: newId(), newOwner: newOwner(), bindNonce: 0n, signers: [0, 2] }
             // Sent through a contract: unreadable.
@@ -237,16 +263,28 @@ for (const database of testDatabases()) {
               ],
               900
             )
-            for (const p of [unasked, ownForged, viaContract, conflicting, earlier]) yield* propose(p)
+            for (const p of [
+              unasked,
+              unaskedBatched,
+              ownForged,
+              ownForgedBatched,
+              viaContract,
+              conflicting,
+              earlier
+            ])
+              yield* propose(p)
 
             const committee = yield* watcher("committee")
             yield* committee.pass
-            expect(new Set(vetoedIds())).toEqual(new Set([ownForged.id, viaContract.id, conflicting.id]))
+            expect(new Set(vetoedIds())).toEqual(
+              new Set([ownForged.id, ownForgedBatched.id, viaContract.id, conflicting.id])
+            )
+            expect(Option.getOrUndefined(yield* proposals.get(unaskedBatched.id, 0n))?.verdict).toBe("unasked")
             expect(Option.getOrUndefined(yield* proposals.get(unasked.id, 0n))?.verdict).toBe("unasked")
             expect(Option.getOrUndefined(yield* proposals.get(earlier.id, 2n))?.verdict).toBe("unasked")
             // Passes later: still spared.
             yield* committee.pass
-            expect(submitted).toHaveLength(3)
+            expect(submitted).toHaveLength(4)
 
             // The user contests the unasked proposal at this member: vetoed on the next pass.
             yield* attestations.contest(
@@ -256,12 +294,13 @@ for (const database of testDatabases()) {
             )
             yield* committee.pass
             expect(vetoedIds()).toContain(unasked.id)
-            expect(submitted).toHaveLength(4)
+            expect(submitted).toHaveLength(5)
 
-            // The strict rule vetoes every proposal it did not attest: the earlier one too.
+            // The strict rule vetoes every proposal it did not attest: the others too.
             yield* (yield* watcher("strict")).pass
             expect(vetoedIds()).toContain(earlier.id)
-            expect(submitted).toHaveLength(5)
+            expect(vetoedIds()).toContain(unaskedBatched.id)
+            expect(submitted).toHaveLength(7)
           })
       )
 

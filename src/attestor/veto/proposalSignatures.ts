@@ -6,8 +6,9 @@
  * signature is among them: a member that was not asked is spared; a proposal carrying its key's
  * signature that it never issued is vetoed.
  *
- * A transaction that is not a direct `proposeBind` call of the vault (a contract wallet's, say) is
- * `unreadable`, and judged by the strict rule. The chain not answering is `None`: judged on a later
+ * A transaction that is not a call of the vault (`proposeBind`, or the vault's `multicall` holding
+ * it, as the relayer sends) — a contract wallet's, say — is `unreadable`, and judged by the strict
+ * rule. The chain not answering is `None`: judged on a later
  * pass.
  */
 import { Effect, Option } from "effect"
@@ -29,11 +30,18 @@ const bindProposedEvent = getAbiItem({ abi: feeVaultAbi, name: "BindProposed" })
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
-/** The `proposeBind` call of `tx` when it is one, to `vault` and for `proposal`. */
-export const proposeBindCall = (tx: Transaction, vault: Address, proposal: Proposal) => {
-  if (tx.to === null || tx.to === undefined || !same(tx.to, vault)) return undefined
+/** The `proposeBind` call for `proposal` in vault calldata `data`, or inside its `multicall`. */
+const proposeBindIn = (data: Hex, proposal: Proposal, depth = 0): ProposeBindArgs | undefined => {
   try {
-    const call = decodeFunctionData({ abi: feeVaultAbi, data: tx.input })
+    const call = decodeFunctionData({ abi: feeVaultAbi, data })
+    if (call.functionName === "multicall" && depth === 0) {
+      // The relayer sends a registration and a proposal as one `multicall` (docs/relayer.md).
+      for (const inner of call.args[0]) {
+        const found = proposeBindIn(inner, proposal, depth + 1)
+        if (found !== undefined) return found
+      }
+      return undefined
+    }
     if (call.functionName !== "proposeBind") return undefined
     const [id, newOwner, deadline, signatures] = call.args
     if (!same(id, proposal.id) || !same(newOwner, proposal.newOwner)) return undefined
@@ -41,6 +49,20 @@ export const proposeBindCall = (tx: Transaction, vault: Address, proposal: Propo
   } catch {
     return undefined
   }
+}
+
+interface ProposeBindArgs {
+  readonly deadline: bigint
+  readonly signatures: ReadonlyArray<Hex>
+}
+
+/**
+ * The `proposeBind` call of `tx` for `proposal`: a direct call of the vault, or one inside the
+ * vault's own `multicall`. A call through any other contract is not read.
+ */
+export const proposeBindCall = (tx: Transaction, vault: Address, proposal: Proposal) => {
+  if (tx.to === null || tx.to === undefined || !same(tx.to, vault)) return undefined
+  return proposeBindIn(tx.input, proposal)
 }
 
 /** The signers of `signatures` over the proposal's `BindOwner` message; an unrecoverable one is left out. */
