@@ -653,7 +653,10 @@ export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
             ...attestorEnv(chain, Number(new URL(url).port), member),
             ...standInEnv(standIns, url, undefined, member),
             ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
-            ...autoVetoEnv
+            ...autoVetoEnv,
+            // As `npm run devnet`: deadlines by the chain's clock, which a skipped bind delay moves
+            // ahead (docs/protocol.md §9 "The devnet's clock"), so the examples run again on it.
+            ...devnetClockEnv
           })
           running.push({ ...devnetMember(member), url, ...controls })
         }
