@@ -1,52 +1,62 @@
 /**
  * A recipient claims the escrows creators launched for them (docs/getting-started.md "A
- * recipient's login"): two launches (one to a messenger user, one to a microblog user), then for
- * each:
+ * recipient's login"), with the typed client's committee helpers (docs/attestor.md "Writing a
+ * client"): two launches (one to a messenger user, one to a microblog user), then for each:
  *
- *   1. a stealth owner key chosen before logging in: the key that will own the escrow;
- *   2. a login secret drawn for the login and kept; its SHA-256, the login challenge, goes with the
- *      start (docs/attestor.md "Writing a client");
- *   3. the login: messenger's widget payload (`POST /v1/oauth/messenger/verify`), or the OAuth
- *      flow at the devnet's microblog stand-in (`POST /v1/oauth/microblog/start`, the provider's
- *      302, the attestor's callback to `<redirect>#attest=<session>`, read only because this client
- *      started that login);
- *   4. `POST /v1/escrows` and `POST /v1/bind` with the session and the login secret: the user's
- *      escrows and the attestor's BindOwner signature, checked to be for the stealth key;
- *   5. `POST /v1/propose-bind` on the relayer (registering the escrow in the same transaction);
- *   6. the bind delay skipped on anvil (`evm_increaseTime`), `POST /v1/finalize-bind`, and the
+ *   1. the committee from deployment.json (`committeeOf`: its `attestors` and `attestorThreshold`;
+ *      one attestor at threshold 1 on the default devnet) and each member's `GET /v1/info`
+ *      (`committeeInfo`): who answers, and its `bindDeadlineSeconds`;
+ *   2. a stealth owner key chosen before logging in: the key that will own the escrow;
+ *   3. a login at every member that answers, each with a login secret of its own: messenger's
+ *      widget payload (`POST /v1/oauth/messenger/verify`), or the OAuth flow at the devnet's
+ *      microblog stand-in (`startCommitteeLogins`, the provider's 302, each member's callback to
+ *      `<redirect>#attest=<session>`, read only because this client started that login);
+ *   4. `POST /v1/escrows` at each member: what was launched to this user;
+ *   5. one deadline every member accepts (`committeeDeadline`), `POST /v1/bind` at every member
+ *      with a session, each signature checked as the vault will check it (`collectBindSignatures`,
+ *      with `isAttestor` read from the vault), and what each member did printed;
+ *   6. `POST /v1/propose-bind` on the relayer with the merged signatures (`proposeBindRequestOf`,
+ *      registering the escrow in the same transaction) once at least `attestorThreshold` signed;
+ *   7. the bind delay skipped on anvil (`evm_increaseTime`), `POST /v1/finalize-bind`, and the
  *      escrow owned by the stealth key in `GET /v1/accounts`.
  *
- * On a committee devnet (`DEVNET_ATTESTORS`, docs/getting-started.md "A committee devnet") steps 3
- * and 4 run at every member deployment.json lists (at least `attestorThreshold` must sign, and a
- * devnet member vetoes a proposal it did not sign), each signing the same deadline, and the
- * proposal carries their signatures in ascending order of the members' addresses (docs/protocol.md §5).
+ * A member that is down is named and left out: the bind goes through while `attestorThreshold`
+ * members sign, and the members not asked do not veto it (`VETO_RULE=committee`, docs/attestor.md
+ * "The committee"). Try it on a committee devnet (`DEVNET_ATTESTORS=3 DEVNET_ATTESTOR_THRESHOLD=2
+ * npm run devnet`, docs/getting-started.md "A committee devnet").
  *
  * Skipping the delay moves the devnet chain's clock an hour ahead of this machine's for good. The
- * devnet's attestor follows the chain's clock (docs/protocol.md §9 "The devnet's clock"), so this
+ * devnet's attestors follow the chain's clock (docs/protocol.md §9 "The devnet's clock"), so this
  * example and the others still run afterwards, in any order, as often as wanted.
  *
  *   npx tsx examples/recipient-login.ts
  */
-import { Effect } from "effect"
-import { type Address, createTestClient, type Hex, hexToBigInt, http } from "viem"
+import { Effect, Either, Schema } from "effect"
+import { createTestClient, type Hex, http } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { DEVNET_MESSENGER_BOT_TOKEN, DEVNET_REDIRECT_ALLOWLIST } from "../layers/devnet.js"
-import {
-  BindRequest,
-  EscrowsRequest,
-  type LoginSecret,
-  MessengerVerifyRequest,
-  OAuthStartRequest
-} from "../schema/attestor.js"
-import { FinalizeBindRequest, ProposeBindRequest } from "../schema/relayer.js"
+import { EscrowsRequest, MessengerVerifyRequest } from "../schema/attestor.js"
+import { FinalizeBindRequest } from "../schema/relayer.js"
 import { signWidgetPayload, widgetKey } from "../src/attestor/logins/messenger/messengerWidget.js"
 import {
-  type AttestorClient,
-  bindsFor,
+  Address,
+  attestorFetchClient,
+  Bytes32,
+  type Committee,
+  type CommitteeMember,
+  collectBindSignatures,
+  committeeDeadline,
+  committeeInfo,
+  committeeOf,
+  describeOutcome,
+  feeVaultAbi,
   loginLanding,
+  type MemberLogin,
+  type MemberSession,
   newLoginSecret,
-  type PendingLogin,
-  type RelayerClient
+  proposeBindRequestOf,
+  type RelayerClient,
+  startCommitteeLogins
 } from "../src/client.js"
 import {
   attestorIndexed,
@@ -56,7 +66,6 @@ import {
   devnetClients,
   indexedAccount,
   loadDevnet,
-  memberClients,
   nowSeconds,
   type PublicClient,
   relayedTx,
@@ -72,15 +81,27 @@ runExample("recipient-login", async () => {
   const file = loadDevnet()
   const { publicClient } = devnetClients(file)
   const { relayer, attestor } = await serviceClients(file)
-  // docs/protocol.md §5: a bind needs threshold-many signatures from different attestors. The
-  // recipient logs in at every member (one on the default devnet): a devnet member vetoes a
-  // proposal it did not sign (AUTO_VETO, docs/protocol.md §9), so a bind signed by fewer would be
-  // vetoed by the others.
-  const signers = await memberClients(file)
-  const at = (i: number) => (signers.length === 1 ? "" : ` at attestor ${i + 1} (${file.attestors[i]?.url})`)
+
+  step("The committee: deployment.json's attestors and attestorThreshold, and each member's GET /v1/info")
+  const committee = await Effect.runPromise(committeeOf(file))
+  show("attestors", `${committee.members.length}, of which ${committee.threshold} must sign a bind`)
+  const infos = await Effect.runPromise(committeeInfo(committee))
+  for (const [i, info] of infos.entries())
+    show(
+      memberName(i),
+      info._tag === "Answered"
+        ? `${info.member.url} ${info.member.address}, bindDeadlineSeconds ${info.info.bindDeadlineSeconds}`
+        : `${info.member.url} ${info.reason}`
+    )
+  // A member that does not answer is left out; the bind still goes through while at least the
+  // threshold of members sign (docs/attestor.md "The committee").
+  const answering = infos.map((info) => info._tag === "Answered")
+  const bindDeadlines = infos.flatMap((info) =>
+    info._tag === "Answered" ? [info.info.bindDeadlineSeconds] : []
+  )
 
   step("Creators launch to a messenger user and to a microblog user (as in examples/creator-launch.ts)")
-  const hintPublicKeys = file.attestors.map((member) => member.hintPublicKey)
+  const hintPublicKeys = committee.members.map((member) => member.hintPublicKey)
   const messengerUser = freshUserId()
   const microblogUser = freshUserId()
   const toMessenger = await launchTo(
@@ -95,32 +116,55 @@ runExample("recipient-login", async () => {
     await commitTo(attestor, "microblog", microblogUser),
     "RCPB"
   )
-  for (const signer of signers) await attestorIndexed(signer, Math.max(toMessenger.block, toMicroblog.block))
+  for (const [i, member] of committee.members.entries())
+    if (answering[i])
+      await attestorIndexed(
+        await Effect.runPromise(attestorFetchClient(member.url)),
+        Math.max(toMessenger.block, toMicroblog.block)
+      )
 
-  // A stealth owner per escrow, chosen before the login: the session is bound to it, and the
-  // attestor signs binds to it only (docs/protocol.md §10 "SessionResponse").
-  const messengerKey = generatePrivateKey()
-  const microblogKey = generatePrivateKey()
-  const messengerOwner = privateKeyToAccount(messengerKey).address
-  const microblogOwner = privateKeyToAccount(microblogKey).address
+  // A stealth owner per escrow, chosen before the logins: each session is bound to it, and the
+  // attestors sign binds to it only (docs/protocol.md §10 "SessionResponse").
+  const messengerOwner = Schema.decodeSync(Address)(privateKeyToAccount(generatePrivateKey()).address)
+  const microblogOwner = Schema.decodeSync(Address)(privateKeyToAccount(generatePrivateKey()).address)
 
-  const messengerLogins: Array<Login> = []
-  const microblogLogins: Array<Login> = []
-  for (const [i, signer] of signers.entries()) {
-    step(
-      `Messenger login of user ${messengerUser}${at(i)}: the widget payload, signed with the devnet's bot token`
+  step(
+    `Messenger login of user ${messengerUser} at each attestor that answers: the widget payload, signed with the devnet's bot token`
+  )
+  show("stealthOwner", messengerOwner)
+  const messengerSessions: Array<MemberSession | undefined> = []
+  for (const [i, member] of committee.members.entries())
+    messengerSessions.push(
+      answering[i] ? await messengerLogin(member, i, publicClient, messengerUser, messengerOwner) : undefined
     )
-    messengerLogins.push(await messengerLogin(signer, publicClient, messengerUser, messengerOwner))
-    step(`Microblog login of user ${microblogUser}${at(i)} at the devnet's OAuth stand-in`)
-    microblogLogins.push(await microblogLogin(signer, microblogUser, microblogOwner))
-  }
+
+  step(
+    `Microblog login of user ${microblogUser} at every attestor (startCommitteeLogins), at the devnet's OAuth stand-in`
+  )
+  show("stealthOwner", microblogOwner)
+  // One login secret per member: a session one member made is no use at another (docs/attestor.md
+  // "Writing a client"). The client keeps each secret with its member until the browser comes back.
+  const started = await Effect.runPromise(
+    startCommitteeLogins({
+      committee,
+      platform: "microblog",
+      stealthOwner: microblogOwner,
+      redirect: DEVNET_REDIRECT_ALLOWLIST
+    })
+  )
+  const microblogSessions: Array<MemberSession | undefined> = []
+  for (const [i, login] of started.entries())
+    microblogSessions.push(await microblogLogin(login, i, microblogUser, microblogOwner))
 
   const pending: Array<{ readonly id: Hex; readonly owner: Address }> = []
-  for (const [logins, expected] of [
-    [messengerLogins, toMessenger.id],
-    [microblogLogins, toMicroblog.id]
+  for (const [sessions, owner, launched] of [
+    [messengerSessions, messengerOwner, toMessenger],
+    [microblogSessions, microblogOwner, toMicroblog]
   ] as const) {
-    pending.push(await proposeBind(file, publicClient, signers, relayer, logins, expected))
+    const id = Schema.decodeSync(Bytes32)(launched.id)
+    pending.push(
+      await proposeBind(file, publicClient, relayer, { committee, bindDeadlines, sessions, owner, id })
+    )
   }
 
   // docs/protocol.md §9: bindDelay is 3600 s on the devnet. Anvil's test actions skip it here; on a
@@ -147,20 +191,17 @@ runExample("recipient-login", async () => {
   show("done", "each escrow is owned by its stealth key, which now signs claims like any owner")
 })
 
-/** A login at one attestor: its session, the login's secret, and the stealth owner it is for. */
-interface Login {
-  readonly session: string
-  readonly loginSecret: LoginSecret
-  readonly stealthOwner: Address
-}
+/** Member `i` (0-based, deployment.json's order) as the output names it. */
+const memberName = (i: number) => `attestor ${i + 1}`
 
-/** The messenger login: a widget payload signed with the devnet's bot token, then verified. */
+/** The messenger login at one member: a widget payload signed with the devnet's bot token, then verified. */
 async function messengerLogin(
-  attestor: AttestorClient,
+  member: CommitteeMember,
+  i: number,
   publicClient: PublicClient,
   userId: string,
   stealthOwner: Address
-): Promise<Login> {
+): Promise<MemberSession> {
   // The messenger's login widget signs its payload with a key derived from the bot token
   // (docs/protocol.md §10 "Messenger auth"); on the devnet the client stands in for the widget.
   const auth = signWidgetPayload(widgetKey(DEVNET_MESSENGER_BOT_TOKEN), {
@@ -170,134 +211,147 @@ async function messengerLogin(
     // The devnet attestor reads the devnet chain's clock (docs/protocol.md §9 "The devnet's clock").
     auth_date: Number(await nowSeconds(publicClient)) - 1
   })
-  show("auth", auth)
-  show("stealthOwner", stealthOwner)
   // A secret per login, kept by the client (a browser keeps it in sessionStorage); only its
-  // SHA-256 travels with the start (docs/protocol.md §10 "Login challenge").
+  // SHA-256 travels with the login (docs/protocol.md §10 "Login challenge").
   const login = newLoginSecret()
-  show("loginChallenge", login.loginChallenge)
+  const attestor = await Effect.runPromise(attestorFetchClient(member.url))
   const session = await call(
     "POST /v1/oauth/messenger/verify",
     attestor.logins.messengerVerify({
       payload: wire(MessengerVerifyRequest, { auth, stealthOwner, loginChallenge: login.loginChallenge })
     })
   )
-  show("session for", `${session.platform} user ${session.userId}, expires ${session.expiresAt}`)
-  return { session: session.session, loginSecret: login.loginSecret, stealthOwner }
+  show(
+    memberName(i),
+    `loginChallenge ${login.loginChallenge}: session for ${session.platform} user ${session.userId}, expires ${session.expiresAt}`
+  )
+  return { session: session.session, loginSecret: login.loginSecret }
 }
 
-/** The OAuth login at the devnet's microblog stand-in, which consents at once for `userId`. */
+/**
+ * The browser's trip for a login `startCommitteeLogins` started at one member: the devnet's
+ * microblog stand-in consents at once for `userId`, and the member's callback lands on the
+ * redirect with the session. Undefined when the login did not start there (the member is named).
+ */
 async function microblogLogin(
-  attestor: AttestorClient,
+  login: MemberLogin,
+  i: number,
   userId: string,
   stealthOwner: Address
-): Promise<Login> {
-  const login = newLoginSecret()
-  // What the client keeps until the provider sends the browser back (sessionStorage in a browser).
-  const pendingLogin: PendingLogin = { loginSecret: login.loginSecret, stealthOwner }
-  const started = await call(
-    "POST /v1/oauth/microblog/start",
-    attestor.logins.oauthStart({
-      path: { platform: "microblog" },
-      payload: wire(OAuthStartRequest, {
-        stealthOwner,
-        redirect: DEVNET_REDIRECT_ALLOWLIST,
-        loginChallenge: login.loginChallenge
-      })
-    })
-  )
-  if (!("url" in started)) throw new Error("the microblog start did not answer an authorize URL")
-  show("authorize URL", started.url)
+): Promise<MemberSession | undefined> {
+  if (login.started._tag !== "Started") {
+    show(memberName(i), `${login.member.url} ${describeOutcome({ member: login.member, ...login.started })}`)
+    return undefined
+  }
+  show(`${memberName(i)} authorize URL`, login.started.url)
   // A browser would show the provider's consent page; the stand-in consents at once and takes the
   // user from `devnet_user` (docs/protocol.md §9 "Devnet stand-ins").
-  const consent = await fetch(`${started.url}&devnet_user=${userId}`, { redirect: "manual" })
+  const consent = await fetch(`${login.started.url}&devnet_user=${userId}`, { redirect: "manual" })
   const callback = consent.headers.get("location")
   if (consent.status !== 302 || callback === null)
     throw new Error(`the stand-in answered ${consent.status} instead of a redirect`)
-  show("provider redirects to", callback)
   const landed = await fetch(callback, { redirect: "manual" })
   const back = landed.headers.get("location")
   if (landed.status !== 302 || back === null)
     throw new Error(`the attestor's callback answered ${landed.status}: ${await landed.text()}`)
-  show("the attestor sends the browser to", `${back.split("#")[0]}#attest=…`)
+  show(`${memberName(i)} sends the browser to`, `${back.split("#")[0]}#attest=…`)
   // A page reached with #attest= but no login of its own pending ignores it: someone else's login.
   if (loginLanding(back, undefined) !== undefined)
     throw new Error("a landing without a pending login was read")
-  const landing = loginLanding(back, pendingLogin)
+  const landing = loginLanding(back, { loginSecret: login.loginSecret, stealthOwner })
   if (landing?._tag !== "Session") throw new Error(`the login did not end in a session: ${back}`)
-  return { session: landing.session, loginSecret: landing.login.loginSecret, stealthOwner }
+  return { session: landing.session, loginSecret: landing.login.loginSecret }
 }
 
-/** How far ahead the bind deadline every signer signs lies (within each attestor's bounds). */
-const BIND_DEADLINE_AHEAD = 1800n
+/** One escrow's bind: the user's sessions at the members (undefined where there is none). */
+interface BindAsk {
+  readonly committee: Committee
+  /** The `bindDeadlineSeconds` of every member that answered `GET /v1/info`. */
+  readonly bindDeadlines: ReadonlyArray<number>
+  readonly sessions: ReadonlyArray<MemberSession | undefined>
+  readonly owner: Address
+  readonly id: Bytes32
+}
 
 /**
- * Escrows and a bind signature at each signer (`logins[i]` is the login at `signers[i]`), and the
- * proposal through the relayer.
+ * The escrow at each member with a session, every member's bind signature for one deadline
+ * (checked and merged by `collectBindSignatures`), and the proposal through the relayer.
  */
 async function proposeBind(
   file: DevnetFile,
   publicClient: PublicClient,
-  signers: ReadonlyArray<AttestorClient>,
   relayer: RelayerClient,
-  logins: ReadonlyArray<Login>,
-  expected: Hex
+  ask: BindAsk
 ): Promise<{ readonly id: Hex; readonly owner: Address }> {
-  // One deadline for every signer: the vault checks each signature over the same BindOwner.
-  const deadline = (await nowSeconds(publicClient)) + BIND_DEADLINE_AHEAD
-  const binds = []
-  for (const [i, attestor] of signers.entries()) {
-    const login = logins[i]
-    if (login === undefined) throw new Error("no login at this attestor")
-    const { session, loginSecret } = login
-    const where = signers.length === 1 ? "" : ` (attestor ${i + 1}, ${file.attestors[i]?.url})`
-    step(`POST /v1/escrows${where}: what was launched to this user (the session and the login's secret)`)
+  const { committee, sessions, owner, id } = ask
+  step(`POST /v1/escrows at each attestor with a session: what was launched to this user`)
+  for (const [i, member] of committee.members.entries()) {
+    const session = sessions[i]
+    if (session === undefined) continue
+    const attestor = await Effect.runPromise(attestorFetchClient(member.url))
     const { escrows } = await call(
       "POST /v1/escrows",
-      attestor.escrows.escrows({ payload: wire(EscrowsRequest, { session, loginSecret }) })
+      attestor.escrows.escrows({ payload: wire(EscrowsRequest, session) })
     )
-    for (const escrow of escrows)
-      show("escrow", `${escrow.id} registered=${escrow.registered} visibility=${escrow.visibility}`)
-    if (!escrows.some((e) => e.id === expected))
-      throw new Error(`the launch ${expected} is not among the escrows`)
-
-    step(`POST /v1/bind${where}: the attestor signs BindOwner(id, stealthOwner, bindNonce, deadline)`)
-    // Every signature must be for this client's own key, or nothing is proposed.
-    const [bind] = await call(
-      "POST /v1/bind",
-      attestor.binds
-        .bind({ payload: wire(BindRequest, { session, loginSecret, ids: [expected], deadline }) })
-        .pipe(Effect.flatMap(({ binds }) => bindsFor(binds, login.stealthOwner)))
-    )
-    if (bind === undefined) throw new Error("the attestor signed no bind")
-    show("bind", bind)
-    binds.push(bind)
+    const escrow = escrows.find((e) => e.id === id)
+    if (escrow === undefined) throw new Error(`the launch ${id} is not among the escrows at ${member.url}`)
+    show(memberName(i), `${escrow.id} registered=${escrow.registered} visibility=${escrow.visibility}`)
   }
-  const [bind] = binds
-  if (bind === undefined) throw new Error("no attestor signed")
-  // docs/protocol.md §5: the vault takes the signatures in ascending order of their signers.
-  const signatures = [...binds]
-    .sort((a, b) => (hexToBigInt(a.attestor) < hexToBigInt(b.attestor) ? -1 : 1))
-    .map((b) => b.signature)
 
-  // docs/protocol.md §5: proposeBind needs threshold-many attestor signatures; an escrow not
-  // registered yet carries the `register` payload the attestor returned, sent in the same transaction.
-  step("POST /v1/propose-bind on the relayer, with the registration")
+  step("POST /v1/bind at each attestor with a session: BindOwner(id, stealthOwner, bindNonce, deadline)")
+  // One deadline every member accepts (docs/attestor.md "Writing a client"): the vault checks each
+  // signature over the same BindOwner. Now is the chain's clock, which the devnet's attestors follow.
+  const deadline = await Effect.runPromise(
+    committeeDeadline(ask.bindDeadlines, Number(await nowSeconds(publicClient)))
+  )
+  const bindNonce = await publicClient.readContract({
+    address: file.vault,
+    abi: feeVaultAbi,
+    functionName: "bindNonces",
+    args: [id]
+  })
+  show("deadline", deadline)
+  show("bindNonce", bindNonce)
+  const collected = await Effect.runPromise(
+    Effect.either(
+      collectBindSignatures({
+        committee,
+        sessions,
+        owner,
+        id,
+        bindNonce,
+        deadline,
+        chain: { chainId: file.chainId, vault: file.vault },
+        // A signature counts only from a key the vault lists as an attestor.
+        isAttestor: (signer) =>
+          publicClient.readContract({
+            address: file.vault,
+            abi: feeVaultAbi,
+            functionName: "isAttestor",
+            args: [signer]
+          })
+      })
+    )
+  )
+  // What each member did: signed, down, refused (with its code), not asked, …
+  const outcomes = Either.isRight(collected) ? collected.right.outcomes : collected.left.outcomes
+  for (const [i, outcome] of outcomes.entries())
+    show(memberName(i), `${outcome.member.url} ${describeOutcome(outcome)}`)
+  // CommitteeShort: fewer than attestorThreshold signed; its message names each member and why.
+  if (Either.isLeft(collected)) throw new Error(collected.left.message)
+
+  // docs/protocol.md §5: proposeBind takes the signatures in ascending order of their signers; an
+  // escrow not registered yet carries the `register` payload, sent in the same transaction.
+  step(
+    `POST /v1/propose-bind on the relayer: ${collected.right.signatures.length} signatures by signer, with the registration`
+  )
   const { txHash } = await call(
     "POST /v1/propose-bind",
-    relayer.binds.proposeBind({
-      payload: wire(ProposeBindRequest, {
-        id: bind.beneficiaryId,
-        newOwner: bind.newOwner,
-        deadline: bind.deadline,
-        signatures,
-        ...(bind.register === null ? {} : { register: bind.register })
-      })
-    })
+    relayer.binds.proposeBind({ payload: proposeBindRequestOf(collected.right) })
   )
   const block = await relayedTx(relayer, txHash)
-  const account = await indexedAccount(relayer, bind.beneficiaryId, block)
+  const account = await indexedAccount(relayer, id, block)
   show("pendingOwner", account.pendingOwner)
   show("pendingReadyAt", account.pendingReadyAt)
-  return { id: bind.beneficiaryId, owner: bind.newOwner }
+  return { id, owner }
 }

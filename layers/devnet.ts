@@ -657,6 +657,9 @@ export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
             ...standInEnv(standIns, url, undefined, member),
             ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
             ...autoVetoEnv,
+            // As `npm run devnet`: deadlines by the chain's clock, which a skipped bind delay moves
+            // ahead (docs/protocol.md §9 "The devnet's clock"), so the examples run again on it.
+            ...devnetClockEnv,
             ...options.attestorSettings
           })
           running.push({ ...devnetMember(member), url, ...controls })

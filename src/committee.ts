@@ -325,7 +325,8 @@ export interface CollectedBind {
   readonly outcomes: ReadonlyArray<MemberOutcome>
 }
 
-const describeOutcome = (outcome: MemberOutcome): string => {
+/** What one member did, in a line for a user: "signed", "down (no answer)", "refused with 401 …". */
+export const describeOutcome = (outcome: MemberOutcome): string => {
   switch (outcome._tag) {
     case "Signed":
       return "signed"

@@ -279,7 +279,9 @@ for (const database of testDatabases()) {
             expect(new Set(vetoedIds())).toEqual(
               new Set([ownForged.id, ownForgedBatched.id, viaContract.id, conflicting.id])
             )
-            expect(Option.getOrUndefined(yield* proposals.get(unaskedBatched.id, 0n))?.verdict).toBe("unasked")
+            expect(Option.getOrUndefined(yield* proposals.get(unaskedBatched.id, 0n))?.verdict).toBe(
+              "unasked"
+            )
             expect(Option.getOrUndefined(yield* proposals.get(unasked.id, 0n))?.verdict).toBe("unasked")
             expect(Option.getOrUndefined(yield* proposals.get(earlier.id, 2n))?.verdict).toBe("unasked")
             // Passes later: still spared.

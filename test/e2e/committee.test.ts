@@ -73,7 +73,7 @@ const runtime = ManagedRuntime.make(
     dir: join(tmpdir(), `committee-${process.pid}`),
     attestors: 3,
     threshold: 2,
-    attestorSettings: { ...devnetClockEnv, VETO_STAGGER_SECONDS: String(VETO_STAGGER_SECONDS) }
+    attestorSettings: { VETO_STAGGER_SECONDS: String(VETO_STAGGER_SECONDS) }
   })
 )
 let devnet: RunningDevnet
