@@ -99,6 +99,35 @@ const proposalTx = async (p: Proposed, hash: Hex): Promise<Transaction> => {
   return { hash, to: p.viaContract ? ROUTER : VAULT, input: data } as unknown as Transaction
 }
 
+/** The vault index with `accounts` at block 100, and a hint index that knows every id. */
+const stubIndexes = (accounts: Map<Hex, AccountState>) =>
+  Layer.merge(
+    Layer.succeed(Indexer, {
+      enabled: false,
+      status: Effect.die("unused"),
+      read: (f) =>
+        Effect.sync(() =>
+          f({
+            chainId: CHAIN_ID,
+            vault: VAULT,
+            block: 100,
+            hash: `0x${"11".repeat(32)}`,
+            version: 1,
+            accounts,
+            projection: undefined as never
+          } satisfies AccountsSnapshot)
+        )
+    }),
+    Layer.succeed(HintIndex, {
+      status: Effect.die("unused"),
+      escrowsOf: () => Effect.die("unused"),
+      read: (f) =>
+        Effect.sync(() =>
+          f({ block: 100, projection: { escrow: () => ({}) as never } } as unknown as HintSnapshot)
+        )
+    })
+  )
+
 for (const database of testDatabases()) {
   describe(`committee veto rule on ${database.name}`, () => {
     layer(withMigrations(database), { timeout: 60_000 })((it) => {
@@ -123,30 +152,7 @@ for (const database of testDatabases()) {
                   bindNonce: p.bindNonce + 1n
                 })
               })
-            const indexer = Layer.succeed(Indexer, {
-              enabled: false,
-              status: Effect.die("unused"),
-              read: (f) =>
-                Effect.sync(() =>
-                  f({
-                    chainId: CHAIN_ID,
-                    vault: VAULT,
-                    block: 100,
-                    hash: `0x${"11".repeat(32)}`,
-                    version: 1,
-                    accounts,
-                    projection: undefined as never
-                  } satisfies AccountsSnapshot)
-                )
-            })
-            const hints = Layer.succeed(HintIndex, {
-              status: Effect.die("unused"),
-              escrowsOf: () => Effect.die("unused"),
-              read: (f) =>
-                Effect.sync(() =>
-                  f({ block: 100, projection: { escrow: () => ({}) as never } } as unknown as HintSnapshot)
-                )
-            })
+            const indexes = stubIndexes(accounts)
             const chain = mockChainClient({
               chainId: Effect.succeed(CHAIN_ID),
               call: () => Effect.succeed("0x"),
@@ -180,12 +186,7 @@ for (const database of testDatabases()) {
             }
             const attestations = yield* makeAttestationStore
             const proposals = yield* makeProposalStore
-            const services = Layer.mergeAll(
-              indexer,
-              hints,
-              chain,
-              Layer.succeed(AttestationStore, attestations)
-            )
+            const services = Layer.mergeAll(indexes, chain, Layer.succeed(AttestationStore, attestations))
             const watcher = (vetoRule: VetoRule, vetoStaggerSeconds = 0) =>
               makeVetoWatcher(
                 {
@@ -326,30 +327,7 @@ for (const database of testDatabases()) {
             ]
           ])
           const submitted: Array<TxRequest> = []
-          const indexer = Layer.succeed(Indexer, {
-            enabled: false,
-            status: Effect.die("unused"),
-            read: (f) =>
-              Effect.sync(() =>
-                f({
-                  chainId: CHAIN_ID,
-                  vault: VAULT,
-                  block: 100,
-                  hash: `0x${"11".repeat(32)}`,
-                  version: 1,
-                  accounts,
-                  projection: undefined as never
-                } satisfies AccountsSnapshot)
-              )
-          })
-          const hints = Layer.succeed(HintIndex, {
-            status: Effect.die("unused"),
-            escrowsOf: () => Effect.die("unused"),
-            read: (f) =>
-              Effect.sync(() =>
-                f({ block: 100, projection: { escrow: () => ({}) as never } } as unknown as HintSnapshot)
-              )
-          })
+          const indexes = stubIndexes(accounts)
           const chain = mockChainClient({
             call: () => Effect.succeed("0x"),
             estimateGas: () => Effect.succeed(50_000n),
@@ -386,9 +364,7 @@ for (const database of testDatabases()) {
             yield* makeProposalStore,
             Option.some(sender)
           ).pipe(
-            Effect.provide(
-              Layer.mergeAll(indexer, hints, chain, Layer.succeed(AttestationStore, attestations))
-            )
+            Effect.provide(Layer.mergeAll(indexes, chain, Layer.succeed(AttestationStore, attestations)))
           )
           yield* watcher.pass
           expect(submitted).toHaveLength(0)

@@ -266,6 +266,41 @@ const finalize = async (id: Bytes32) => {
   await mined(txHash)
 }
 
+/**
+ * A bind of `id` to a fresh attacker key signed with the keys of members 1 and 2 (which never issued
+ * it) at the current bind nonce, registered and proposed through the relayer; the attacker's key.
+ */
+const proposeForged = async (id: Bytes32) => {
+  const attacker = newOwner()
+  const nonce = await bindNonce(id)
+  const forgedDeadline = BigInt((await chainNow()) + 3_000)
+  const signatures = await Promise.all(
+    [members[0]!, members[1]!]
+      .sort((a, b) => (a.address.toLowerCase() < b.address.toLowerCase() ? -1 : 1))
+      .map((m) =>
+        privateKeyToAccount(m.signingPrivateKey).signTypedData({
+          domain: vaultDomain(devnet.deployment.chainId, vault()),
+          types: vaultTypes,
+          primaryType: "BindOwner",
+          message: { id, newOwner: attacker, bindNonce: nonce, deadline: forgedDeadline }
+        })
+      )
+  )
+  const { txHash } = await run(
+    (await relayer()).binds.proposeBind({
+      payload: Schema.decodeUnknownSync(ProposeBindRequest)({
+        id,
+        newOwner: attacker,
+        deadline: forgedDeadline.toString(),
+        signatures,
+        register: await registerOf(id)
+      })
+    })
+  )
+  await mined(txHash)
+  return attacker
+}
+
 describe("a committee of three at threshold two", () => {
   it("honest 2 of 3: members 1 and 2 sign, the bind finalizes, member 3 sends no veto", {
     timeout: TIMEOUT
@@ -385,35 +420,7 @@ describe("a committee of three at threshold two", () => {
     await run(members[0]!.stop)
     await run(members[1]!.stop)
     try {
-      const attacker = newOwner()
-      const nonce = await bindNonce(id)
-      const forgedDeadline = BigInt((await chainNow()) + 3_000)
-      const signatures = await Promise.all(
-        [members[0]!, members[1]!]
-          .sort((a, b) => (a.address.toLowerCase() < b.address.toLowerCase() ? -1 : 1))
-          .map((m) =>
-            privateKeyToAccount(m.signingPrivateKey).signTypedData({
-              domain: vaultDomain(devnet.deployment.chainId, vault()),
-              types: vaultTypes,
-              primaryType: "BindOwner",
-              message: { id, newOwner: attacker, bindNonce: nonce, deadline: forgedDeadline }
-            })
-          )
-      )
-      // Proposed by the attacker; the escrow was never registered, so the relayer's proposal
-      // cannot register it: the attacker registers and proposes through the vault directly.
-      const { txHash } = await run(
-        (await relayer()).binds.proposeBind({
-          payload: Schema.decodeUnknownSync(ProposeBindRequest)({
-            id,
-            newOwner: attacker,
-            deadline: forgedDeadline.toString(),
-            signatures,
-            register: await registerOf(id)
-          })
-        })
-      )
-      await mined(txHash)
+      const attacker = await proposeForged(id)
       expect((await account(id)).pendingOwner).toBe(attacker)
 
       // The user sees a bind to a key that is not theirs, logs in at member 3 with their own key
@@ -494,33 +501,7 @@ describe("a committee of three at threshold two", () => {
     expect(Either.isRight(asked)).toBe(true)
     const before = await Promise.all(members.map((m) => nonceOf(m.address)))
     // The keys of members 1 and 2 sign a bind to another key at that nonce.
-    const attacker = newOwner()
-    const nonce = await bindNonce(id)
-    const forgedDeadline = BigInt((await chainNow()) + 3_000)
-    const signatures = await Promise.all(
-      [members[0]!, members[1]!]
-        .sort((a, b) => (a.address.toLowerCase() < b.address.toLowerCase() ? -1 : 1))
-        .map((m) =>
-          privateKeyToAccount(m.signingPrivateKey).signTypedData({
-            domain: vaultDomain(devnet.deployment.chainId, vault()),
-            types: vaultTypes,
-            primaryType: "BindOwner",
-            message: { id, newOwner: attacker, bindNonce: nonce, deadline: forgedDeadline }
-          })
-        )
-    )
-    const { txHash } = await run(
-      (await relayer()).binds.proposeBind({
-        payload: Schema.decodeUnknownSync(ProposeBindRequest)({
-          id,
-          newOwner: attacker,
-          deadline: forgedDeadline.toString(),
-          signatures,
-          register: await registerOf(id)
-        })
-      })
-    )
-    await mined(txHash)
+    await proposeForged(id)
     await until("the veto", async () => (await account(id)).pendingOwner === zeroAddress, 90_000)
     expect(await vetoesOf(id)).toEqual([first.address])
     // Past every slot, the others have sent nothing.
