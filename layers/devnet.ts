@@ -222,11 +222,28 @@ export const walletPageEnv = (origin: string = DEVNET_FRONTEND_ORIGIN) => ({
   } as Record<string, string>
 })
 
-/** The devnet's wallet page for the services at these URLs; closed with the scope. */
+/**
+ * The devnet's wallet page for the chain's committee (every member at its URL, member 1 first, and
+ * the threshold), the relayer and the chain's RPC; closed with the scope.
+ */
 export const devnetWalletPage = (
-  urls: { readonly attestorUrl: string; readonly relayerUrl: string },
+  chain: DevnetChain,
+  urls: { readonly attestorUrls: ReadonlyArray<string>; readonly relayerUrl: string },
   port = 0
-) => walletPage({ ...urls, port, host: "127.0.0.1", messengerBotToken: DEVNET_MESSENGER_BOT_TOKEN })
+) =>
+  walletPage({
+    attestors: chain.members.map((m, i) => ({
+      url: urls.attestorUrls[i] ?? "",
+      address: m.address,
+      hintPublicKey: m.hintPublicKey
+    })),
+    threshold: chain.attestorThreshold,
+    relayerUrl: urls.relayerUrl,
+    rpcUrl: chain.anvil.rpcUrl,
+    port,
+    host: "127.0.0.1",
+    messengerBotToken: DEVNET_MESSENGER_BOT_TOKEN
+  })
 
 /** What a handle lookup costs on the devnet (docs/protocol.md §9): 0.01 of the settlement asset. */
 export const DEVNET_LOOKUP_PRICE = "0.01"
@@ -589,7 +606,13 @@ export interface RunningDevnet extends DevnetChain, ServiceUrls {
   readonly running?: ReadonlyArray<RunningMember> | undefined
 }
 
-export interface DevnetLayerOptions extends DevnetChainOptions {}
+export interface DevnetLayerOptions extends DevnetChainOptions {
+  /**
+   * The origin of a wallet page (src/devnet/walletPage.ts) that talks to this devnet: the relayer
+   * and every member run with `walletPageEnv(walletOrigin)`.
+   */
+  readonly walletOrigin?: string
+}
 
 /**
  * An attestor in this process under a scope of its own, forked from `parent`, so that it can stop
@@ -646,14 +669,19 @@ export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
         }
         yield* writeDevnetFile(chain, urls)
         const scope = yield* Effect.scope
-        yield* Layer.buildWithScope(withSettings(Relayer.layer, relayerEnv(chain, relayerPort)), scope)
+        const wallet = options.walletOrigin === undefined ? undefined : walletPageEnv(options.walletOrigin)
+        yield* Layer.buildWithScope(
+          withSettings(Relayer.layer, { ...relayerEnv(chain, relayerPort), ...wallet?.relayer }),
+          scope
+        )
         const running: Array<RunningMember> = []
         for (const { member, url } of memberUrls) {
           const controls = yield* restartableAttestor(scope, {
             ...attestorEnv(chain, Number(new URL(url).port), member),
             ...standInEnv(standIns, url, undefined, member),
             ...paidLookupEnv(chain, facilitator.url, DEVNET_TRANSFER_METHOD),
-            ...autoVetoEnv
+            ...autoVetoEnv,
+            ...wallet?.attestor
           })
           running.push({ ...devnetMember(member), url, ...controls })
         }
