@@ -4,17 +4,20 @@
  * devnet at threshold 2 in this process, member 3 stopped. A messenger login at every member logs
  * in at the two that are up and shows the third down; the bind is proposed with the two signatures
  * and is pending on chain for the page's key. With member 2 down as well, the page shows each
- * member's reason and proposes nothing.
+ * member's reason and proposes nothing. A bind of the user's escrow to someone else's key, made
+ * with the user's own logins (the devnet's widget is public), is a warning on the page whose
+ * "Contest" contests at both members up, and a member's veto ends the pending bind on chain.
  *
  * No browser is a failure, never a skip: `.ci/run` installs Debian's `chromium`.
  */
-import { existsSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect, ManagedRuntime, Schema } from "effect"
 import { type Browser, chromium, type Page } from "playwright-core"
 import { createPublicClient, type Hex, http, zeroAddress } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { feeVaultAbi } from "../../contracts/abi.js"
 import { launchSampleToken } from "../../contracts/deploy.js"
@@ -25,8 +28,19 @@ import {
   type RunningDevnet,
   type RunningMember
 } from "../../layers/devnet.js"
+import type { SessionToken } from "../../schema/attestor.js"
 import { computeId } from "../../schema/ids.js"
+import { Address, Bytes32 } from "../../schema/primitives.js"
+import { ProposeBindRequest } from "../../schema/relayer.js"
 import { encodeBeneficiaryHint, sealHint } from "../../src/attestor/hints/hintEnvelopes.js"
+import { signWidgetPayload, widgetKey } from "../../src/attestor/logins/messenger/messengerWidget.js"
+import {
+  collectBindSignatures,
+  committeeDeadline,
+  committeeOf,
+  type MemberSession,
+  proposeBindRequestOf
+} from "../../src/client.js"
 import { startWalletPage, type WalletPage } from "../../src/devnet/walletPage.js"
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
@@ -212,4 +226,96 @@ describe("the devnet wallet page with a 3-member committee at threshold 2, membe
       await context.close()
     }
   })
+
+  it("a pending bind to another key: a warning, contested at both members up, vetoed", {
+    timeout: 120_000
+  }, async () => {
+    const user = String(++users)
+    const id = await launched(user, "WCMC", members.slice(0, 2))
+    // Someone else binds the user's escrow to their own key at members 1 and 2.
+    const other = privateKeyToAccount(generatePrivateKey()).address
+    await proposeBindTo(user, id, other)
+    expect((await pendingOwner(id)).toLowerCase()).toBe(other.toLowerCase())
+    const { context, page } = await loggedIn(user, id)
+    const row = page.locator(`tr[data-escrow="${id}"]`)
+    await expect(row.locator(".warning").textContent()).resolves.toMatch(
+      /^A bind to another key is pending \(final in .+\)\. Not yours\? Contest it\.$/
+    )
+    expect(await row.locator("button.bind").count()).toBe(0)
+    await page.screenshot({ path: join(SCREENSHOTS, "wallet-committee-contest.png"), fullPage: true })
+    await row.locator("button.contest").click()
+    await page.locator("#status", { hasText: /^Contested at 2 of 3 attestors/ }).waitFor()
+    await memberState(page, 1, "contested")
+    await memberState(page, 2, "contested")
+    await memberState(page, 3, "down")
+    // A member's veto (AUTO_VETO) ends the pending bind.
+    await until(async () => (await pendingOwner(id)) === zeroAddress, "the contested bind was not vetoed")
+    await context.close()
+  })
 })
+
+/** Waits for `done`, polling the chain; fails with `message` after a minute. */
+const until = async (done: () => Promise<boolean>, message: string) => {
+  for (let i = 0; i < 300; i++) {
+    if (await done()) return
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  throw new Error(message)
+}
+
+/** Logs `userId` in at members 1 and 2 for `owner`, collects their signatures, and proposes the bind. */
+const proposeBindTo = async (userId: string, id: Hex, owner: `0x${string}`) => {
+  const sessions: Array<MemberSession | undefined> = []
+  for (const member of members.slice(0, 2)) {
+    const auth = signWidgetPayload(widgetKey(DEVNET_MESSENGER_BOT_TOKEN), {
+      id: Number(userId),
+      first_name: "Other",
+      username: `other${userId}`,
+      auth_date: Math.floor(Date.now() / 1000)
+    })
+    const answer = await fetch(`${member.url}/v1/oauth/messenger/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ auth, stealthOwner: owner })
+    })
+    expect(answer.status).toBe(200)
+    sessions.push({ session: ((await answer.json()) as { session: SessionToken }).session })
+  }
+  sessions.push(undefined)
+  const { bindDeadlineSeconds } = (await (await fetch(`${members[0]!.url}/v1/info`)).json()) as {
+    bindDeadlineSeconds: number
+  }
+  const vault = devnet.deployment.vault
+  const collected = await Effect.runPromise(
+    Effect.gen(function* () {
+      const committee = yield* committeeOf(JSON.parse(readFileSync(devnet.deploymentFile, "utf8")))
+      const deadline = yield* committeeDeadline([bindDeadlineSeconds], Math.floor(Date.now() / 1000))
+      return yield* collectBindSignatures({
+        committee,
+        sessions,
+        owner: Schema.decodeSync(Address)(owner),
+        id: Schema.decodeUnknownSync(Bytes32)(id),
+        bindNonce: 0n,
+        deadline,
+        chain: { chainId: devnet.deployment.chainId, vault },
+        isAttestor: (signer) =>
+          chain().readContract({
+            address: vault,
+            abi: feeVaultAbi,
+            functionName: "isAttestor",
+            args: [signer]
+          })
+      })
+    })
+  )
+  const proposed = await fetch(`${devnet.relayerUrl}/v1/propose-bind`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(Schema.encodeSync(ProposeBindRequest)(proposeBindRequestOf(collected)))
+  })
+  expect(proposed.status).toBe(200)
+  const { txHash } = (await proposed.json()) as { txHash: Hex }
+  const { blockNumber } = await chain().waitForTransactionReceipt({ hash: txHash })
+  // The page lists escrows as the members index them.
+  for (const member of members.slice(0, 2)) await indexed(member.url, blockNumber)
+}
