@@ -3,9 +3,9 @@
  * docs/attestor.md "The committee"), in Debian's Chromium driven by playwright-core: a 3-member
  * devnet at threshold 2 in this process, member 3 stopped. A messenger login at every member logs
  * in at the two that are up and shows the third down; the bind is proposed with the two signatures
- * and is pending on chain for the page's key. A codehost login goes through member 1's consent
- * page, then member 2's (each member its own app), and finds member 3 down. With member 2 down as
- * well, the page shows each member's reason and proposes nothing. A bind of the user's escrow to
+ * and is pending on chain for the page's key. A codehost login (POST or deprecated GET start)
+ * goes through member 1's consent page, then member 2's (each member its own app), and finds
+ * member 3 down. With member 2 down as well, the page shows each member's reason and proposes nothing. A bind of the user's escrow to
  * someone else's key, made with the user's own logins (the devnet's widget is public), is a
  * warning on the page whose "Contest" contests at both members up, and a member's veto ends the
  * pending bind on chain.
@@ -208,34 +208,43 @@ describe("the devnet wallet page with a 3-member committee at threshold 2, membe
     await context.close()
   })
 
-  it("codehost: the consent page of member 1, then of member 2, member 3 down", {
-    timeout: 120_000
-  }, async () => {
-    const user = String(++users)
-    const id = await launched(user, "WCMO", members.slice(0, 2), "codehost")
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } })
-    const page = await context.newPage()
-    await page.goto(`${wallet.url}/`)
-    await page.click("[data-login=codehost]")
-    // Each member has its own app at the provider: one consent per member, member after member.
-    for (const k of [1, 2]) {
-      await page.waitForURL(
-        (url) => url.searchParams.get("client_id") === devnetMember(k).oauthApps.codehost.clientId
+  it.each([
+    ["POST", false],
+    ["deprecated GET", true]
+  ])(
+    "codehost (%s start): the consent page of member 1, then of member 2, member 3 down",
+    {
+      timeout: 120_000
+    },
+    async (_, legacy) => {
+      const user = String(++users)
+      const id = await launched(user, "WCMO", members.slice(0, 2), "codehost")
+      const context = await browser.newContext({ viewport: { width: 1100, height: 900 } })
+      const page = await context.newPage()
+      await page.goto(`${wallet.url}/`)
+      await page.locator("[data-login=codehost]").waitFor()
+      if (legacy) await page.check("#legacy-start")
+      await page.click("[data-login=codehost]")
+      // Each member has its own app at the provider: one consent per member, member after member.
+      for (const k of [1, 2]) {
+        await page.waitForURL(
+          (url) => url.searchParams.get("client_id") === devnetMember(k).oauthApps.codehost.clientId
+        )
+        await page.fill("#devnet_user", user)
+        await page.click("#authorize")
+      }
+      await page.locator(`tr[data-escrow="${id}"]`).waitFor()
+      expect(page.url()).toBe(`${wallet.url}/after-login`)
+      await memberState(page, 1, "logged-in")
+      await memberState(page, 2, "logged-in")
+      await memberState(page, 3, "down")
+      await expect(page.locator("#status").textContent()).resolves.toBe(
+        "Logged in with codehost at 2 of 3 attestors."
       )
-      await page.fill("#devnet_user", user)
-      await page.click("#authorize")
+      expect(await page.locator("#refusal").isHidden()).toBe(true)
+      await context.close()
     }
-    await page.locator(`tr[data-escrow="${id}"]`).waitFor()
-    expect(page.url()).toBe(`${wallet.url}/after-login`)
-    await memberState(page, 1, "logged-in")
-    await memberState(page, 2, "logged-in")
-    await memberState(page, 3, "down")
-    await expect(page.locator("#status").textContent()).resolves.toBe(
-      "Logged in with codehost at 2 of 3 attestors."
-    )
-    expect(await page.locator("#refusal").isHidden()).toBe(true)
-    await context.close()
-  })
+  )
 
   it("with member 2 down too: each member's reason, nothing proposed", { timeout: 120_000 }, async () => {
     const user = String(++users)

@@ -379,17 +379,18 @@ const oauthFrom = async (
     const pending: PendingOAuth = { loginSecret, stealthOwner, platform, member: i, legacy, done: logins }
     const start = { stealthOwner, redirect: redirect(), loginChallenge }
     const service = memberService(i)
-    if (legacy) {
-      sessionStorage.setItem(PENDING, JSON.stringify(pending))
-      location.assign(`${service.base}/v1/oauth/${platform}/start?${new URLSearchParams(start)}`)
-      return
-    }
     showStatus(`Starting the ${platform} login at ${memberName(i)}…`)
     setState(i, "asking", "logging in…")
     try {
-      const started = (await call(service, `/v1/oauth/${platform}/start`, start)) as { url: string }
+      // The deprecated GET start is a navigation: the member is asked for its info first, so one
+      // that is down is skipped rather than leaving the browser on an error page.
+      const url = legacy
+        ? await call(service, "/v1/info").then(
+            () => `${service.base}/v1/oauth/${platform}/start?${new URLSearchParams(start)}`
+          )
+        : ((await call(service, `/v1/oauth/${platform}/start`, start)) as { url: string }).url
       sessionStorage.setItem(PENDING, JSON.stringify(pending))
-      location.assign(started.url)
+      location.assign(url)
       return
     } catch (error) {
       const state = failureState(error)
