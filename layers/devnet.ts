@@ -222,11 +222,28 @@ export const walletPageEnv = (origin: string = DEVNET_FRONTEND_ORIGIN) => ({
   } as Record<string, string>
 })
 
-/** The devnet's wallet page for the services at these URLs; closed with the scope. */
+/**
+ * The devnet's wallet page for the chain's committee (every member at its URL, member 1 first, and
+ * the threshold), the relayer and the chain's RPC; closed with the scope.
+ */
 export const devnetWalletPage = (
-  urls: { readonly attestorUrl: string; readonly relayerUrl: string },
+  chain: DevnetChain,
+  urls: { readonly attestorUrls: ReadonlyArray<string>; readonly relayerUrl: string },
   port = 0
-) => walletPage({ ...urls, port, host: "127.0.0.1", messengerBotToken: DEVNET_MESSENGER_BOT_TOKEN })
+) =>
+  walletPage({
+    attestors: chain.members.map((m, i) => ({
+      url: urls.attestorUrls[i] ?? "",
+      address: m.address,
+      hintPublicKey: m.hintPublicKey
+    })),
+    threshold: chain.attestorThreshold,
+    relayerUrl: urls.relayerUrl,
+    rpcUrl: chain.anvil.rpcUrl,
+    port,
+    host: "127.0.0.1",
+    messengerBotToken: DEVNET_MESSENGER_BOT_TOKEN
+  })
 
 /** What a handle lookup costs on the devnet (docs/protocol.md §9): 0.01 of the settlement asset. */
 export const DEVNET_LOOKUP_PRICE = "0.01"
@@ -590,8 +607,13 @@ export interface RunningDevnet extends DevnetChain, ServiceUrls {
 }
 
 export interface DevnetLayerOptions extends DevnetChainOptions {
-  /** Settings every attestor runs with on top of the devnet's (e.g. `devnetClockEnv`). */
+  /** Settings every attestor runs with on top of the devnet's (e.g. `VETO_STAGGER_SECONDS`). */
   readonly attestorSettings?: Record<string, string>
+  /**
+   * The origin of a wallet page (src/devnet/walletPage.ts) that talks to this devnet: the relayer
+   * and every member run with `walletPageEnv(walletOrigin)`.
+   */
+  readonly walletOrigin?: string
 }
 
 /**
@@ -649,7 +671,11 @@ export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
         }
         yield* writeDevnetFile(chain, urls)
         const scope = yield* Effect.scope
-        yield* Layer.buildWithScope(withSettings(Relayer.layer, relayerEnv(chain, relayerPort)), scope)
+        const wallet = options.walletOrigin === undefined ? undefined : walletPageEnv(options.walletOrigin)
+        yield* Layer.buildWithScope(
+          withSettings(Relayer.layer, { ...relayerEnv(chain, relayerPort), ...wallet?.relayer }),
+          scope
+        )
         const running: Array<RunningMember> = []
         for (const { member, url } of memberUrls) {
           const controls = yield* restartableAttestor(scope, {
@@ -660,6 +686,7 @@ export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
             // As `npm run devnet`: deadlines by the chain's clock, which a skipped bind delay moves
             // ahead (docs/protocol.md §9 "The devnet's clock"), so the examples run again on it.
             ...devnetClockEnv,
+            ...wallet?.attestor,
             ...options.attestorSettings
           })
           running.push({ ...devnetMember(member), url, ...controls })

@@ -280,8 +280,13 @@ const program = Effect.gen(function* () {
     doublesUrl: standIns.url,
     facilitatorUrl: facilitator.url
   })
-  // The wallet page at http://localhost:<port>: the attestor's allow-list and both services' CORS name it.
-  const wallet = yield* devnetWalletPage({ attestorUrl, relayerUrl }, walletPort)
+  // The wallet page at http://localhost:<port>, speaking to every member: the members' allow-lists
+  // and every service's CORS name it.
+  const wallet = yield* devnetWalletPage(
+    chain,
+    { attestorUrls: memberUrls.map((m) => m.url), relayerUrl },
+    walletPort
+  )
   const walletSettings = walletPageEnv(wallet.url)
 
   const memberProcess = ({ member, url }: { readonly member: number; readonly url: string }) =>

@@ -1,8 +1,9 @@
 /**
  * The devnet's wallet page (docs/getting-started.md "The wallet page", docs/protocol.md §9): a
- * small static recipient app at `http://localhost:5173/`, the origin on the devnet attestor's
+ * small static recipient app at `http://localhost:5173/`, the origin on the devnet attestors'
  * redirect allow-list. Its module (src/devnet/wallet/main.ts) is bundled with esbuild when the
- * server starts, so nothing built is kept in the repository.
+ * server starts, so nothing built is kept in the repository. `/config.json` names the committee
+ * as deployment.json does (`attestors`, `attestorThreshold`), or one `attestorUrl`.
  *
  * Besides the page, the server holds two stand-ins of the outside world that need the devnet's
  * secrets, on the page's own origin:
@@ -12,7 +13,8 @@
  *   wallet, a Sign In With Farcaster message with those values signed by the fid's custody key
  *   (fid 100i is mnemonic account #i, i = 3..9).
  *
- * Its Content-Security-Policy lets the page reach this origin, the attestor and the relayer only.
+ * Its Content-Security-Policy lets the page reach this origin, the attestors, the relayer and the
+ * chain's RPC (the page reads the vault itself: `bindNonces`, `isAttestor`, the chain's time) only.
  * Nothing here is logged.
  */
 import { readFile } from "node:fs/promises"
@@ -25,13 +27,26 @@ import { devnetAccount } from "../../contracts/deploy.js"
 import { signWidgetPayload, widgetKey } from "../attestor/logins/messenger/messengerWidget.js"
 import { closeOnce, listen } from "./loopbackServer.js"
 
+/** A committee member as deployment.json lists it (docs/protocol.md §9 "A committee devnet"). */
+export interface WalletPageMember {
+  readonly url: string
+  readonly address: string
+  readonly hintPublicKey: string
+}
+
 export interface WalletPageOptions {
   /** Default "127.0.0.1". */
   readonly host?: string
   /** Default 0 (a free port). */
   readonly port?: number
-  readonly attestorUrl: string
+  /** The committee, member 1 first; or, instead, one `attestorUrl` (its address read from its `/v1/info`). */
+  readonly attestors?: ReadonlyArray<WalletPageMember>
+  /** How many members' signatures a bind needs (default 1). */
+  readonly threshold?: number
+  readonly attestorUrl?: string
   readonly relayerUrl: string
+  /** The chain's JSON-RPC, for the page's reads of the vault. */
+  readonly rpcUrl: string
   /** The bot token the messenger widget stand-in signs with. */
   readonly messengerBotToken: string
 }
@@ -133,13 +148,46 @@ const text = (value: unknown, name: string, max = 200): string => {
   return value
 }
 
+/** The committee fields of `/config.json`: deployment.json's, or one `attestorUrl`. */
+const committeeConfig = (
+  options: WalletPageOptions
+):
+  | {
+      readonly attestors: ReadonlyArray<WalletPageMember>
+      readonly attestorThreshold: number
+      readonly attestorUrl?: undefined
+    }
+  | { readonly attestorUrl: string; readonly attestors?: undefined } => {
+  if (options.attestors === undefined) {
+    if (options.attestorUrl === undefined) throw new Error("the wallet page needs attestors or attestorUrl")
+    return { attestorUrl: options.attestorUrl }
+  }
+  const threshold = options.threshold ?? 1
+  if (
+    options.attestors.length === 0 ||
+    !Number.isInteger(threshold) ||
+    threshold < 1 ||
+    threshold > options.attestors.length
+  )
+    throw new Error("the wallet page needs 1 or more attestors and a threshold of 1 to their number")
+  return {
+    attestors: options.attestors.map(({ url, address, hintPublicKey }) => ({ url, address, hintPublicKey })),
+    attestorThreshold: threshold
+  }
+}
+
 export const startWalletPage = async (options: WalletPageOptions): Promise<WalletPage> => {
   const [html, module] = await Promise.all([
     readFile(`${WALLET_DIR}index.html`, "utf8"),
     bundleWalletModule()
   ])
   const key = widgetKey(options.messengerBotToken)
-  const services = [new URL(options.attestorUrl).origin, new URL(options.relayerUrl).origin]
+  const committee = committeeConfig(options)
+  const attestorUrls =
+    committee.attestors === undefined ? [committee.attestorUrl] : committee.attestors.map((m) => m.url)
+  const services = [
+    ...new Set([...attestorUrls, options.relayerUrl, options.rpcUrl].map((url) => new URL(url).origin))
+  ]
   const csp = [
     "default-src 'self'",
     `connect-src 'self' ${services.join(" ")}`,
@@ -244,8 +292,9 @@ export const startWalletPage = async (options: WalletPageOptions): Promise<Walle
   const { port } = await listen(server, options.port ?? 0, options.host ?? "127.0.0.1")
   const url = `http://localhost:${port}`
   config = JSON.stringify({
-    attestorUrl: options.attestorUrl,
+    ...committee,
     relayerUrl: options.relayerUrl,
+    rpcUrl: options.rpcUrl,
     fids: DEVNET_SIGNER_FIDS
   })
   return { url, close: closeOnce(server) }

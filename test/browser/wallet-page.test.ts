@@ -48,6 +48,7 @@ beforeAll(async () => {
     port,
     attestorUrl: attestor.url,
     relayerUrl: net.relayerUrl,
+    rpcUrl: net.rpcUrl,
     messengerBotToken: DEVNET_MESSENGER_BOT_TOKEN
   })
   browser = await chromium.launch({
@@ -82,9 +83,9 @@ const openContext = async (): Promise<{ context: BrowserContext; page: Page; req
   return { context, page, requests }
 }
 
-/** Every request went to the devnet's services: the page, the attestor, the relayer, the stand-ins. */
+/** Every request went to the devnet's services: the page, the attestor, the relayer, the chain, the stand-ins. */
 const expectOnlyDevnet = (requests: ReadonlyArray<string>) => {
-  const allowed = new Set([wallet.url, attestor.url, net.relayerUrl, attestor.standIns?.url])
+  const allowed = new Set([wallet.url, attestor.url, net.relayerUrl, net.rpcUrl, attestor.standIns?.url])
   const others = requests.filter((url) => !url.startsWith("data:") && !allowed.has(new URL(url).origin))
   expect(others).toEqual([])
 }
@@ -205,6 +206,7 @@ describe("the devnet wallet page in Chromium", () => {
     const orphan = await startWalletPage({
       attestorUrl: `http://127.0.0.1:${port}`,
       relayerUrl: net.relayerUrl,
+      rpcUrl: net.rpcUrl,
       messengerBotToken: DEVNET_MESSENGER_BOT_TOKEN
     })
     try {
