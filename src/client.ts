@@ -71,10 +71,13 @@ const transformClient =
   (options: ClientOptions | undefined) =>
   (client: HttpClient.HttpClient): HttpClient.HttpClient => {
     const headers = options?.headers
+    // No `traceparent`: browsers would preflight it and the services' CORS does not list it, and
+    // one trace id on every member's request would tie a user's logins together.
+    const untraced = HttpClient.withTracerPropagation(client, false)
     const withHeaders =
       headers === undefined
-        ? client
-        : HttpClient.mapRequest(client, (request) =>
+        ? untraced
+        : HttpClient.mapRequest(untraced, (request) =>
             HttpClientRequest.setHeaders(request, typeof headers === "function" ? headers() : headers)
           )
     return HttpClient.tap(withHeaders, (response) =>

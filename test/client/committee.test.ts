@@ -83,11 +83,15 @@ const signBind = async (key: PrivateKeyAccount, newOwner: Hex, deadline: bigint)
   register: null
 })
 
+/** Tracing headers (`traceparent`, `b3`) the stand-ins received: a client must send none. */
+const tracingHeaders: Array<string> = []
+
 /** An attestor's wire, enough of it: `/v1/info`, `/v1/oauth/microblog/start` and `/v1/bind`. */
 const standIn = async (behaviour: Behaviour, bindDeadlineSeconds = 3600): Promise<StandIn> => {
   const binds: Array<Record<string, unknown>> = []
   const starts: Array<Record<string, unknown>> = []
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    for (const name of ["traceparent", "b3"]) if (req.headers[name] !== undefined) tracingHeaders.push(name)
     if (req.method === "GET" && req.url === "/v1/info")
       return send(res, 200, {
         chainId: CHAIN.chainId,
@@ -254,6 +258,8 @@ describe("collectBindSignatures", () => {
     })
     expect(servers.b!.binds.at(-1)?.deadline).toBe(DEADLINE.toString())
     expect(servers.noSession!.binds).toEqual([])
+    // No tracing header: a browser would preflight it, and one trace id would tie the logins together.
+    expect(tracingHeaders).toEqual([])
 
     // The relayer's body: the same signatures in the same order.
     const body = proposeBindRequestOf(collected)

@@ -28,7 +28,6 @@
  * It talks to the attestors, the relayer and the chain's RPC named by `/config.json` and to the
  * devnet's own stand-ins on this page's origin (the messenger widget, the fedsocial signer).
  */
-import * as HttpClient from "@effect/platform/HttpClient"
 import { Effect, Either, Schema } from "effect"
 import { createPublicClient, http } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
@@ -591,14 +590,6 @@ const listEscrows = async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/**
- * The typed client's calls, without the `traceparent` header Effect's HTTP client adds: the
- * services' CORS does not allow it, so a browser's preflight would fail and every member would
- * look down.
- */
-const withoutTraceHeaders = <A, E>(call: Effect.Effect<A, E>) =>
-  Effect.either(call).pipe(Effect.locally(HttpClient.currentTracerPropagation, false))
-
 /** Now by the chain: anvil stamps its next block with the time a skipped bind delay moved ahead. */
 const chainNow = async (): Promise<number> => {
   const pending = await chain().getBlock({ blockTag: "pending" })
@@ -642,7 +633,7 @@ const bindAndPropose = async (id: string) => {
     )
   )
   const collected = await Effect.runPromise(
-    withoutTraceHeaders(
+    Effect.either(
       collectBindSignatures({
         committee,
         sessions: sessionsOf(session),
