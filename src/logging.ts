@@ -10,9 +10,7 @@
  */
 import {
   Cause,
-  Clock,
   Context,
-  DefaultServices,
   type Fiber,
   FiberId,
   FiberRef,
@@ -109,6 +107,9 @@ export const safeLogger = <O>(logger: Logger.Logger<unknown, O>): Logger.Logger<
     const annotations = redactAnnotations(options.annotations)
     return {
       ...options,
+      // This machine's time, not the Effect clock's: the devnet's attestor runs on the chain's
+      // clock (DEVNET_CHAIN_CLOCK), which a skipped bind delay moves hours ahead.
+      date: new Date(),
       message: redactValue(options.message),
       cause: Cause.empty,
       annotations: Cause.isEmpty(options.cause)
@@ -266,8 +267,8 @@ export const unsafeLogInfo = (
   if (HashSet.size(loggers) === 0) return
   const base = fiber.getFiberRef(FiberRef.currentLogAnnotations)
   const spans = fiber.getFiberRef(FiberRef.currentLogSpan)
-  const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
-  const date = new Date(clock.unsafeCurrentTimeMillis())
+  // This machine's time, as `safeLogger` stamps lines.
+  const date = new Date()
   // The services' own logger alone (the tracer's writes nothing outside a span): its line,
   // straight, as the steps below would write it.
   if (onlyServiceLines(fiber, loggers) && List.isNil(spans)) {
