@@ -527,6 +527,71 @@ export const attestorEnv = (chain: DevnetChain, port: number, member = 1): Recor
   }
 }
 
+/**
+ * How far above the devnet's own relayer and first attestor the services of a checkout listen
+ * (`npm run devnet:relayer`, `devnet:attestor`): 8090 and 8091 on the default ports.
+ */
+export const CHECKOUT_PORT_OFFSET = 10
+
+/**
+ * The relayer's key of `npm run devnet:relayer`: mnemonic account #9, not the devnet relayer's #1,
+ * since two relayers on one key but two databases would take each other's nonces.
+ */
+const CHECKOUT_RELAYER_ACCOUNT = 9
+
+const envFileText = (title: string, settings: Record<string, string>): string =>
+  [
+    `# ${title}`,
+    '# Written by `npm run devnet` for this run (docs/operations.md "A service from a checkout"): the',
+    "# running devnet's RPC, deployment file, wallet page and ports. Every value is a public development",
+    "# value of the devnet (docs/protocol.md §9): never use one elsewhere. The environment wins over it.",
+    ...Object.entries(settings).map(([name, value]) => `${name}=${value}`),
+    ""
+  ].join("\n")
+
+/**
+ * The settings files `npm run devnet:relayer` and `npm run devnet:attestor` read
+ * (`<dir>/relayer.env`, `<dir>/attestor.env`): the built services beside the running devnet, on its
+ * RPC and deployment file, at its relayer's and first attestor's ports plus
+ * `CHECKOUT_PORT_OFFSET`, the attestor with member 1's keys and pepper (it opens the same hints), its
+ * logins sent back to the devnet's wallet page at `walletOrigin`.
+ */
+export const writeCheckoutSettings = (
+  chain: DevnetChain,
+  ports: { readonly relayer: number; readonly attestor: number },
+  walletOrigin: string
+) =>
+  Effect.tryPromise({
+    try: async () => {
+      const relayerPort = ports.relayer + CHECKOUT_PORT_OFFSET
+      const attestorPort = ports.attestor + CHECKOUT_PORT_OFFSET
+      const relayer = {
+        ...relayerEnv(chain, relayerPort),
+        RELAYER_PRIVATE_KEY: privateKeyOf(CHECKOUT_RELAYER_ACCOUNT),
+        DATA_DIR: join(chain.dir, "data", "checkout-relayer"),
+        LOG_LEVEL: "info"
+      }
+      const attestor = {
+        ...attestorEnv(chain, attestorPort),
+        PUBLIC_URL: `http://127.0.0.1:${attestorPort}`,
+        REDIRECT_ALLOWLIST:
+          walletPageEnv(walletOrigin).attestor.REDIRECT_ALLOWLIST ?? DEVNET_REDIRECT_ALLOWLIST,
+        ...devnetClockEnv,
+        DATA_DIR: join(chain.dir, "data", "checkout-attestor"),
+        LOG_LEVEL: "info"
+      }
+      await writeFile(
+        join(chain.dir, "relayer.env"),
+        envFileText("A relayer from this checkout beside the devnet.", relayer)
+      )
+      await writeFile(
+        join(chain.dir, "attestor.env"),
+        envFileText("An attestor from this checkout beside the devnet.", attestor)
+      )
+    },
+    catch: (cause) => new DevnetError({ message: `cannot write the settings files in ${chain.dir}`, cause })
+  })
+
 /** Runs a service layer with the given settings instead of the process environment. */
 export const withSettings = <A, E, R>(layer: Layer.Layer<A, E, R>, env: Record<string, string>) =>
   layer.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))

@@ -5,12 +5,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Config, Data, Deferred, Effect, Option } from "effect"
 import {
   attestorEnv,
   autoVetoEnv,
+  CHECKOUT_PORT_OFFSET,
   committeeRefusal,
   DEVNET_MAX_ATTESTORS,
   DEVNET_TRANSFER_METHOD,
@@ -25,6 +27,7 @@ import {
   relayerEnv,
   standInEnv,
   walletPageEnv,
+  writeCheckoutSettings,
   writeDevnetFile
 } from "../../layers/devnet.js"
 import { safeText, serviceLogger } from "../logging.js"
@@ -288,6 +291,8 @@ const program = Effect.gen(function* () {
     walletPort
   )
   const walletSettings = walletPageEnv(wallet.url)
+  // `npm run devnet:relayer` and `devnet:attestor` read these: this run's RPC, ports and wallet page.
+  yield* writeCheckoutSettings(chain, { relayer: relayerPort, attestor: committee.ports[0]! }, wallet.url)
 
   const memberProcess = ({ member, url }: { readonly member: number; readonly url: string }) =>
     serviceProcess(memberName(member), "src/bin/attestor.ts", {
@@ -329,6 +334,7 @@ const program = Effect.gen(function* () {
         ? "  vetoes    AUTO_VETO on: the attestor vetoes unattested and contested binds, paid by account #2"
         : "  vetoes    AUTO_VETO on: each member vetoes unattested and contested binds, paid by its own key",
       `  file      ${chain.deploymentFile}`,
+      `  checkout  ${join(chain.dir, "relayer.env")}, ${join(chain.dir, "attestor.env")}  (npm run devnet:relayer / devnet:attestor, ports ${relayerPort + CHECKOUT_PORT_OFFSET} and ${committee.ports[0]! + CHECKOUT_PORT_OFFSET})`,
       "  metrics   Authorization: Bearer devnet",
       "Ctrl-C stops everything.",
       ""

@@ -5,9 +5,10 @@
  * from docs/protocol.md on purpose, not imported from this repository.
  */
 import { readFileSync } from "node:fs"
-import { createServer, type Server } from "node:net"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect } from "effect"
 import {
   type Address,
   createPublicClient,
@@ -22,6 +23,7 @@ import {
 } from "viem"
 import { mnemonicToAccount } from "viem/accounts"
 import { afterAll, describe, expect, it } from "vitest"
+import { freeLoopbackPort } from "../../layers/devnet.js"
 import { newLoginSecret } from "../../src/client.js"
 import { type ServiceProcess, startService } from "../support/process.js"
 
@@ -44,16 +46,12 @@ const erc20Abi = parseAbi([
 const MNEMONIC = "test test test test test test test test test test test junk"
 const ZERO: Address = "0x0000000000000000000000000000000000000000"
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server: Server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+/**
+ * A port for the devnet to listen on, outside the kernel's ephemeral range: the connections the
+ * devnet opens before its services listen (to anvil, to the database) take their local ports from
+ * that range, and could otherwise take one chosen here first.
+ */
+const freePort = () => Effect.runPromise(freeLoopbackPort)
 
 const portAnswers = (port: number) =>
   fetch(`http://127.0.0.1:${port}`, { method: "POST", body: "{}" }).then(
@@ -539,11 +537,34 @@ describe("npm run devnet", () => {
     for (const port of Object.values(ports)) expect(await portAnswers(port)).toBe(false)
   })
 
-  it("starts again in the same directory after a stop", { timeout: 360_000 }, async () => {
+  it("starts again in the same directory after a stop; the checkout's relayer follows its moved ports", {
+    timeout: 360_000
+  }, async () => {
     const { devnet, ports } = await startDevnet(dir)
     const file = JSON.parse(readFileSync(join(dir, "deployment.json"), "utf8"))
     expect(file.rpcUrl).toBe(`http://127.0.0.1:${ports.rpc}`)
     expect((await fetch(`${file.relayerUrl}/v1/health`)).status).toBe(200)
+
+    // `npm run devnet:relayer`'s settings file names this run's RPC and a port beside its relayer.
+    const settings = readFileSync(join(dir, "relayer.env"), "utf8")
+    expect(settings).toContain(`RPC_URL=http://127.0.0.1:${ports.rpc}\n`)
+    expect(settings).toContain(`PORT=${(ports.relayer ?? 0) + 10}\n`)
+    expect(readFileSync(join(dir, "attestor.env"), "utf8")).toContain(`PORT=${(ports.attestor ?? 0) + 10}\n`)
+    // The relayer from that file (its port left to the kernel here) quotes from the moved devnet.
+    const checkout = startService("relayer", { ENV_FILE: join(dir, "relayer.env"), PORT: "0" })
+    running.push(checkout)
+    const url = await checkout.url()
+    const config = (await (await fetch(`${url}/v1/config`)).json()) as {
+      settlementAsset: Address
+      adapters: { direct: Address }
+    }
+    expect(config.settlementAsset).toBe(file.settlementAsset)
+    const quote = await fetch(
+      `${url}/v1/quote?asset=${config.settlementAsset}&adapter=${config.adapters.direct}`
+    )
+    expect(quote.status).toBe(200)
+    expect(checkout.stdout()).toContain("relayer.env")
+    await checkout.stop()
     expect(await devnet.stop()).toBe(0)
   })
 
