@@ -108,7 +108,10 @@ const attestorServices = Layer.unwrapEffect(
           PaymentStore.layerWith(
             Option.match(settings.paidLookup, {
               onNone: () => ({}),
-              onSome: (paid) => ({ retentionSeconds: paid.paymentRetentionDays * 86_400 })
+              onSome: (paid) => ({
+                retentionSeconds: paid.paymentRetentionDays * 86_400,
+                answerRetentionSeconds: paid.answerRetentionSeconds
+              })
             })
           ),
           AttestationStore.layer,

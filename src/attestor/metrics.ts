@@ -40,7 +40,7 @@ export const publicHandleOutcomes = counter(
 
 export const lookupPayments = counter(
   "attestor_lookup_payments_total",
-  "Paid handle lookups' payments by what became of them: settled; failed (refused, or the handle not found: nothing settled); reused (presented before); indeterminate (a settle without answer, never retried); in_flight (refused while another payment of the same payer was in flight)"
+  "Paid handle lookups' payments by what became of them: settled; failed (refused, or the handle not found: nothing settled); reused (presented before for another request); replayed (the same payment for the same request, given its kept answer); indeterminate (a settle without answer, looked for on chain when presented again); in_flight (refused while another payment of the same payer was in flight)"
 )
 
 const commitmentOutcome = taggedOnce(commitmentOutcomes)
@@ -52,7 +52,7 @@ const bindOutcome = taggedOnce(bindOutcomes)
 const oauthStart = taggedOnce(oauthStarts)
 
 /** What became of a paid lookup's payment: the `outcome` of `attestor_lookup_payments_total`. */
-type LookupPaymentOutcome = "settled" | "failed" | "reused" | "indeterminate" | "in_flight"
+type LookupPaymentOutcome = "settled" | "failed" | "reused" | "replayed" | "indeterminate" | "in_flight"
 
 /** The login platforms without an OAuth start: messenger's widget logs in without one. */
 const withoutStart = new Set<Platform>(["messenger"])
@@ -79,6 +79,7 @@ export const attestorSeriesAtZero = (
         settled: true,
         failed: true,
         reused: true,
+        replayed: true,
         indeterminate: true,
         in_flight: true
       }).map((outcome) => lookupPayment({ outcome }))

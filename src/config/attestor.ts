@@ -168,6 +168,11 @@ export interface PaidLookupSettings {
    * moved money stays in `attestor_payments` for accounting (docs/operations.md). Default 30.
    */
   readonly paymentRetentionDays: number
+  /**
+   * `HANDLE_LOOKUP_ANSWER_RETENTION_SECONDS`: how long a paid lookup's answer is kept for the same
+   * payment to replay it (docs/attestor.md §4, replay), then pruned. Default a day.
+   */
+  readonly answerRetentionSeconds: number
   /** The settlement asset's decimals and symbol, as `/v1/info` shows the price. */
   readonly decimals: number
   readonly symbol: string
@@ -237,6 +242,14 @@ const paidLookupSettings = (
         Config.withDefault<TransferMethod>("permit2-exact")
       ),
       paymentRetentionDays: positiveInt("HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS", 30, 3_650),
+      // At least an hour: longer than any quote's maxTimeoutSeconds, so a payer whose answer was
+      // lost can always ask again within the authorization's own time.
+      answerRetentionSeconds: positiveInt("HANDLE_LOOKUP_ANSWER_RETENTION_SECONDS", 86_400, 2_592_000).pipe(
+        Config.validate({
+          message: "must be at least 3600 (an hour)",
+          validation: (seconds: number) => seconds >= 3_600
+        })
+      ),
       assetName: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_NAME")),
       assetVersion: Config.option(Config.nonEmptyString("HANDLE_LOOKUP_ASSET_VERSION"))
     })

@@ -12,8 +12,8 @@
  * `permit2-exact` facilitators announce (`assetTransferMethod: "permit2-exact"`, `signerAddress`,
  * `spenderAddress` = the same proxy). Both sign the same Permit2 witness transfer to the proxy, so
  * the library's scheme verifies and settles both. Tests read every request body it received and can
- * make it unreachable, list only one method, fail settlements, or hold verifications until they let
- * them go.
+ * make it unreachable, list only one method, fail settlements, hold verifications until they let
+ * them go, or settle and hold the settlement's answer.
  *
  * Nothing here is logged: request bodies carry payment signatures.
  */
@@ -190,6 +190,12 @@ export interface FacilitatorStandIn {
    * returned function is called.
    */
   readonly holdVerifications: () => () => void
+  /**
+   * `/settle` requests received from now on are settled on chain as usual, then answered only once
+   * `release` is called; `settled` resolves when the first of them has settled. A test cuts the
+   * attestor off (a dropped connection, a `kill -9`) between the settlement and its answer.
+   */
+  readonly holdSettlementAnswers: () => { readonly settled: Promise<void>; readonly release: () => void }
   readonly close: () => Promise<void>
 }
 
@@ -296,6 +302,8 @@ export async function startFacilitatorStandIn(
   const log: Array<{ path: string; body: unknown }> = []
   let fault: FacilitatorFault | undefined
   let verifications: Promise<void> = Promise.resolve()
+  let settlementAnswers: Promise<void> = Promise.resolve()
+  let settlementDone = () => {}
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (fault === "down") {
@@ -351,7 +359,10 @@ export async function startFacilitatorStandIn(
           ...(typeof authorization?.from === "string" ? { payer: authorization.from } : {})
         })
       }
-      return send(res, 200, await serially(() => facilitator.settle(payload, requirements)))
+      const settled = await serially(() => facilitator.settle(payload, requirements))
+      settlementDone()
+      await settlementAnswers
+      return send(res, 200, settled)
     } catch (error) {
       // x402's reference facilitator answers an exception with 500 and its message.
       return send(res, 500, { error: error instanceof Error ? error.message : String(error) })
@@ -378,6 +389,16 @@ export async function startFacilitatorStandIn(
         release = resolve
       })
       return release
+    },
+    holdSettlementAnswers: () => {
+      let release = () => {}
+      settlementAnswers = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const settled = new Promise<void>((resolve) => {
+        settlementDone = resolve
+      })
+      return { settled, release }
     },
     close: closeOnce(server)
   }

@@ -31,6 +31,7 @@ import m0031_attestor_user_contests from "./migrations/0031_attestor_user_contes
 import m0032_attestor_payment_retention from "./migrations/0032_attestor_payment_retention.js"
 import m0033_attestor_oauth_state_clients from "./migrations/0033_attestor_oauth_state_clients.js"
 import m0034_attestor_unasked_verdict from "./migrations/0034_attestor_unasked_verdict.js"
+import m0035_attestor_paid_answers from "./migrations/0035_attestor_paid_answers.js"
 
 /** Every migration, by `<id>_<name>`; a module adds its tables with a new file and one line here. */
 export const migrations = {
@@ -56,7 +57,8 @@ export const migrations = {
   "0031_attestor_user_contests": m0031_attestor_user_contests,
   "0032_attestor_payment_retention": m0032_attestor_payment_retention,
   "0033_attestor_oauth_state_clients": m0033_attestor_oauth_state_clients,
-  "0034_attestor_unasked_verdict": m0034_attestor_unasked_verdict
+  "0034_attestor_unasked_verdict": m0034_attestor_unasked_verdict,
+  "0035_attestor_paid_answers": m0035_attestor_paid_answers
 } as const
 
 /** Everything above the highest migration a database has applied. */

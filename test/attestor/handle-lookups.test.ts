@@ -6,7 +6,8 @@
  * handle. The payment store is never touched (it dies if it is).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
+import { ConfigProvider, Effect, Either, Layer, Logger, LogLevel } from "effect"
+import type { LookupAnswer } from "../../src/attestor/commitments/commitmentRules.js"
 import { HandleLookups } from "../../src/attestor/lookups/HandleLookups.js"
 import { PaymentStore } from "../../src/attestor/lookups/payments/PaymentStore.js"
 import { ChainId } from "../../src/chain/chainId.js"
@@ -42,15 +43,23 @@ const lookupsWith = (env: Record<string, string>) =>
     Layer.provide(Logger.minimumLogLevel(LogLevel.None))
   )
 
+/** An answer that is the user id itself. */
+const userIdAnswer: LookupAnswer<string> = {
+  request: { route: "/v1/commitment", body: {} },
+  make: Effect.succeed,
+  encode: (answer) => JSON.stringify(answer),
+  decode: (text) => Either.try(() => JSON.parse(text) as string)
+}
+
 describe("handle lookups before any payment", () => {
   it.scoped("paid: a platform without a directory is 400 unsupported, before any challenge", () =>
     Effect.gen(function* () {
       const { lookup } = yield* HandleLookups
-      const refused = yield* Effect.flip(lookup("microblog", "dev42", undefined))
+      const refused = yield* Effect.flip(lookup("microblog", "dev42", undefined, userIdAnswer))
       expect(refused._tag).toBe("Unsupported")
       expect(refused.message).toMatch(/send the numeric userId/)
       // A platform with a directory asks for the quote first: the facilitator is down, so 503.
-      const unquoted = yield* Effect.flip(lookup("codehost", "dev7", undefined))
+      const unquoted = yield* Effect.flip(lookup("codehost", "dev7", undefined, userIdAnswer))
       expect(unquoted._tag).toBe("Unavailable")
     }).pipe(Effect.provide(lookupsWith({ ...base, ...paid })))
   )
@@ -59,7 +68,9 @@ describe("handle lookups before any payment", () => {
     Effect.gen(function* () {
       const { lookup } = yield* HandleLookups
       for (const platform of ["microblog", "codehost", "fedsocial"] as const)
-        expect((yield* Effect.flip(lookup(platform, "dev7", undefined)))._tag).toBe("Unsupported")
+        expect((yield* Effect.flip(lookup(platform, "dev7", undefined, userIdAnswer)))._tag).toBe(
+          "Unsupported"
+        )
     }).pipe(Effect.provide(lookupsWith(base)))
   )
 })

@@ -148,6 +148,7 @@ const settings = (overrides: Partial<PaidLookupSettings> = {}): PaidLookupSettin
   maxTimeoutSeconds: 300,
   transferMethod: "permit2-exact",
   paymentRetentionDays: 30,
+  answerRetentionSeconds: 86_400,
   decimals: 18,
   symbol: "USDT",
   assetName: Option.none(),

@@ -21,6 +21,7 @@ import { Effect, Either, Fiber, Layer, Logger, Option, TestClock } from "effect"
 import type { Address, Hex, LocalAccount } from "viem"
 import { devnetAccount } from "../../contracts/deploy.js"
 import { Unavailable } from "../../schema/errors.js"
+import type { LookupAnswer } from "../../src/attestor/commitments/commitmentRules.js"
 import { resolveHandle } from "../../src/attestor/lookups/HandleLookups.js"
 import type { Resolve } from "../../src/attestor/lookups/handleResolvers.js"
 import {
@@ -29,6 +30,7 @@ import {
   type PaymentStoreShape
 } from "../../src/attestor/lookups/payments/PaymentStore.js"
 import { paidLookup } from "../../src/attestor/lookups/payments/paidLookup.js"
+import type { SettlementChain } from "../../src/attestor/lookups/payments/settlementOnChain.js"
 import { lookupRequirements, PAYMENT_CLOCK_SKEW_SECONDS } from "../../src/attestor/lookups/payments/x402.js"
 import { nowSeconds } from "../../src/clock.js"
 import { migrate } from "../../src/store/migrations.js"
@@ -133,6 +135,20 @@ const resolvers: Record<"microblog", Resolve> = {
   microblog: (handle) => Effect.succeed(handle === "dev42" ? Option.some("42") : Option.none())
 }
 
+/** An answer that is the user id itself. */
+const userIdAnswer = (body: unknown): LookupAnswer<string> => ({
+  request: { route: "/v1/commitment", body },
+  make: Effect.succeed,
+  encode: (answer) => JSON.stringify(answer),
+  decode: (text) => Either.try(() => JSON.parse(text) as string)
+})
+
+/** A chain on which no authorization was ever spent. */
+const notSpent: SettlementChain = {
+  blockNumber: Effect.succeed(1n),
+  settlementOf: () => Effect.succeed({ spent: false })
+}
+
 const database = testDatabases()[0]
 if (database === undefined) throw new Error("no test database")
 
@@ -144,13 +160,14 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
       readonly settling?: Promise<void>
       readonly verifying?: Promise<void>
       readonly recordsSettled?: boolean
+      readonly chain?: SettlementChain
     } = {}
   ) =>
     Effect.gen(function* () {
       yield* TestClock.setTime(NOW * 1000)
       const store = yield* makePaymentStore(yield* SqlClient)
       const facilitator = facilitatorOf(verify, settle, options.settling, options.verifying)
-      const lookup = paidLookup({
+      const buy = paidLookup({
         requirements: Effect.succeed(requirements),
         publicUrl: "http://127.0.0.1:8081",
         facilitator: facilitator.client,
@@ -165,8 +182,16 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
                     : store.mark(id, state, transaction)
               }
             : store,
-        resolve: resolveHandle(resolvers)
+        resolve: resolveHandle(resolvers),
+        chain: options.chain ?? notSpent
       })
+      /** The lookup answering with the user id itself, for the request `{ platform, handle }` or `request`. */
+      const lookup = (
+        platform: "microblog",
+        handle: string,
+        signature: string | undefined,
+        request: unknown = { platform, handle }
+      ) => buy(platform, handle, signature, userIdAnswer(request))
       return { lookup, calls: facilitator.calls, store }
     })
 
@@ -190,18 +215,21 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
     )
 
     it.effect(
-      "paid and found: the user id, PAYMENT-RESPONSE, settled once; the same payment again is refused",
+      "paid and found: the answer, PAYMENT-RESPONSE, settled once; the same payment for the same request is given both again, for another request refused",
       () =>
         Effect.gen(function* () {
           const { lookup, calls } = yield* setup("ok", "ok")
           const signature = yield* payment()
           const result = yield* lookup("microblog", "dev42", signature)
-          expect(result.userId).toBe("42")
-          expect(decodePaymentResponseHeader(result.paymentResponse)).toMatchObject({
+          expect(result.body).toBe("42")
+          expect(decodePaymentResponseHeader(result.paymentResponse ?? "")).toMatchObject({
             success: true,
             transaction: "0xfeed"
           })
-          const again = yield* Effect.flip(lookup("microblog", "dev42", signature))
+          expect(yield* lookup("microblog", "dev42", signature)).toEqual(result)
+          const again = yield* Effect.flip(
+            lookup("microblog", "dev42", signature, { platform: "microblog", handle: "dev43" })
+          )
           expect(again._tag).toBe("PaymentFailed")
           expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle"])
           // Neither the handle nor the platform reached the facilitator.
@@ -239,14 +267,20 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
     )
 
     it.effect(
-      "a facilitator not answering: 503; a settle without answer is indeterminate, never settled again",
+      "a facilitator not answering: 503; a settle without answer is indeterminate, and presented again it is answered from the chain's settlement, never settled again",
       () =>
         Effect.gen(function* () {
           const down = yield* setup("throw", "ok")
           expect((yield* Effect.flip(down.lookup("microblog", "dev42", yield* payment())))._tag).toBe(
             "Unavailable"
           )
-          const lost = yield* setup("ok", "throw")
+          // The settlement happened: the chain shows the authorization spent by 0xbeef.
+          const lost = yield* setup("ok", "throw", {
+            chain: {
+              blockNumber: Effect.succeed(1n),
+              settlementOf: () => Effect.succeed({ spent: true, transaction: Option.some("0xbeef" as Hex) })
+            }
+          })
           const signature = yield* payment()
           const lines: Array<string> = []
           const capture = Logger.replace(
@@ -264,8 +298,17 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           expect(lines.join("\n")).not.toMatch(/dev42|microblog|90f79bf6|0x90F79/i)
           const stored = yield* lost.store.get({ payer: PAYER, nonce: nonces })
           expect(Option.map(stored, (s) => s.state)).toEqual(Option.some("indeterminate"))
-          expect(Either.isLeft(yield* Effect.either(lost.lookup("microblog", "dev42", signature)))).toBe(true)
+          const recovered = yield* lost.lookup("microblog", "dev42", signature)
+          expect(recovered.body).toBe("42")
+          expect(decodePaymentResponseHeader(recovered.paymentResponse ?? "")).toEqual({
+            success: true,
+            transaction: "0xbeef",
+            network: "eip155:31337",
+            payer: PAYER
+          })
           expect(lost.calls.filter((c) => c.startsWith("settle"))).toHaveLength(1)
+          const settledRow = yield* lost.store.get({ payer: PAYER, nonce: nonces })
+          expect(Option.map(settledRow, (s) => s.state)).toEqual(Option.some("settled"))
         })
     )
 
@@ -291,8 +334,8 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
       Effect.gen(function* () {
         const { lookup, store } = yield* setup("ok", "ok", { recordsSettled: false })
         const result = yield* lookup("microblog", "dev42", yield* payment())
-        expect(result.userId).toBe("42")
-        expect(decodePaymentResponseHeader(result.paymentResponse)).toMatchObject({ success: true })
+        expect(result.body).toBe("42")
+        expect(decodePaymentResponseHeader(result.paymentResponse ?? "")).toMatchObject({ success: true })
         expect(yield* lastPaymentState(store)).toEqual(Option.some("authorized"))
       })
     )
@@ -338,8 +381,8 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           expect(yield* lastPaymentState(store)).toEqual(Option.none())
           expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify"])
           release()
-          expect((yield* Fiber.join(first)).userId).toBe("42")
-          expect((yield* lookup("microblog", "dev42", second)).userId).toBe("42")
+          expect((yield* Fiber.join(first)).body).toBe("42")
+          expect((yield* lookup("microblog", "dev42", second)).body).toBe("42")
           expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle", "verify", "settle"])
         })
     )
@@ -351,7 +394,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           "PaymentFailed"
         )
         const paid = yield* setup("ok", "ok")
-        expect((yield* paid.lookup("microblog", "dev42", yield* payment())).userId).toBe("42")
+        expect((yield* paid.lookup("microblog", "dev42", yield* payment())).body).toBe("42")
       })
     )
 
@@ -375,7 +418,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
         const own = yield* Effect.fork(lookup("microblog", "dev42", yield* payment()))
         const ownNonce = nonces
         release()
-        expect((yield* Fiber.join(own)).userId).toBe("42")
+        expect((yield* Fiber.join(own)).body).toBe("42")
         const refused = yield* Effect.flip(Fiber.join(forged))
         expect(refused).toMatchObject({
           _tag: "PaymentFailed",
@@ -421,12 +464,12 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           const { lookup, calls, store } = yield* setup("ok", "ok")
           const signature = yield* payment()
           const id = { payer: PAYER, nonce: nonces }
-          expect((yield* lookup("microblog", "dev42", signature)).userId).toBe("42")
+          expect((yield* lookup("microblog", "dev42", signature)).body).toBe("42")
           yield* TestClock.adjust(
             `${requirements.maxTimeoutSeconds + DEFAULT_PAYMENT_RETENTION_SECONDS} seconds`
           )
           // Another payment's row is written, and the expired ones pruned in passing.
-          expect((yield* lookup("microblog", "dev42", yield* payment())).userId).toBe("42")
+          expect((yield* lookup("microblog", "dev42", yield* payment())).body).toBe("42")
           expect(yield* store.get(id)).toEqual(Option.none())
           expect((yield* Effect.flip(lookup("microblog", "dev42", signature)))._tag).toBe("PaymentFailed")
           expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle", "verify", "settle"])
@@ -451,7 +494,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           )
           expect(calls).toEqual([])
           yield* TestClock.adjust("1 second")
-          expect((yield* lookup("microblog", "dev42", yield* payment())).userId).toBe("42")
+          expect((yield* lookup("microblog", "dev42", yield* payment())).body).toBe("42")
         })
     )
   })

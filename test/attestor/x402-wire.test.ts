@@ -94,7 +94,7 @@ describe("the quote and the challenge", () => {
     })
   })
 
-  it("challenges with a constant resource: the same header whatever was asked", () => {
+  it("challenges with a constant resource and the optional payment-identifier extension: the same header whatever was asked", () => {
     const header = paymentRequiredHeader(quoted, "http://127.0.0.1:8081")
     expect(decodePaymentRequiredHeader(header)).toEqual({
       x402Version: 2,
@@ -103,7 +103,8 @@ describe("the quote and the challenge", () => {
         description: expect.any(String),
         mimeType: "application/json"
       },
-      accepts: [quoted]
+      accepts: [quoted],
+      extensions: { "payment-identifier": { info: { required: false }, schema: expect.any(Object) } }
     })
     expect(Buffer.from(header, "base64").toString("utf8")).not.toMatch(
       /microblog|codehost|fedsocial|"handle"/
@@ -322,10 +323,10 @@ describe("the payer's signature", () => {
     expect(await check({ ...stock, accepted: ownSpender }, ownSpender)).toBe("authorization")
   })
 
-  it("refuses an authorization whose deadline has passed, before its signature is looked at", () => {
-    expect(readPaymentSignature(signature({ deadline: String(NOW - 1) }), quoted, NOW)).toEqual(
-      Either.left("expired")
-    )
-    expect(Either.isRight(readPaymentSignature(signature({ deadline: String(NOW) }), quoted, NOW))).toBe(true)
+  it("marks an authorization whose deadline has passed expired (only a replay takes it), before its signature is looked at", () => {
+    const late = readPaymentSignature(signature({ deadline: String(NOW - 1) }), quoted, NOW)
+    expect(Either.isRight(late) && late.right.expired).toBe(true)
+    const onTime = readPaymentSignature(signature({ deadline: String(NOW) }), quoted, NOW)
+    expect(Either.isRight(onTime) && onTime.right.expired).toBe(false)
   })
 })

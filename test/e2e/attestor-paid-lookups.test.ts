@@ -152,7 +152,8 @@ describe("paid handle lookups", () => {
             spenderAddress: X402_EXACT_PERMIT2_PROXY_ADDRESS
           }
         }
-      ]
+      ],
+      extensions: { "payment-identifier": { info: { required: false }, schema: expect.any(Object) } }
     })
     // The same bytes whatever the platform and handle: the challenge names neither.
     for (const other of [
@@ -175,7 +176,7 @@ describe("paid handle lookups", () => {
     expect(facilitator().received().length).toBe(before)
   })
 
-  it("pays for dev42 on microblog: 200 with the commitment for user 42 and PAYMENT-RESPONSE naming a mined transfer to payTo; the same authorization again is 402 and moves nothing", {
+  it("pays for dev42 on microblog: 200 with the commitment for user 42 and PAYMENT-RESPONSE naming a mined transfer to payTo; the same authorization for the same request is given the same answer, for another request 402, and moves nothing", {
     timeout: 60_000
   }, async () => {
     const requirements = await quote()
@@ -209,11 +210,53 @@ describe("paid handle lookups", () => {
     expect(after.payTo).toBe(before.payTo + PRICE)
 
     const settled = settlements()
-    const again = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
-    expect(again.status).toBe(402)
-    expect(await again.json()).toMatchObject({ code: "payment_failed" })
+    const replayed = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+    expect(replayed.status).toBe(200)
+    expect(await replayed.json()).toEqual(body)
+    expect(replayed.headers.get("payment-response")).toBe(res.headers.get("payment-response"))
+    const other = await post("/v1/commitment", { platform: "microblog", handle: "dev43" }, signature)
+    expect(other.status).toBe(402)
+    expect(await other.json()).toMatchObject({ code: "payment_failed" })
     expect(await balances()).toEqual(after)
     expect(settlements()).toBe(settled)
+  })
+
+  it("a paid lookup whose connection is cut after settlement, sent again: the same commitment, one settlement on chain, the payer charged once", {
+    timeout: 60_000
+  }, async () => {
+    const requirements = await quote()
+    const before = await balances()
+    const signature = await pay(requirements)
+    const settledBefore = settlements()
+    const held = facilitator().holdSettlementAnswers()
+    const aborted = new AbortController()
+    const cut = fetch(`${attestor.url}/v1/commitment`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "payment-signature": signature },
+      body: JSON.stringify({ platform: "microblog", handle: "dev42" }),
+      signal: aborted.signal
+    }).catch((error: unknown) => error)
+    // Settled on chain; the connection is cut before the attestor hears of it.
+    await held.settled
+    aborted.abort()
+    expect(await cut).toBeInstanceOf(Error)
+    held.release()
+    const retried = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+    expect(retried.status).toBe(200)
+    const body = (await retried.json()) as { userId: string; handleCommitment: Hex }
+    expect(body.userId).toBe("42")
+    const response = decodePaymentResponseHeader(retried.headers.get("payment-response") ?? "")
+    expect(response).toMatchObject({ success: true, network: "eip155:31337" })
+    const receipt = await net.publicClient().getTransactionReceipt({ hash: response.transaction as Hex })
+    expect(receipt.status).toBe("success")
+    // Once more: the very same answer and PAYMENT-RESPONSE.
+    const again = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+    expect(await again.json()).toEqual(body)
+    expect(again.headers.get("payment-response")).toBe(retried.headers.get("payment-response"))
+    expect(settlements()).toBe(settledBefore + 1)
+    const after = await balances()
+    expect(after.payer).toBe(before.payer - PRICE)
+    expect(after.payTo).toBe(before.payTo + PRICE)
   })
 
   it("an unknown handle with a valid payment: 404, the payer's balance unchanged, the authorization spent", {
@@ -226,6 +269,9 @@ describe("paid handle lookups", () => {
     expect(res.status).toBe(404)
     expect(await res.json()).toMatchObject({ code: "not_found" })
     expect(await balances()).toEqual(before)
+    // The same request again is told the same; another request with this authorization is refused.
+    const replayed = await post("/v1/commitment", { platform: "microblog", handle: "nosuchuser" }, signature)
+    expect(replayed.status).toBe(404)
     const spent = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
     expect(spent.status).toBe(402)
     expect(await spent.json()).toMatchObject({ code: "payment_failed" })

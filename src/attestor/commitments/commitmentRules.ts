@@ -21,7 +21,7 @@ import { bytesToHex, type Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import {
   type CommitmentRequest,
-  type CommitmentResponse,
+  CommitmentResponse,
   CommitmentResponseFields,
   isUserId,
   type LookupPlatform,
@@ -136,12 +136,6 @@ export const requestedUser = (request: CommitmentRequest): Either.Either<HandleR
   return classifyHandle(request.platform, request.handle)
 }
 
-/** A handle's user id, and the `PAYMENT-RESPONSE` of the payment that bought it (paid mode). */
-export interface LookupResult {
-  readonly userId: string
-  readonly paymentResponse: string | undefined
-}
-
 export type HandleLookupError =
   | Unsupported
   | NotFound
@@ -151,14 +145,29 @@ export type HandleLookupError =
   | RateLimited
 
 /**
- * Resolves a handle to its user id, as the lookup mode allows; `paymentSignature` is the request's
- * `PAYMENT-SIGNATURE` header, if any.
+ * The answer a looked-up handle gets: made once from its user id, and in paid mode kept with the
+ * payment so the same payment for the same request is given it again (docs/attestor.md §4, replay).
  */
-export type HandleLookup = (
+export interface LookupAnswer<A> {
+  /** The request it answers, as its route and decoded body: a replay must be of the same. */
+  readonly request: { readonly route: string; readonly body: unknown }
+  /** The answer for the handle's user id (a fresh nonce, a signature, a record). */
+  readonly make: (userId: string) => Effect.Effect<A, Unavailable>
+  /** The answer as kept (JSON text) and read back. */
+  readonly encode: (answer: A) => string
+  readonly decode: (text: string) => Either.Either<A, unknown>
+}
+
+/**
+ * Resolves a handle to its user id, as the lookup mode allows, and answers with `answer`;
+ * `paymentSignature` is the request's `PAYMENT-SIGNATURE` header, if any.
+ */
+export type HandleLookup = <A>(
   platform: LookupPlatform,
   handle: string,
-  paymentSignature: string | undefined
-) => Effect.Effect<LookupResult, HandleLookupError>
+  paymentSignature: string | undefined,
+  answer: LookupAnswer<A>
+) => Effect.Effect<WithPayment<A>, HandleLookupError>
 
 /** `HANDLE_LOOKUP_MODE=off`: no handle is looked up (rule 5: send the numeric userId). */
 export const noLookups: HandleLookup = () => Effect.fail(new Unsupported({ message: LOOKUP_UNSUPPORTED }))
@@ -261,6 +270,24 @@ const takeNonceBytes = (): Hex => {
 /** 32 fresh random bytes: the only secret that hides the user id in the commitment. */
 export const freshNonce: Effect.Effect<Hex> = Effect.sync(takeNonceBytes)
 
+const encodeCommitment = Schema.encodeSync(CommitmentResponse)
+const decodeCommitment = Schema.decodeUnknownEither(CommitmentResponse)
+
+/** A commitment as a paid lookup keeps it (`LookupAnswer`). */
+const commitmentAnswer = (
+  keys: CommitmentKeys,
+  body: CommitmentRequest
+): LookupAnswer<CommitmentResponse> => ({
+  request: { route: "/v1/commitment", body },
+  make: (userId) => Effect.map(freshNonce, (nonce) => commitmentFor(keys, body.platform, userId, nonce)),
+  encode: (answer) => JSON.stringify(encodeCommitment(answer)),
+  decode: (text) =>
+    Either.flatMap(
+      Either.try(() => JSON.parse(text) as unknown),
+      decodeCommitment
+    )
+})
+
 /**
  * Refuses or commits a decoded request (a fresh nonce per call), looking handles up with `lookup`
  * (paid with `paymentSignature` in paid mode). A numeric user id never touches the payment.
@@ -272,14 +299,10 @@ export const commitRequest =
     paymentSignature?: string
   ): Effect.Effect<WithPayment<CommitmentResponse>, CommitmentError> =>
     Effect.flatMap(requestedUser(body), (user) =>
-      Effect.flatMap(
-        user._tag === "UserId"
-          ? Effect.succeed<LookupResult>({ userId: user.userId, paymentResponse: undefined })
-          : lookup(user.platform, user.handle, paymentSignature),
-        ({ userId, paymentResponse }) =>
-          Effect.map(freshNonce, (nonce) => ({
-            body: commitmentFor(keys, body.platform, userId, nonce),
-            paymentResponse
+      user._tag === "UserId"
+        ? Effect.map(freshNonce, (nonce) => ({
+            body: commitmentFor(keys, body.platform, user.userId, nonce),
+            paymentResponse: undefined
           }))
-      )
+        : lookup(user.platform, user.handle, paymentSignature, commitmentAnswer(keys, body))
     )

@@ -25,6 +25,7 @@ import { handleResolvers, type Resolve } from "./handleResolvers.js"
 import { PaymentStore } from "./payments/PaymentStore.js"
 import { paidLookup } from "./payments/paidLookup.js"
 import { facilitatorListsMethod, lookupQuote } from "./payments/paymentQuote.js"
+import { settlementChain } from "./payments/settlementOnChain.js"
 
 export const HANDLE_NOT_FOUND = "no user has this handle on this platform"
 export const DIRECTORY_UNAVAILABLE = "the platform's directory is not answering: try again later"
@@ -58,8 +59,11 @@ export const resolveHandle =
 /** `free`: each handle resolved with its platform's directory, no payment. */
 export const freeLookups = (resolvers: Resolvers): HandleLookup => {
   const resolve = resolveHandle(resolvers)
-  return (platform, handle) =>
-    Effect.map(resolve(platform, handle), (userId) => ({ userId, paymentResponse: undefined }))
+  return (platform, handle, _paymentSignature, answer) =>
+    resolve(platform, handle).pipe(
+      Effect.flatMap(answer.make),
+      Effect.map((body) => ({ body, paymentResponse: undefined }))
+    )
 }
 
 /** The x402 facilitator of the settings: per-request timeout, and its bearer token when one is set. */
@@ -97,10 +101,11 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
       const chainId = (yield* ChainId).get
       // A facilitator that answers without the configured method can never take these payments.
       yield* facilitatorListsMethod({ method: paid.transferMethod, chainId, facilitator })
+      const chain = yield* ChainClient
       const quoted = yield* lookupQuote({
         settings: paid,
         asset: settings.settlementAsset,
-        chain: yield* ChainClient,
+        chain,
         chainId,
         facilitator
       })
@@ -128,14 +133,14 @@ export class HandleLookups extends Context.Tag("HandleLookups")<HandleLookups, H
         publicUrl: settings.publicUrl,
         facilitator,
         store: yield* PaymentStore,
-        resolve: resolveHandle(resolvers)
+        resolve: resolveHandle(resolvers),
+        chain: settlementChain(chain)
       })
-      return {
-        lookup: (platform, handle, paymentSignature) =>
-          resolvers[platform] === undefined
-            ? Effect.fail(unsupportedPlatform(platform))
-            : buy(platform, handle, paymentSignature)
-      }
+      const lookup: HandleLookup = (platform, handle, paymentSignature, answer) =>
+        resolvers[platform] === undefined
+          ? Effect.fail(unsupportedPlatform(platform))
+          : buy(platform, handle, paymentSignature, answer)
+      return { lookup }
     })
   )
 

@@ -10,10 +10,10 @@
  *
  * Nothing of the handle, user or commitment reaches a log line or a metric.
  */
-import { Effect, Either, Schedule } from "effect"
+import { Effect, Either, Schedule, Schema } from "effect"
 import type { Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
-import type { PublicHandleRequest, PublicHandleResponse } from "../../../schema/attestor.js"
+import { type PublicHandleRequest, PublicHandleResponse } from "../../../schema/attestor.js"
 import { publicHandleDomain, publicHandleTypes } from "../../../schema/eip712.js"
 import { BadRequest, type Unavailable } from "../../../schema/errors.js"
 import { nowSeconds } from "../../clock.js"
@@ -36,6 +36,40 @@ export interface PublicHandleConfig {
   readonly publics: PublicCommitmentsShape
 }
 
+const encodePublicHandle = Schema.encodeSync(PublicHandleResponse)
+const decodePublicHandle = Schema.decodeUnknownEither(PublicHandleResponse)
+
+/**
+ * The attestation for `handle`'s user id: a fresh commitment, signed, recorded as public before it
+ * is answered (an escrow launched to it must never read as private).
+ */
+const attest =
+  (config: PublicHandleConfig, body: PublicHandleRequest, handle: string, chainId: number) =>
+  (userId: string): Effect.Effect<PublicHandleResponse, Unavailable> =>
+    Effect.gen(function* () {
+      const commitment = commitmentFor(config.keys, body.platform, userId, yield* freshNonce)
+      const issuedAt = BigInt(yield* nowSeconds)
+      const attestation = yield* Effect.promise(() =>
+        privateKeyToAccount(config.signingKey).signTypedData({
+          domain: publicHandleDomain(chainId),
+          types: publicHandleTypes,
+          primaryType: "PublicHandle",
+          message: { platformId: commitment.platformId, userId, handle, issuedAt }
+        })
+      )
+      // Tried a few times: in paid mode the payment is about to be taken.
+      yield* config.publics
+        .record(commitment.handleCommitment, commitment.platformId, Number(issuedAt))
+        .pipe(Effect.retry(Schedule.intersect(Schedule.spaced("100 millis"), Schedule.recurs(3))))
+      return {
+        ...commitment,
+        platform: body.platform,
+        handle: handle as PublicHandleResponse["handle"],
+        issuedAt,
+        attestation: attestation as PublicHandleResponse["attestation"]
+      }
+    })
+
 export const issuePublicHandle =
   (config: PublicHandleConfig) =>
   (
@@ -49,30 +83,18 @@ export const issuePublicHandle =
         // microblog and codehost handles are always lookups; kept so this stands on its own.
         return yield* Effect.fail(new BadRequest({ message: "handle: expected a handle, not a numeric id" }))
       const handle = classified.right.handle
-      // Read before the lookup, which may take a payment: after it, only the record can fail.
+      // Read before the lookup, which may take a payment.
       const chainId = yield* config.chainId
-      const { userId, paymentResponse } = yield* config.lookup(body.platform, handle, paymentSignature)
-      const commitment = commitmentFor(config.keys, body.platform, userId, yield* freshNonce)
-      const issuedAt = BigInt(yield* nowSeconds)
-      const attestation = yield* Effect.promise(() =>
-        privateKeyToAccount(config.signingKey).signTypedData({
-          domain: publicHandleDomain(chainId),
-          types: publicHandleTypes,
-          primaryType: "PublicHandle",
-          message: { platformId: commitment.platformId, userId, handle, issuedAt }
-        })
-      )
-      // Recorded before the answer: an escrow launched to it must never read as private. Tried a
-      // few times, since a paid lookup's payment is already taken.
-      yield* config.publics
-        .record(commitment.handleCommitment, commitment.platformId, Number(issuedAt))
-        .pipe(Effect.retry(Schedule.intersect(Schedule.spaced("100 millis"), Schedule.recurs(3))))
-      const response: PublicHandleResponse = {
-        ...commitment,
-        platform: body.platform,
-        handle: handle as PublicHandleResponse["handle"],
-        issuedAt,
-        attestation: attestation as PublicHandleResponse["attestation"]
-      }
-      return { body: response, paymentResponse }
+      // In paid mode the attestation is made and kept before the payment settles, and given again
+      // to the same payment for the same request (docs/attestor.md §4, replay).
+      return yield* config.lookup(body.platform, handle, paymentSignature, {
+        request: { route: "/v1/public-handle", body },
+        make: attest(config, body, handle, chainId),
+        encode: (answer) => JSON.stringify(encodePublicHandle(answer)),
+        decode: (text) =>
+          Either.flatMap(
+            Either.try(() => JSON.parse(text) as unknown),
+            decodePublicHandle
+          )
+      })
     })

@@ -17,7 +17,13 @@
  * `retentionSeconds` (`HANDLE_LOOKUP_PAYMENT_RETENTION_DAYS`, 30 days by default) for the
  * operator's accounting; the others (`unpaid`, `failed`) a day (docs/operations.md).
  *
- * Nothing of the payer or the authorization reaches a log line or a metric.
+ * The answer of a paid lookup is kept with its payment (`attestor_paid_answers`, migration 0035):
+ * written before the settlement is asked for, completed with the `PAYMENT-RESPONSE` once it
+ * settled, and given again to the same payment for the same request (docs/attestor.md §4, replay).
+ * It is as private as the lookup: kept `answerRetentionSeconds` (`HANDLE_LOOKUP_ANSWER_RETENTION_SECONDS`,
+ * a day by default) and pruned in passing with the payments.
+ *
+ * Nothing of the payer, the authorization or an answer reaches a log line or a metric.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Option } from "effect"
@@ -49,6 +55,24 @@ export interface PaymentStoreConfig {
   readonly retentionSeconds?: number
   /** Least time between two prunings. Default 60 s. */
   readonly pruneIntervalSeconds?: number
+  /** How long a paid lookup's answer can be replayed, from when it was made. Default a day. */
+  readonly answerRetentionSeconds?: number
+}
+
+export const DEFAULT_ANSWER_RETENTION_SECONDS = 86_400
+
+/** A paid lookup's answer as kept: the answer's JSON text, or `not_found` (nothing settled). */
+export interface PaidAnswer {
+  /** Which request it answers (`requestDigest` of paidLookup.ts). */
+  readonly requestDigest: string
+  /** The x402 `payment-identifier` of the payment, when its payer chose one. */
+  readonly paymentId: string | undefined
+  readonly outcome: "answer" | "not_found"
+  readonly answer: string | undefined
+  /** The `PAYMENT-RESPONSE` of the settlement, once it settled. */
+  readonly paymentResponse: string | undefined
+  /** The chain's block before the settlement was asked for. */
+  readonly fromBlock: bigint
 }
 
 const DAY_SECONDS = 86_400
@@ -78,6 +102,17 @@ export interface PaymentStoreShape {
   readonly lease: (id: AuthorizationId, until: number) => Effect.Effect<boolean, Unavailable>
   /** Gives back the lease `id` holds (nothing when it lapsed and another took it), and drops lapsed ones. */
   readonly release: (id: AuthorizationId) => Effect.Effect<void, Unavailable>
+  /** Keeps the answer of the lookup `id` paid for (before its settlement; see the module header). */
+  readonly keepAnswer: (
+    id: AuthorizationId,
+    answer: Omit<PaidAnswer, "paymentResponse">
+  ) => Effect.Effect<void, Unavailable>
+  /** Adds the `PAYMENT-RESPONSE` of its settlement to a kept answer. */
+  readonly answerSettled: (id: AuthorizationId, paymentResponse: string) => Effect.Effect<void, Unavailable>
+  /** The answer kept for `id`, within its retention. */
+  readonly answerOf: (id: AuthorizationId) => Effect.Effect<Option.Option<PaidAnswer>, Unavailable>
+  /** Whether the payer's `paymentId` names a kept answer of another authorization than `id`. */
+  readonly paymentIdTaken: (id: AuthorizationId, paymentId: string) => Effect.Effect<boolean, Unavailable>
 }
 
 const STORE_UNAVAILABLE = "the attestor's database is not answering"
@@ -95,11 +130,13 @@ export const makePaymentStore = (
 ): Effect.Effect<PaymentStoreShape> =>
   Effect.map(atMostEvery(config.pruneIntervalSeconds ?? 60), (whenDue) => {
     const retentionSeconds = config.retentionSeconds ?? DEFAULT_PAYMENT_RETENTION_SECONDS
+    const answerRetentionSeconds = config.answerRetentionSeconds ?? DEFAULT_ANSWER_RETENTION_SECONDS
     /** Deletes rows past their retention; best effort, a failure is logged and tried again later. */
     const pruneIfDue = (now: number) =>
       whenDue(
         now,
         deleteExpired(sql, "attestor_payments", "authorization_key", now).pipe(
+          Effect.zipRight(deleteExpired(sql, "attestor_paid_answers", "authorization_key", now)),
           Effect.asVoid,
           Effect.catchAll(() => Effect.logWarning("pruning expired lookup payments failed; will retry"))
         )
@@ -164,6 +201,59 @@ export const makePaymentStore = (
             DELETE FROM attestor_payment_leases
             WHERE (payer = ${id.payer.toLowerCase()} AND authorization_key = ${authorizationKey(id)})
               OR expires_at <= ${now}`.pipe(Effect.asVoid, Effect.mapError(unavailable))
+        ),
+      keepAnswer: (id, answer) =>
+        Effect.flatMap(nowSeconds, (now) =>
+          sql`
+            INSERT INTO attestor_paid_answers
+              (authorization_key, payer, payment_id, request_digest, outcome, answer, from_block, expires_at)
+            VALUES (${authorizationKey(id)}, ${id.payer.toLowerCase()}, ${answer.paymentId ?? null},
+              ${answer.requestDigest}, ${answer.outcome}, ${answer.answer ?? null},
+              ${answer.fromBlock.toString()}, ${now + answerRetentionSeconds})`.pipe(
+            Effect.asVoid,
+            Effect.mapError(unavailable)
+          )
+        ),
+      answerSettled: (id, paymentResponse) =>
+        sql`
+          UPDATE attestor_paid_answers SET payment_response = ${paymentResponse}
+          WHERE authorization_key = ${authorizationKey(id)}`.pipe(
+          Effect.asVoid,
+          Effect.mapError(unavailable)
+        ),
+      answerOf: (id) =>
+        Effect.flatMap(nowSeconds, (now) =>
+          sql<{
+            readonly request_digest: string
+            readonly payment_id: string | null
+            readonly outcome: "answer" | "not_found"
+            readonly answer: string | null
+            readonly payment_response: string | null
+            readonly from_block: string | number | bigint
+          }>`
+            SELECT request_digest, payment_id, outcome, answer, payment_response, from_block
+            FROM attestor_paid_answers
+            WHERE authorization_key = ${authorizationKey(id)} AND expires_at > ${now}`.pipe(
+            Effect.map((rows) =>
+              Option.map(Option.fromNullable(rows[0]), (row) => ({
+                requestDigest: row.request_digest,
+                paymentId: row.payment_id ?? undefined,
+                outcome: row.outcome,
+                answer: row.answer ?? undefined,
+                paymentResponse: row.payment_response ?? undefined,
+                fromBlock: BigInt(row.from_block)
+              }))
+            ),
+            Effect.mapError(unavailable)
+          )
+        ),
+      paymentIdTaken: (id, paymentId) =>
+        sql<{ readonly authorization_key: string }>`
+          SELECT authorization_key FROM attestor_paid_answers
+          WHERE payer = ${id.payer.toLowerCase()} AND payment_id = ${paymentId}
+            AND authorization_key <> ${authorizationKey(id)}`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(unavailable)
         )
     }
   })
@@ -185,6 +275,10 @@ export class PaymentStore extends Context.Tag("PaymentStore")<PaymentStore, Paym
     mark: "function",
     get: "function",
     lease: "function",
-    release: "function"
+    release: "function",
+    keepAnswer: "function",
+    answerSettled: "function",
+    answerOf: "function",
+    paymentIdTaken: "function"
   })
 }

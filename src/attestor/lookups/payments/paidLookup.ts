@@ -2,33 +2,49 @@
  * A paid handle lookup (docs/attestor.md §3 payment states, §4 "Paid handle lookup flow";
  * docs/protocol.md §10 "Paid lookups"), in order:
  *
- * 1. no `PAYMENT-SIGNATURE`: 402 `payment_required` with the `PAYMENT-REQUIRED` challenge;
+ * 1. no `PAYMENT-SIGNATURE`: 402 `payment_required` with the `PAYMENT-REQUIRED` challenge (which
+ *    offers x402's `payment-identifier` extension);
  * 2. the signature must accept exactly the quoted requirements, and its Permit2 authorization pay
- *    the quoted token and amount to the quoted spender and payee, with a deadline not passed and no
- *    later than `maxTimeoutSeconds` from now, signed by its payer `from` (its ECDSA signature,
- *    recovered here); else 402 `payment_failed`, nothing held or leased, nobody asked;
- * 3. the payer's one in-flight lease is taken (another payment of the payer under way: 429
+ *    the quoted token and amount to the quoted spender and payee, with a deadline no later than
+ *    `maxTimeoutSeconds` from now, signed by its payer `from` (its ECDSA signature, recovered here),
+ *    and name a well-formed `payment-identifier` id if any; else 402 `payment_failed`, nothing held
+ *    or leased, nobody asked;
+ * 3. replay: an authorization whose lookup was answered before is given that answer again, and its
+ *    `PAYMENT-RESPONSE`, when it asks for the same request (route and body); nothing is settled
+ *    again. For another request it is 402 `payment_failed`. An answer kept before a settlement
+ *    whose outcome never came back (a restart, a cut connection) is finished first: the chain
+ *    says whether the authorization was spent (settlementOnChain.ts), else the facilitator settles
+ *    it now. Only then a passed deadline is refused, and a `payment-identifier` id the payer used
+ *    for another authorization (402 `payment_failed`);
+ * 4. the payer's one in-flight lease is taken (another payment of the payer under way: 429
  *    `rate_limited`, this authorization untouched, nobody asked), so many authorizations backed by
  *    one balance buy one directory lookup at a time; it is given back when the flow ends;
- * 4. the authorization (payer, Permit2 nonce) is held in the database, so it buys one attempt:
- *    presented before, settled or not, it is 402 `payment_failed`;
- * 5. the facilitator verifies it (refused: 402 `payment_failed`; not answering: 503 `unavailable`);
- * 6. the handle is resolved: not found is 404 `not_found` and nothing is settled (the authorization
- *    is spent); a directory that cannot say is 503;
- * 7. only then the facilitator settles: success is the user id and the `PAYMENT-RESPONSE`; a
- *    refusal 402 `payment_failed`; no answer is recorded `indeterminate` and never settled again
- *    (503 `unavailable`).
+ * 5. the authorization (payer, Permit2 nonce) is held in the database, so it buys one attempt;
+ * 6. the facilitator verifies it (refused: 402 `payment_failed`; not answering: 503 `unavailable`);
+ * 7. the handle is resolved: not found is 404 `not_found`, kept for replay, and nothing is settled
+ *    (the authorization is spent); a directory that cannot say is 503;
+ * 8. the answer is made and kept with the payment (PaymentStore `keepAnswer`), then the facilitator
+ *    settles: success is the answer and the `PAYMENT-RESPONSE`, kept too; a refusal 402
+ *    `payment_failed`; no answer is recorded `indeterminate` (503 `unavailable`), and the same
+ *    payment asking again finds out from the chain (step 3).
  *
  * The facilitator is asked about the payment only: never the handle or the platform. What it is
  * sent is rebuilt from the quote and the Permit2 authorization alone, so nothing else a client put
  * in its `PAYMENT-SIGNATURE` (its `resource`, its extensions) is forwarded.
  */
+import { createHash } from "node:crypto"
 import type { FacilitatorClient } from "@x402/core/http"
-import { type PaymentPayload, type PaymentRequirements, SettleError, VerifyError } from "@x402/core/types"
-import { Effect, Either, Metric } from "effect"
+import {
+  type PaymentPayload,
+  type PaymentRequirements,
+  SettleError,
+  type SettleResponse,
+  VerifyError
+} from "@x402/core/types"
+import { Effect, Either, Metric, Option } from "effect"
 import type { LookupPlatform } from "../../../../schema/attestor.js"
 import {
-  type NotFound,
+  NotFound,
   PaymentFailed,
   PaymentRequired,
   RateLimited,
@@ -36,13 +52,16 @@ import {
   type Unsupported
 } from "../../../../schema/errors.js"
 import { nowSeconds } from "../../../clock.js"
+import type { LookupAnswer, WithPayment } from "../../commitments/commitmentRules.js"
 import { lookupPayment } from "../../metrics.js"
-import type { AuthorizationId, PaymentStoreShape } from "./PaymentStore.js"
+import type { PaidAnswer, PaymentStoreShape } from "./PaymentStore.js"
 import { FACILITATOR_UNAVAILABLE } from "./paymentQuote.js"
+import type { SettlementChain } from "./settlementOnChain.js"
 import {
   lookupResource,
   PAYMENT_CLOCK_SKEW_SECONDS,
   type PaymentRefusal,
+  type PresentedPayment,
   payerSigned,
   paymentRequiredHeader,
   paymentResponseHeader,
@@ -61,6 +80,8 @@ export interface PaidLookupConfig {
     platform: LookupPlatform,
     handle: string
   ) => Effect.Effect<string, NotFound | Unavailable | Unsupported>
+  /** Where a settlement whose answer was lost is found. */
+  readonly chain: SettlementChain
 }
 
 export type PaidLookupError =
@@ -70,12 +91,6 @@ export type PaidLookupError =
   | NotFound
   | Unavailable
   | Unsupported
-
-export interface PaidLookupResult {
-  readonly userId: string
-  /** The `PAYMENT-RESPONSE` header of the answer. */
-  readonly paymentResponse: string
-}
 
 const VERIFY_REFUSED = "the payment facilitator refused the payment"
 const SETTLE_REFUSED = "the payment could not be settled"
@@ -90,7 +105,8 @@ const refusalMessage: Record<PaymentRefusal, string> = {
   deadline: "the payment authorization's deadline is later than the quote's maxTimeoutSeconds allows",
   expired: "the payment authorization's deadline has passed",
   signature:
-    "the payment authorization is not signed by its payer (from): sign it with that account's own key; contract wallets cannot pay"
+    "the payment authorization is not signed by its payer (from): sign it with that account's own key; contract wallets cannot pay",
+  payment_id: "the payment-identifier id must be 16 to 128 letters, digits, hyphens or underscores"
 }
 
 const refusedHere = (refusal: PaymentRefusal) => new PaymentFailed({ message: refusalMessage[refusal] })
@@ -116,92 +132,227 @@ const askFacilitator = <A>(
         : new Unavailable({ message: FACILITATOR_UNAVAILABLE })
   })
 
-/** Steps 4 to 7 of a payment that passed the checks, under its payer's lease. */
-const pay = (
-  config: PaidLookupConfig,
-  requirements: PaymentRequirements,
-  authorization: AuthorizationId,
-  deadline: bigint,
-  payload: PaymentPayload,
-  platform: LookupPlatform,
-  handle: string
-): Effect.Effect<PaidLookupResult, PaymentFailed | NotFound | Unavailable | Unsupported> =>
+const PRESENTED_BEFORE = "this payment authorization was presented before"
+const PAYMENT_ID_TAKEN = "this payment-identifier id names another payment of this payer"
+const ANSWER_UNREADABLE = "the answer kept for this payment cannot be read: try again later"
+
+/** JSON with every object's keys in order, so one request always reads the same. */
+const canonicalJson = (value: unknown): string =>
+  JSON.stringify(value, (_, v) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        )
+      : v
+  )
+
+/** Which request an answer answers: its route and decoded body, hashed. */
+export const requestDigest = (request: LookupAnswer<unknown>["request"]): string =>
+  createHash("sha256")
+    .update(`${request.route}\n${canonicalJson(request.body)}`)
+    .digest("hex")
+
+/** A payment that passed the checks of step 2, and what the facilitator is sent of it. */
+interface Presented {
+  readonly config: PaidLookupConfig
+  readonly requirements: PaymentRequirements
+  readonly presented: PresentedPayment
+  readonly payload: PaymentPayload
+}
+
+const recorded = (p: Presented, state: "settled" | "failed" | "indeterminate", transaction?: string) =>
+  p.config.store
+    .mark(p.presented.authorization, state, transaction)
+    .pipe(Effect.zipRight(Metric.increment(lookupPayment({ outcome: state }))))
+
+const spent = (p: Presented, state: "failed" | "indeterminate") =>
+  state === "failed"
+    ? recorded(p, state)
+    : Effect.zipRight(
+        // Nothing of the payer: an operator checks the payments table for indeterminate rows.
+        Effect.logWarning(
+          "a lookup payment's settlement got no answer from the facilitator: recorded indeterminate, looked for on chain when it is presented again"
+        ),
+        recorded(p, state)
+      )
+
+/** The facilitator's settlement of a verified payment, recorded whatever its outcome. */
+const settle = (p: Presented): Effect.Effect<SettleResponse, PaymentFailed | Unavailable> =>
   Effect.gen(function* () {
-    const { facilitator, store } = config
+    const answer = yield* askFacilitator(
+      () => p.config.facilitator.settle(p.payload, p.requirements),
+      SettleError,
+      SETTLE_REFUSED
+    ).pipe(
+      // A refusal is final; without an answer the facilitator may have settled.
+      Effect.tapError((error) => spent(p, error._tag === "PaymentFailed" ? "failed" : "indeterminate"))
+    )
+    if (!answer.success) {
+      yield* spent(p, "failed")
+      return yield* Effect.fail(new PaymentFailed({ message: SETTLE_REFUSED }))
+    }
+    // Paid: the answer is owed even when the record fails (the row stays `authorized`).
+    yield* recorded(p, "settled", answer.transaction).pipe(
+      Effect.catchAll(() =>
+        Effect.logWarning("a settled lookup payment could not be recorded; its row stays authorized")
+      )
+    )
+    return answer
+  })
+
+/** The `PAYMENT-RESPONSE` of a settlement, kept with the answer for replays. */
+const keptResponse = (p: Presented, settled: SettleResponse): Effect.Effect<string> => {
+  const header = paymentResponseHeader(settled)
+  return p.config.store.answerSettled(p.presented.authorization, header).pipe(
+    Effect.catchAll(() =>
+      Effect.logWarning(
+        "a settled lookup payment's response could not be kept; a replay finds the settlement on chain"
+      )
+    ),
+    Effect.as(header)
+  )
+}
+
+/** A settlement the chain shows (its answer was lost): recorded settled, as the facilitator says it. */
+const settledOnChain = (p: Presented, transaction: Option.Option<string>) => {
+  const settled: SettleResponse = {
+    success: true,
+    transaction: Option.getOrElse(transaction, () => ""),
+    network: p.requirements.network as SettleResponse["network"],
+    payer: p.presented.authorization.payer
+  }
+  return recorded(p, "settled", Option.getOrUndefined(transaction)).pipe(
+    Effect.catchAll(() =>
+      Effect.logWarning("a settled lookup payment could not be recorded; its row stays authorized")
+    ),
+    Effect.zipRight(keptResponse(p, settled))
+  )
+}
+
+/**
+ * Finishes the settlement of a kept answer whose `PAYMENT-RESPONSE` never came (step 3): spent on
+ * chain, it was settled; not spent, the facilitator settles it now (a refusal is checked against
+ * the chain again, for a settlement mined meanwhile). Spendable once on chain, it is never paid twice.
+ */
+const finishSettlement = (
+  p: Presented,
+  kept: PaidAnswer
+): Effect.Effect<string, PaymentFailed | Unavailable> =>
+  Effect.uninterruptible(
+    Effect.gen(function* () {
+      const { store, chain } = p.config
+      const payment = yield* store.get(p.presented.authorization)
+      if (Option.isSome(payment) && payment.value.state === "failed")
+        return yield* Effect.fail(new PaymentFailed({ message: SETTLE_REFUSED }))
+      const onChain = yield* chain.settlementOf(p.presented, p.requirements, kept.fromBlock)
+      if (onChain.spent) return yield* settledOnChain(p, onChain.transaction)
+      if (p.presented.expired) {
+        yield* spent(p, "failed")
+        return yield* Effect.fail(refusedHere("expired"))
+      }
+      const settled = yield* settle(p).pipe(
+        Effect.map(Either.right),
+        Effect.catchTag("PaymentFailed", (refused) =>
+          Effect.flatMap(chain.settlementOf(p.presented, p.requirements, kept.fromBlock), (again) =>
+            again.spent ? Effect.succeed(Either.left(again.transaction)) : Effect.fail(refused)
+          )
+        )
+      )
+      return yield* Either.isRight(settled) ? keptResponse(p, settled.right) : settledOnChain(p, settled.left)
+    })
+  )
+
+/** Step 3: the kept answer of an authorization, for the same request only. */
+const replay = <A>(
+  p: Presented,
+  kept: PaidAnswer,
+  digest: string,
+  answer: LookupAnswer<A>
+): Effect.Effect<WithPayment<A>, PaidLookupError> =>
+  Effect.gen(function* () {
+    if (kept.requestDigest !== digest) {
+      yield* Metric.increment(lookupPayment({ outcome: "reused" }))
+      return yield* Effect.fail(new PaymentFailed({ message: PRESENTED_BEFORE }))
+    }
+    yield* Metric.increment(lookupPayment({ outcome: "replayed" }))
+    if (kept.outcome === "not_found")
+      return yield* Effect.fail(
+        new NotFound({ message: kept.answer ?? "no user has this handle on this platform" })
+      )
+    const body = Either.fromNullable(kept.answer, () => "none").pipe(Either.flatMap(answer.decode))
+    if (Either.isLeft(body)) return yield* Effect.fail(new Unavailable({ message: ANSWER_UNREADABLE }))
+    const paymentResponse = kept.paymentResponse ?? (yield* finishSettlement(p, kept))
+    return { body: body.right, paymentResponse }
+  })
+
+/** Steps 5 to 8 of a payment seen for the first time, under its payer's lease. */
+const pay = <A>(
+  p: Presented,
+  platform: LookupPlatform,
+  handle: string,
+  digest: string,
+  answer: LookupAnswer<A>
+): Effect.Effect<WithPayment<A>, PaymentFailed | NotFound | Unavailable | Unsupported> =>
+  Effect.gen(function* () {
+    const { facilitator, store, chain } = p.config
+    const { authorization, deadline, paymentId } = p.presented
+    // Read before anything is held: where a settlement whose answer is lost will be looked for.
+    const fromBlock = yield* chain.blockNumber
     const held = yield* store.hold(authorization, {
-      network: requirements.network,
-      asset: requirements.asset as `0x${string}`,
-      amount: BigInt(requirements.amount),
+      network: p.requirements.network,
+      asset: p.requirements.asset as `0x${string}`,
+      amount: BigInt(p.requirements.amount),
       deadline
     })
     if (!held)
-      return yield* Effect.fail(
-        new PaymentFailed({ message: "this payment authorization was presented before" })
-      ).pipe(Effect.tapError(() => Metric.increment(lookupPayment({ outcome: "reused" }))))
-    const recorded = (state: "settled" | "failed" | "indeterminate", transaction?: string) =>
-      store
-        .mark(authorization, state, transaction)
-        .pipe(Effect.zipRight(Metric.increment(lookupPayment({ outcome: state }))))
-    const spent = (state: "failed" | "indeterminate") =>
-      state === "failed"
-        ? recorded(state)
-        : Effect.zipRight(
-            // Nothing of the payer: an operator checks the payments table for indeterminate rows.
-            Effect.logWarning(
-              "a lookup payment's settlement got no answer from the facilitator: recorded indeterminate, never settled again"
-            ),
-            recorded(state)
-          )
+      return yield* Effect.fail(new PaymentFailed({ message: PRESENTED_BEFORE })).pipe(
+        Effect.tapError(() => Metric.increment(lookupPayment({ outcome: "reused" })))
+      )
 
     const verified = yield* askFacilitator(
-      () => facilitator.verify(payload, requirements),
+      () => facilitator.verify(p.payload, p.requirements),
       VerifyError,
       VERIFY_REFUSED
-    ).pipe(Effect.tapError(() => spent("failed")))
+    ).pipe(Effect.tapError(() => spent(p, "failed")))
     if (!verified.isValid) {
-      yield* spent("failed")
+      yield* spent(p, "failed")
       return yield* Effect.fail(new PaymentFailed({ message: VERIFY_REFUSED }))
     }
     yield* store.mark(authorization, "authorized")
 
+    const keep = (kept: { readonly outcome: "answer" | "not_found"; readonly answer: string }) =>
+      store.keepAnswer(authorization, { requestDigest: digest, paymentId, fromBlock, ...kept })
     // Not found, or a directory that cannot say: nothing is settled, the authorization is spent.
-    const userId = yield* config.resolve(platform, handle).pipe(Effect.tapError(() => spent("failed")))
-
-    // The settlement and its record are one step a client hanging up cannot cut in two: the
-    // money may move once asked, so what happened is written down whatever the client does.
-    const settled = yield* Effect.uninterruptible(
-      Effect.gen(function* () {
-        const answer = yield* askFacilitator(
-          () => facilitator.settle(payload, requirements),
-          SettleError,
-          SETTLE_REFUSED
-        ).pipe(
-          // A refusal is final; without an answer the facilitator may have settled: never again.
-          Effect.tapError((error) => spent(error._tag === "PaymentFailed" ? "failed" : "indeterminate"))
-        )
-        if (!answer.success) {
-          yield* spent("failed")
-          return yield* Effect.fail(new PaymentFailed({ message: SETTLE_REFUSED }))
-        }
-        // Paid: the answer is owed even when the record fails (the row stays `authorized`).
-        yield* recorded("settled", answer.transaction).pipe(
-          Effect.catchAll(() =>
-            Effect.logWarning("a settled lookup payment could not be recorded; its row stays authorized")
-          )
-        )
-        return answer
-      })
+    // Not found is kept: the same payment asking again is told the same.
+    const userId = yield* p.config.resolve(platform, handle).pipe(
+      Effect.tapError((error) =>
+        error._tag === "NotFound"
+          ? keep({ outcome: "not_found", answer: error.message }).pipe(Effect.ignore)
+          : Effect.void
+      ),
+      Effect.tapError(() => spent(p, "failed"))
     )
-    return { userId, paymentResponse: paymentResponseHeader(settled) }
+    // The answer is made and kept before the money may move, so that no crash or cut connection
+    // after the settlement can lose what was paid for.
+    const body = yield* answer.make(userId).pipe(
+      Effect.tap((made) => keep({ outcome: "answer", answer: answer.encode(made) })),
+      Effect.tapError(() => spent(p, "failed"))
+    )
+    // The settlement and its records are one step a client hanging up cannot cut in two.
+    const paymentResponse = yield* Effect.uninterruptible(
+      Effect.flatMap(settle(p), (settled) => keptResponse(p, settled))
+    )
+    return { body, paymentResponse }
   })
 
 export const paidLookup =
   (config: PaidLookupConfig) =>
-  (
+  <A>(
     platform: LookupPlatform,
     handle: string,
-    paymentSignature: string | undefined
-  ): Effect.Effect<PaidLookupResult, PaidLookupError> =>
+    paymentSignature: string | undefined,
+    answer: LookupAnswer<A>
+  ): Effect.Effect<WithPayment<A>, PaidLookupError> =>
     Effect.gen(function* () {
       const { store } = config
       const requirements = yield* config.requirements
@@ -213,24 +364,36 @@ export const paidLookup =
           })
         )
       const now = yield* nowSeconds
-      const presented = readPaymentSignature(paymentSignature, requirements, now)
-      if (Either.isLeft(presented)) return yield* Effect.fail(refusedHere(presented.left))
+      const read = readPaymentSignature(paymentSignature, requirements, now)
+      if (Either.isLeft(read)) return yield* Effect.fail(refusedHere(read.left))
+      const presented = read.right
       // Before any lease, row or facilitator call: a payer is only ever the one who signed.
-      yield* Effect.mapError(payerSigned(presented.right, requirements), refusedHere)
-      const { authorization, deadline } = presented.right
-      const payload: PaymentPayload = {
-        x402Version: X402_VERSION,
-        resource: lookupResource(config.publicUrl),
-        accepted: requirements,
-        payload: presented.right.signed
+      yield* Effect.mapError(payerSigned(presented, requirements), refusedHere)
+      const { authorization, paymentId } = presented
+      const p: Presented = {
+        config,
+        requirements,
+        presented,
+        payload: {
+          x402Version: X402_VERSION,
+          resource: lookupResource(config.publicUrl),
+          accepted: requirements,
+          payload: presented.signed
+        }
       }
+      const digest = requestDigest(answer.request)
+      const kept = yield* store.answerOf(authorization)
+      if (Option.isSome(kept)) return yield* replay(p, kept.value, digest, answer)
+      if (presented.expired) return yield* Effect.fail(refusedHere("expired"))
+      if (paymentId !== undefined && (yield* store.paymentIdTaken(authorization, paymentId)))
+        return yield* Effect.fail(new PaymentFailed({ message: PAYMENT_ID_TAKEN }))
       // The lease lasts as long as the authorization may (its deadline was checked against that),
       // so a holder that stopped blocks its payer no longer.
       return yield* Effect.acquireUseRelease(
         store.lease(authorization, now + requirements.maxTimeoutSeconds + PAYMENT_CLOCK_SKEW_SECONDS),
-        (leased): Effect.Effect<PaidLookupResult, PaidLookupError> =>
+        (leased): Effect.Effect<WithPayment<A>, PaidLookupError> =>
           leased
-            ? pay(config, requirements, authorization, deadline, payload, platform, handle)
+            ? pay(p, platform, handle, digest, answer)
             : Effect.zipRight(
                 Metric.increment(lookupPayment({ outcome: "in_flight" })),
                 Effect.fail(

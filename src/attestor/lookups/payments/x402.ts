@@ -108,12 +108,31 @@ export const lookupResource = (publicUrl: string) => ({
   mimeType: "application/json"
 })
 
+/** x402's `payment-identifier` extension (its specs/extensions): a client-chosen id for a payment. */
+export const PAYMENT_IDENTIFIER = "payment-identifier"
+const PAYMENT_ID = /^[A-Za-z0-9_-]{16,128}$/
+
+/** The extension as a challenge offers it: optional, `info.id` of 16 to 128 letters, digits, `-` and `_`. */
+export const paymentIdentifierOffer = {
+  info: { required: false },
+  schema: {
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    type: "object",
+    properties: {
+      required: { type: "boolean" },
+      id: { type: "string", minLength: 16, maxLength: 128, pattern: "^[a-zA-Z0-9_-]+$" }
+    },
+    required: ["required"]
+  }
+}
+
 /** The `PAYMENT-REQUIRED` header of a 402. */
 export const paymentRequiredHeader = (requirements: PaymentRequirements, publicUrl: string): string => {
   const challenge: PaymentRequired = {
     x402Version: X402_VERSION,
     resource: lookupResource(publicUrl),
-    accepts: [requirements]
+    accepts: [requirements],
+    extensions: { [PAYMENT_IDENTIFIER]: paymentIdentifierOffer }
   }
   return encodePaymentRequiredHeader(challenge)
 }
@@ -135,6 +154,7 @@ export type PaymentRefusal =
   | "deadline"
   | "expired"
   | "signature"
+  | "payment_id"
 
 export interface PresentedPayment {
   /** What the facilitator is given: the signature and the Permit2 authorization, nothing else. */
@@ -143,6 +163,10 @@ export interface PresentedPayment {
   /** The authorization's Permit2 deadline and witness `validAfter` (unix seconds). */
   readonly deadline: bigint
   readonly validAfter: bigint
+  /** Its deadline has passed: only the replay of a kept answer takes it (paidLookup.ts). */
+  readonly expired: boolean
+  /** The payer's `payment-identifier` id, when it chose one. */
+  readonly paymentId: string | undefined
 }
 
 const canonical = (value: unknown): string =>
@@ -193,7 +217,10 @@ const checkAuthorization = (
   authorization: unknown,
   quoted: PaymentRequirements,
   now: number
-): Either.Either<{ readonly deadline: bigint; readonly validAfter: bigint }, PaymentRefusal> => {
+): Either.Either<
+  { readonly deadline: bigint; readonly validAfter: bigint; readonly expired: boolean },
+  PaymentRefusal
+> => {
   const permitted = field(authorization, "permitted")
   const token = address(field(permitted, "token"))
   const amount = uint(field(permitted, "amount"))
@@ -219,15 +246,16 @@ const checkAuthorization = (
     return Either.left("authorization")
   if (deadline > BigInt(now + quoted.maxTimeoutSeconds + PAYMENT_CLOCK_SKEW_SECONDS))
     return Either.left("deadline")
-  // Permit2 refuses it too; refusing it here is also what lets its record be pruned (PaymentStore).
-  if (deadline < BigInt(now)) return Either.left("expired")
-  return Either.right({ deadline, validAfter })
+  // Permit2 refuses it too; refusing it (but for a replay) is also what lets its record be pruned
+  // (PaymentStore).
+  return Either.right({ deadline, validAfter, expired: deadline < BigInt(now) })
 }
 
 /**
  * Reads a `PAYMENT-SIGNATURE`: version 2, the quoted requirements exactly, and a Permit2
  * authorization that pays what the quote asks within its time (`checkAuthorization`), whose payer
- * and nonce identify it (docs/protocol.md §10). `now` is unix seconds.
+ * and nonce identify it, and its `payment-identifier` id if any (docs/protocol.md §10). `now` is
+ * unix seconds; a passed deadline is `expired` (the caller refuses it unless it replays an answer).
  */
 export const readPaymentSignature = (
   header: string,
@@ -255,12 +283,26 @@ export const readPaymentSignature = (
   if (typeof nonce !== "string" || !UINT.test(nonce)) return Either.left("malformed")
   const checked = checkAuthorization(authorization, quoted, now)
   if (Either.isLeft(checked)) return Either.left(checked.left)
+  const paymentId = paymentIdOf(payload.extensions)
+  if (Either.isLeft(paymentId)) return Either.left(paymentId.left)
   return Either.right({
     signed: { signature: signature as Hex, permit2Authorization: authorization as Record<string, unknown> },
     authorization: { payer: getAddress(from), nonce: BigInt(nonce) },
     deadline: checked.right.deadline,
-    validAfter: checked.right.validAfter
+    validAfter: checked.right.validAfter,
+    expired: checked.right.expired,
+    paymentId: paymentId.right
   })
+}
+
+/**
+ * The `payment-identifier` id of a payment's extensions: none when it names none (a stock client
+ * echoes the offer without one), refused when it is not 16 to 128 letters, digits, `-` or `_`.
+ */
+export const paymentIdOf = (extensions: unknown): Either.Either<string | undefined, PaymentRefusal> => {
+  const id = field(field(field(extensions, PAYMENT_IDENTIFIER), "info"), "id")
+  if (id === undefined) return Either.right(undefined)
+  return typeof id === "string" && PAYMENT_ID.test(id) ? Either.right(id) : Either.left("payment_id")
 }
 
 /**
