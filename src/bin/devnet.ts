@@ -273,13 +273,6 @@ const program = Effect.gen(function* () {
   const standIns = yield* devnetStandIns(memberUrls, doublesPort)
   // The facilitator of paid handle lookups settles from account #0 (docs/protocol.md §9).
   const facilitator = yield* devnetFacilitator(chain, facilitatorPort)
-  yield* writeDevnetFile(chain, {
-    relayerUrl,
-    attestorUrl,
-    attestorUrls: memberUrls.map((m) => m.url),
-    doublesUrl: standIns.url,
-    facilitatorUrl: facilitator.url
-  })
   // The wallet page at http://localhost:<port>, speaking to every member: the members' allow-lists
   // and every service's CORS name it.
   const wallet = yield* devnetWalletPage(
@@ -287,6 +280,14 @@ const program = Effect.gen(function* () {
     { attestorUrls: memberUrls.map((m) => m.url), relayerUrl },
     walletPort
   )
+  yield* writeDevnetFile(chain, {
+    relayerUrl,
+    attestorUrl,
+    attestorUrls: memberUrls.map((m) => m.url),
+    doublesUrl: standIns.url,
+    facilitatorUrl: facilitator.url,
+    walletUrl: wallet.url
+  })
   const walletSettings = walletPageEnv(wallet.url)
 
   const memberProcess = ({ member, url }: { readonly member: number; readonly url: string }) =>
