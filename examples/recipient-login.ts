@@ -149,7 +149,8 @@ runExample("recipient-login", async () => {
       committee,
       platform: "microblog",
       stealthOwner: microblogOwner,
-      redirect: DEVNET_REDIRECT_ALLOWLIST
+      // The wallet page's landing, on the allow-list of the devnet's attestors wherever the page runs.
+      redirect: file.walletUrl === undefined ? DEVNET_REDIRECT_ALLOWLIST : `${file.walletUrl}/after-login`
     })
   )
   const microblogSessions: Array<MemberSession | undefined> = []

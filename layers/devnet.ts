@@ -310,6 +310,8 @@ export interface DevnetFile extends DevnetDeployment {
   readonly doublesUrl?: string
   /** The x402 facilitator stand-in of paid handle lookups, docs/protocol.md §9. */
   readonly facilitatorUrl?: string
+  /** The wallet page's origin, where logins redirect (`<walletUrl>/after-login`), docs/protocol.md §9. */
+  readonly walletUrl?: string
   /** The first member's hint key. */
   readonly hintPublicKey: Hex
 }
@@ -445,6 +447,7 @@ export interface ServiceUrls {
   readonly attestorUrls?: ReadonlyArray<string> | undefined
   readonly doublesUrl?: string | undefined
   readonly facilitatorUrl?: string | undefined
+  readonly walletUrl?: string | undefined
 }
 
 /** Writes `deployment.json`: the deployment file plus what a client needs to reach the devnet. */
@@ -467,6 +470,7 @@ export const writeDevnetFile = (chain: DevnetChain, urls: ServiceUrls) =>
         })),
         ...(urls.doublesUrl === undefined ? {} : { doublesUrl: urls.doublesUrl }),
         ...(urls.facilitatorUrl === undefined ? {} : { facilitatorUrl: urls.facilitatorUrl }),
+        ...(urls.walletUrl === undefined ? {} : { walletUrl: urls.walletUrl }),
         hintPublicKey: chain.hintPublicKey
       }
       return writeFile(chain.deploymentFile, `${JSON.stringify(file, null, 2)}\n`)
@@ -732,7 +736,8 @@ export class Devnet extends Context.Tag("Devnet")<Devnet, RunningDevnet>() {
           attestorUrl,
           attestorUrls: memberUrls.map((m) => m.url),
           doublesUrl: standIns.url,
-          facilitatorUrl: facilitator.url
+          facilitatorUrl: facilitator.url,
+          walletUrl: options.walletOrigin
         }
         yield* writeDevnetFile(chain, urls)
         const scope = yield* Effect.scope

@@ -44,6 +44,8 @@ export interface DevnetFile {
   readonly attestorUrl: string
   readonly doublesUrl?: string
   readonly facilitatorUrl?: string
+  /** The wallet page's origin (`npm run devnet`'s `DEVNET_WALLET_PORT`). */
+  readonly walletUrl?: string
   /** The first member's hint key. */
   readonly hintPublicKey: Hex
   /** Signatures from different members a bind needs (docs/protocol.md §5). */

@@ -276,13 +276,6 @@ const program = Effect.gen(function* () {
   const standIns = yield* devnetStandIns(memberUrls, doublesPort)
   // The facilitator of paid handle lookups settles from account #0 (docs/protocol.md §9).
   const facilitator = yield* devnetFacilitator(chain, facilitatorPort)
-  yield* writeDevnetFile(chain, {
-    relayerUrl,
-    attestorUrl,
-    attestorUrls: memberUrls.map((m) => m.url),
-    doublesUrl: standIns.url,
-    facilitatorUrl: facilitator.url
-  })
   // The wallet page at http://localhost:<port>, speaking to every member: the members' allow-lists
   // and every service's CORS name it.
   const wallet = yield* devnetWalletPage(
@@ -290,6 +283,14 @@ const program = Effect.gen(function* () {
     { attestorUrls: memberUrls.map((m) => m.url), relayerUrl },
     walletPort
   )
+  yield* writeDevnetFile(chain, {
+    relayerUrl,
+    attestorUrl,
+    attestorUrls: memberUrls.map((m) => m.url),
+    doublesUrl: standIns.url,
+    facilitatorUrl: facilitator.url,
+    walletUrl: wallet.url
+  })
   const walletSettings = walletPageEnv(wallet.url)
   // `npm run devnet:relayer` and `devnet:attestor` read these: this run's RPC, ports and wallet page.
   yield* writeCheckoutSettings(chain, { relayer: relayerPort, attestor: committee.ports[0]! }, wallet.url)

@@ -15,7 +15,7 @@ import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 export const DEVNET_CHAIN_ID = 31_337
 
 /** Asks anvil how far (seconds) its clock runs ahead of the wall clock, without moving it. */
-const readOffsetSeconds = async (rpcUrl: string, timeoutMs: number): Promise<number> => {
+export const readOffsetSeconds = async (rpcUrl: string, timeoutMs: number): Promise<number> => {
   const response = await fetch(rpcUrl, {
     method: "POST",
     headers: { "content-type": "application/json" },

@@ -13,6 +13,10 @@
  *   wallet, a Sign In With Farcaster message with those values signed by the fid's custody key
  *   (fid 100i is mnemonic account #i, i = 3..9).
  *
+ * Both sign with the devnet chain's time (the wall clock plus anvil's `evm_increaseTime` offset, read
+ * per request), the clock the devnet attestors check them by (docs/protocol.md §9 "The devnet's
+ * clock"): after an example skips a bind delay, a payload dated by this machine would be hours old.
+ *
  * Its Content-Security-Policy lets the page reach this origin, the attestors, the relayer and the
  * chain's RPC (the page reads the vault itself: `bindNonces`, `isAttestor`, the chain's time) only.
  * Nothing here is logged.
@@ -25,6 +29,7 @@ import type { Plugin } from "esbuild"
 import { createSiweMessage } from "viem/siwe"
 import { devnetAccount } from "../../contracts/deploy.js"
 import { signWidgetPayload, widgetKey } from "../attestor/logins/messenger/messengerWidget.js"
+import { readOffsetSeconds } from "../chain/DevnetChainClock.js"
 import { closeOnce, listen } from "./loopbackServer.js"
 
 /** A committee member as deployment.json lists it (docs/protocol.md §9 "A committee devnet"). */
@@ -117,6 +122,18 @@ const bundle = async (): Promise<string> => {
 }
 
 class BadRequest extends Error {}
+/** The chain's RPC did not answer: the payload cannot be dated by the chain's clock. */
+class ChainDown extends Error {}
+
+const RPC_TIMEOUT_MS = 2_000
+
+/** Now by the devnet chain's clock, in unix seconds: the attestors' now (docs/protocol.md §9). */
+const chainNowSeconds = async (rpcUrl: string): Promise<number> => {
+  const offset = await readOffsetSeconds(rpcUrl, RPC_TIMEOUT_MS).catch(() => {
+    throw new ChainDown()
+  })
+  return Math.floor(Date.now() / 1000) + Math.max(0, offset)
+}
 
 const readJson = (req: IncomingMessage): Promise<Record<string, unknown>> =>
   new Promise((resolve, reject) => {
@@ -212,14 +229,14 @@ export const startWalletPage = async (options: WalletPageOptions): Promise<Walle
   const json = (res: ServerResponse, status: number, body: unknown) =>
     send(res, status, "application/json; charset=utf-8", JSON.stringify(body))
 
-  const messengerWidget = (body: Record<string, unknown>) => {
+  const messengerWidget = async (body: Record<string, unknown>) => {
     const userId = text(body.userId, "userId", 20)
     if (!USER_ID.test(userId)) throw new BadRequest("userId: expected a decimal user id")
     return signWidgetPayload(key, {
       id: Number(userId),
       first_name: "Devnet",
       username: `dev${userId}`,
-      auth_date: Math.floor(Date.now() / 1000)
+      auth_date: await chainNowSeconds(options.rpcUrl)
     })
   }
 
@@ -231,6 +248,7 @@ export const startWalletPage = async (options: WalletPageOptions): Promise<Walle
     if (Number.isNaN(expirationTime.getTime()))
       throw new BadRequest("expirationTime: expected an ISO 8601 time")
     const custody = devnetAccount(fid - 1000)
+    const issuedAt = new Date((await chainNowSeconds(options.rpcUrl)) * 1000)
     let message: string
     try {
       message = createSiweMessage({
@@ -241,7 +259,7 @@ export const startWalletPage = async (options: WalletPageOptions): Promise<Walle
         version: "1",
         chainId: 10,
         nonce: text(body.nonce, "nonce", 100),
-        issuedAt: new Date(),
+        issuedAt,
         expirationTime,
         resources: [`farcaster://fid/${fid}`]
       })
@@ -275,7 +293,7 @@ export const startWalletPage = async (options: WalletPageOptions): Promise<Walle
       return json(
         res,
         200,
-        path === "/devnet/messenger-widget" ? messengerWidget(body) : await fedsocialSigner(body)
+        path === "/devnet/messenger-widget" ? await messengerWidget(body) : await fedsocialSigner(body)
       )
     }
     req.resume()
@@ -286,6 +304,11 @@ export const startWalletPage = async (options: WalletPageOptions): Promise<Walle
     handle(req, res).catch((error: unknown) => {
       if (res.headersSent || res.destroyed) return
       if (error instanceof BadRequest) json(res, 400, { error: error.message, code: "bad_request" })
+      else if (error instanceof ChainDown)
+        json(res, 503, {
+          error: "the devnet chain does not answer: is `npm run devnet` running?",
+          code: "unavailable"
+        })
       else json(res, 500, { error: "the devnet page server failed", code: "internal" })
     })
   })

@@ -6,7 +6,10 @@
  * for the page's key with the time it becomes final; a messenger login through the widget
  * stand-in; a fedsocial sign-in through the devnet signer; a page opened with a `#attest=` token it
  * did not start refuses it and sends nothing with it (the login-binding rule of docs/attestor.md
- * "Writing a client"); the attestor down is one clear sentence. Every request the page makes goes
+ * "Writing a client"); the attestor down is one clear sentence. After the chain's clock is moved
+ * ahead (as `examples/recipient-login.ts` does), a messenger login still makes a session; and a
+ * recipient's whole journey: login, bind, the bind delay skipped, finalize, and a relayed claim whose
+ * amount, less the relayer's fee, arrives at the typed address. Every request the page makes goes
  * to the devnet's services. Each scenario leaves a screenshot in test/browser/__screenshots__.
  *
  * No browser is a failure, never a skip: `.ci/run` installs Debian's `chromium`.
@@ -16,9 +19,15 @@ import { mkdir } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
+import { getAddress, parseUnits } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { DEVNET_MESSENGER_BOT_TOKEN, freeLoopbackPort, walletPageEnv } from "../../layers/devnet.js"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import {
+  DEVNET_MESSENGER_BOT_TOKEN,
+  devnetClockEnv,
+  freeLoopbackPort,
+  walletPageEnv
+} from "../../layers/devnet.js"
 import { newLoginSecret } from "../../src/client.js"
 import { startWalletPage, type WalletPage } from "../../src/devnet/walletPage.js"
 import { AttestorClient } from "../e2e/support/attestorClient.js"
@@ -43,7 +52,8 @@ beforeAll(async () => {
   const origin = `http://localhost:${port}`
   const env = walletPageEnv(origin)
   net = await RelayerDevnet.start("wallet-page", env.relayer)
-  attestor = await AttestorClient.start(net, env.attestor, { standIns: true })
+  // On the chain's clock, as `npm run devnet` runs it (docs/protocol.md §9 "The devnet's clock").
+  attestor = await AttestorClient.start(net, { ...env.attestor, ...devnetClockEnv }, { standIns: true })
   wallet = await startWalletPage({
     port,
     attestorUrl: attestor.url,
@@ -100,6 +110,33 @@ const launched = async (platform: "codehost" | "messenger" | "fedsocial", userId
 }
 
 const refusal = (page: Page) => page.locator("#refusal")
+
+/** Now by the chain's clock: anvil's next block time, which a skipped bind delay moved ahead. */
+const chainNow = async () => Number((await net.publicClient().getBlock({ blockTag: "pending" })).timestamp)
+
+/**
+ * Moves the chain's clock `seconds` ahead, as `examples/recipient-login.ts` does when it skips the
+ * bind delay, and waits until the attestor reads it: a widget payload dated by the chain is taken.
+ */
+const skipTime = async (seconds: number) => {
+  await net.timeTravel(seconds)
+  const user = String(++users)
+  await vi.waitFor(
+    async () => {
+      const verified = await attestor.post("/v1/oauth/messenger/verify", {
+        auth: AttestorClient.widget(user, DEVNET_MESSENGER_BOT_TOKEN, await chainNow()),
+        stealthOwner: privateKeyToAccount(generatePrivateKey()).address,
+        loginChallenge: newLoginSecret().loginChallenge
+      })
+      expect(verified.status).toBe(200)
+    },
+    { timeout: 30_000, interval: 200 }
+  )
+}
+
+/** The page's status line once it reads `text`. */
+const status = (page: Page, text: RegExp) =>
+  page.locator("#status", { hasText: text }).waitFor({ timeout: 60_000 })
 
 describe("the devnet wallet page in Chromium", () => {
   it("codehost: the consent page, the escrow listed, bound and proposed, pending for the page's key", {
@@ -223,5 +260,72 @@ describe("the devnet wallet page in Chromium", () => {
     } finally {
       await orphan.close()
     }
+  })
+
+  it("after the chain's clock moved an hour ahead, a messenger login makes a session", {
+    timeout: 90_000
+  }, async () => {
+    await skipTime(Number(net.chain.deployment.bindDelay) + 1)
+    const user = String(++users)
+    const id = await launched("messenger", user, "WPCK")
+    const { context, page, requests } = await openContext()
+    await page.goto(`${wallet.url}/`)
+    await page.fill("#messenger-user", user)
+    await page.click("#messenger-login")
+    await page.locator(`tr[data-escrow="${id}"]`).waitFor()
+    await expect(page.locator("#status").textContent()).resolves.toBe(
+      `Logged in with messenger as user ${user}.`
+    )
+    expect(await refusal(page).isHidden()).toBe(true)
+    expectOnlyDevnet(requests)
+    await context.close()
+  })
+
+  it("the journey: login, bind, the delay skipped, finalize, and a claim that arrives less the fee", {
+    timeout: 180_000
+  }, async () => {
+    const user = String(++users)
+    const id = await launched("messenger", user, "WPJR")
+    const asset = getAddress(net.chain.deployment.settlementAsset)
+    const decimals = net.chain.deployment.assets[net.chain.deployment.settlementAsset]?.decimals ?? 18
+    const deposited = parseUnits("25", decimals)
+    await net.deposit(id as `0x${string}`, asset, deposited)
+    const { context, page, requests } = await openContext()
+    await page.goto(`${wallet.url}/`)
+    await page.fill("#messenger-user", user)
+    await page.click("#messenger-login")
+    const row = page.locator(`tr[data-escrow="${id}"]`)
+    await row.locator("button.bind").click()
+    await status(page, /^Bind proposed/)
+    // The time left is counted on the chain's clock, whatever lead the earlier skip gave it.
+    await expect(row.locator(".final-at").textContent()).resolves.toMatch(/\(final in (1 h|59 min)\)$/)
+    await expect(row.locator(`.balance [data-asset="${asset}"]`).textContent()).resolves.toMatch(/^25 /)
+    expect(await row.locator("button.finalize").count()).toBe(0)
+
+    await skipTime(Number(net.chain.deployment.bindDelay) + 1)
+    await page.click("#refresh")
+    await row.locator("button.finalize").click()
+    await status(page, /^Bind final/)
+    await expect(row.locator("td").nth(2).textContent()).resolves.toContain("(this page's key)")
+
+    const recipient = privateKeyToAccount(generatePrivateKey()).address
+    await page.fill("#claim-to", recipient)
+    await row.locator(`button.claim[data-asset="${asset}"]`).click()
+    const review = page.locator("#claim-review")
+    await review.waitFor()
+    await expect(review.textContent()).resolves.toContain("The relayer's fee is")
+    const amount = BigInt((await review.getAttribute("data-amount")) ?? "0")
+    const fee = BigInt((await review.getAttribute("data-fee")) ?? "0")
+    expect(amount).toBe(deposited)
+    expect(fee).toBeGreaterThan(0n)
+    await shot(page, "claim-review")
+    await page.click("#claim-confirm")
+    await status(page, /^Claimed/)
+    expect(await net.tokenBalance(asset, recipient)).toBe(deposited - fee)
+    await expect(row.locator(`.balance [data-asset="${asset}"]`).count()).resolves.toBe(0)
+    expect(await refusal(page).isHidden()).toBe(true)
+    await shot(page, "claimed")
+    expectOnlyDevnet(requests)
+    await context.close()
   })
 })

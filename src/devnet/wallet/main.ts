@@ -23,17 +23,45 @@
  * - a pending bind to a key that is not this page's shown as a warning with a "Contest" action
  *   that contests at every member the user is logged in at (docs/attestor.md "The committee",
  *   "What the wallet shows in the window");
+ * - the journey's end: each escrow's balance per asset (the relayer's `GET /v1/accounts`), the time
+ *   left until a proposed bind is final, a "Finalize" button once it is due (`POST
+ *   /v1/finalize-bind`), and a relayed claim of a balance to an address the user types: the
+ *   relayer's fee (`GET /v1/quote`) shown before the page's key signs the EIP-712 `Claim`, then the
+ *   transaction followed (`POST /v1/tx-status`) until it is mined;
+ * - every time by the chain's clock: the devnet's chain runs ahead of this machine once a bind delay
+ *   was skipped (docs/protocol.md §9 "The devnet's clock"), so time left is counted on the chain and
+ *   "final at" is told on this machine's clock;
  * - every refusal shown with the service's `error` and `code`.
  *
- * It talks to the attestors, the relayer and the chain's RPC named by `/config.json` and to the
+ * It talks to the attestors, the relayer (through the typed client of src/client.ts) and the
+ * chain's RPC named by `/config.json` and to the
  * devnet's own stand-ins on this page's origin (the messenger widget, the fedsocial signer).
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Effect, Either, Schema } from "effect"
-import { createPublicClient, http } from "viem"
+import {
+  createPublicClient,
+  encodeAbiParameters,
+  erc20Abi,
+  formatUnits,
+  type Hex,
+  http,
+  isAddress,
+  keccak256
+} from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import type { LoginChallenge, LoginSecret, SessionToken } from "../../../schema/attestor.js"
+import { vaultDomain, vaultTypes } from "../../../schema/eip712.js"
+import { errorCatalog } from "../../../schema/errors.js"
+import { ZERO_ADDRESS } from "../../../schema/ids.js"
 import { Address, Bytes32 } from "../../../schema/primitives.js"
-import { ProposeBindRequest } from "../../../schema/relayer.js"
+import {
+  type Account,
+  ClaimRequest,
+  FinalizeBindRequest,
+  QuoteQuery,
+  TxStatusRequest
+} from "../../../schema/relayer.js"
 import {
   type Committee,
   type CommitteeMember,
@@ -47,7 +75,9 @@ import {
   type MemberSession,
   newLoginSecret,
   type PendingLogin,
-  proposeBindRequestOf
+  proposeBindRequestOf,
+  type RelayerClient,
+  relayerFetchClient
 } from "../../client.js"
 
 interface WalletConfig {
@@ -168,7 +198,6 @@ interface Service {
   readonly base: string
 }
 
-const relayer = (): Service => ({ name: "relayer", base: config.relayerUrl })
 const devnet: Service = { name: "devnet page server", base: "" }
 
 /** Member `i` as this page names it: "the attestor" alone, "attestor 2" in a committee. */
@@ -207,6 +236,48 @@ const call = async (service: Service, path: string, body?: unknown): Promise<unk
 }
 
 const chain = () => createPublicClient({ transport: http(config.rpcUrl) })
+
+let relayerClient: Promise<RelayerClient> | undefined
+
+/**
+ * One call of the relayer's typed client (src/client.ts): its answer, or its refusal as the
+ * service's `error` and `code`. Answers are never taken from the browser's cache: `GET
+ * /v1/accounts` may be cached 15 s, and a balance must show as soon as it changed.
+ */
+const relayerCall = async <A, E>(
+  where: string,
+  request: (relayer: RelayerClient) => Effect.Effect<A, E>
+): Promise<A> => {
+  relayerClient ??= Effect.runPromise(relayerFetchClient(config.relayerUrl))
+  const answer = await Effect.runPromise(
+    request(await relayerClient).pipe(
+      Effect.timeout(MEMBER_TIMEOUT_MS),
+      Effect.provideService(FetchHttpClient.RequestInit, { cache: "no-cache" }),
+      Effect.either
+    )
+  )
+  if (Either.isRight(answer)) return answer.right
+  throw relayerRefusal(where, answer.left)
+}
+
+/** A typed client's failure as the page tells it: a refusal with its code, or the relayer down. */
+const relayerRefusal = (where: string, error: unknown): Error => {
+  const { _tag: tag, message } = error as { readonly _tag?: unknown; readonly message?: unknown }
+  if (typeof tag === "string" && tag in errorCatalog)
+    return new Refusal(
+      `${where} (relayer)`,
+      String(message),
+      errorCatalog[tag as keyof typeof errorCatalog].code
+    )
+  if (tag === "RequestError" || tag === "TimeoutException")
+    return new Unreachable("relayer", config.relayerUrl)
+  const status = (error as { readonly response?: { readonly status?: number } }).response?.status
+  return new Refusal(
+    `${where} (relayer)`,
+    status === undefined ? "its answer was not understood" : `HTTP ${status}`,
+    "none"
+  )
+}
 
 // ---------------------------------------------------------------------------------------------
 // This visit's key and login state, in sessionStorage
@@ -520,13 +591,91 @@ const ownerCell = (owner: string | null) =>
       ? `${short(owner)} (this page's key)`
       : short(owner)
 
-const timeLeft = (readyAt: string | null) => {
-  const seconds = Number(readyAt ?? 0) - Math.floor(Date.now() / 1000)
-  if (seconds <= 0) return "it can be finalized now"
-  const hours = Math.floor(seconds / 3600)
-  const minutes = Math.ceil((seconds % 3600) / 60)
-  return `final in ${hours > 0 ? `${hours} h ` : ""}${minutes} min`
+// ---------------------------------------------------------------------------------------------
+// The chain's clock (docs/protocol.md §9 "The devnet's clock")
+
+/** How far (s) the chain's clock runs ahead of this machine's, as last read. */
+let chainLead = 0
+
+/** Now by the chain: anvil stamps its next block with the time a skipped bind delay moved ahead. */
+const chainNow = async (): Promise<number> => {
+  const pending = await chain().getBlock({ blockTag: "pending" })
+  const now = Math.max(Math.floor(Date.now() / 1000), Number(pending.timestamp))
+  chainLead = now - Math.floor(Date.now() / 1000)
+  return now
 }
+
+/** Seconds until `readyAt` (unix seconds on the chain), by the chain's clock. */
+const secondsLeft = (readyAt: string | null) =>
+  Number(readyAt ?? 0) - (Math.floor(Date.now() / 1000) + chainLead)
+
+const timeLeft = (readyAt: string | null) => {
+  const seconds = secondsLeft(readyAt)
+  if (seconds <= 0) return "it can be finalized now"
+  const minutes = Math.ceil(seconds / 60)
+  const [hours, rest] = [Math.floor(minutes / 60), minutes % 60]
+  return `final in ${[hours > 0 ? `${hours} h` : "", rest > 0 ? `${rest} min` : ""].filter(Boolean).join(" ")}`
+}
+
+/** When a chain time is, on this machine's clock: what "final at" means to the person reading it. */
+const finalAt = (readyAt: string) => new Date((Number(readyAt) - chainLead) * 1000).toLocaleString()
+
+// ---------------------------------------------------------------------------------------------
+// Balances (the relayer's GET /v1/accounts) and the assets they are in
+
+interface AssetInfo {
+  readonly symbol: string
+  readonly decimals: number
+}
+
+const assetInfos = new Map<string, Promise<AssetInfo>>()
+
+/** An asset's symbol and decimals, read once from its ERC-20 contract. */
+const assetInfo = (asset: string): Promise<AssetInfo> => {
+  let info = assetInfos.get(asset)
+  if (info === undefined) {
+    const token = { address: asset as Hex, abi: erc20Abi } as const
+    info = Promise.all([
+      chain().readContract({ ...token, functionName: "symbol" }),
+      chain().readContract({ ...token, functionName: "decimals" })
+    ]).then(([symbol, decimals]) => ({ symbol, decimals }))
+    assetInfos.set(asset, info)
+  }
+  return info
+}
+
+const amountText = (amount: bigint, info: AssetInfo) => `${formatUnits(amount, info.decimals)} ${info.symbol}`
+
+/** The relayer's indexed accounts by id, once its list covers `block` (docs/relayer.md "GET /v1/accounts"). */
+const fetchAccounts = async (block = 0): Promise<ReadonlyMap<string, Account>> => {
+  for (let i = 0; ; i++) {
+    const answer = await relayerCall("GET /v1/accounts", (relayer) =>
+      relayer.accounts.accounts({ headers: {} })
+    )
+    if (answer.block >= block)
+      return new Map(answer.accounts.map((account) => [account.id.toLowerCase(), account]))
+    if (i >= 120)
+      throw new Refusal(
+        "GET /v1/accounts",
+        `the relayer has not indexed block ${block} yet: refresh later`,
+        "unavailable"
+      )
+    await sleep(500)
+  }
+}
+
+/** An escrow's non-zero balances, each with its asset's symbol and decimals. */
+const balancesOf = async (account: Account | undefined) => {
+  const balances = Object.entries(account?.balances ?? {}).filter(([, amount]) => BigInt(amount) > 0n)
+  return Promise.all(
+    balances.map(async ([asset, amount]) => ({ asset, amount: BigInt(amount), info: await assetInfo(asset) }))
+  )
+}
+
+type Balances = Awaited<ReturnType<typeof balancesOf>>
+
+// ---------------------------------------------------------------------------------------------
+// The escrows table
 
 const actionButton = (text: string, className: string, action: () => Promise<void>) => {
   const button = document.createElement("button")
@@ -536,64 +685,138 @@ const actionButton = (text: string, className: string, action: () => Promise<voi
   return button
 }
 
-const renderEscrows = (escrows: ReadonlyArray<Escrow>) => {
+const finalAtText = (escrow: Escrow) =>
+  escrow.pendingReadyAt === null
+    ? "—"
+    : `${finalAt(escrow.pendingReadyAt)} (${timeLeft(escrow.pendingReadyAt)})`
+
+const balanceCell = (cell: HTMLTableCellElement, balances: Balances) => {
+  cell.className = "balance"
+  if (balances.length === 0) cell.textContent = "0"
+  for (const { asset, amount, info } of balances) {
+    const line = document.createElement("div")
+    line.dataset.asset = asset
+    line.textContent = amountText(amount, info)
+    cell.append(line)
+  }
+}
+
+/** What the user can do with an escrow: contest, bind, finalize once due, or claim its balances. */
+const actionCell = (cell: HTMLTableCellElement, escrow: Escrow, balances: Balances) => {
+  if (escrow.pendingOwner !== null && !same(escrow.pendingOwner, stealthOwner)) {
+    // docs/attestor.md "What the wallet shows in the window": someone else's key is pending.
+    const warning = document.createElement("div")
+    warning.className = "warning"
+    warning.textContent = `A bind to another key is pending (${timeLeft(escrow.pendingReadyAt)}). Not yours? Contest it.`
+    cell.append(
+      warning,
+      actionButton("Contest", "contest", () => contest(escrow.id))
+    )
+  } else if (escrow.pendingOwner !== null) {
+    // Permissionless once the bind delay passed on chain (docs/relayer.md "Bind endpoints").
+    if (secondsLeft(escrow.pendingReadyAt) <= 0)
+      cell.append(actionButton("Finalize", "finalize", () => finalize(escrow.id)))
+  } else if (!same(escrow.owner, stealthOwner))
+    cell.append(actionButton("Bind and propose", "bind", () => bindAndPropose(escrow.id)))
+  else
+    for (const { asset, amount, info } of balances) {
+      const claim = actionButton(`Claim ${info.symbol}…`, "claim", () =>
+        reviewClaim(escrow.id, asset, amount, info)
+      )
+      claim.dataset.asset = asset
+      cell.append(claim)
+    }
+}
+
+const renderEscrows = (escrows: ReadonlyArray<Escrow>, accounts: ReadonlyMap<string, Balances>) => {
   const body = byId<HTMLTableSectionElement>("escrows")
   body.replaceChildren()
   if (escrows.length === 0) {
     const row = body.insertRow()
     const cell = row.insertCell()
-    cell.colSpan = 7
+    cell.colSpan = 8
     cell.textContent = "No escrow was launched to this user yet."
     return
   }
   for (const escrow of escrows) {
     const row = body.insertRow()
     row.dataset.escrow = escrow.id
-    const cells = [
-      escrow.id,
-      escrow.registered ? "yes" : "no",
-      ownerCell(escrow.owner),
-      ownerCell(escrow.pendingOwner),
-      escrow.pendingReadyAt === null ? "—" : new Date(Number(escrow.pendingReadyAt) * 1000).toLocaleString(),
-      escrow.visibility
-    ]
-    for (const [i, text] of cells.entries()) {
-      const cell = row.insertCell()
-      if (i === 0) {
-        const code = document.createElement("code")
-        code.textContent = short(text)
-        code.title = text
-        cell.append(code)
-      } else cell.textContent = text
-      if (i === 3) cell.className = "pending-owner"
-      if (i === 4) cell.className = "final-at"
-    }
-    const action = row.insertCell()
-    if (escrow.pendingOwner !== null && !same(escrow.pendingOwner, stealthOwner)) {
-      // docs/attestor.md "What the wallet shows in the window": someone else's key is pending.
-      const warning = document.createElement("div")
-      warning.className = "warning"
-      warning.textContent = `A bind to another key is pending (${timeLeft(escrow.pendingReadyAt)}). Not yours? Contest it.`
-      action.append(
-        warning,
-        actionButton("Contest", "contest", () => contest(escrow.id))
-      )
-    } else if (escrow.pendingOwner === null && !same(escrow.owner, stealthOwner))
-      action.append(actionButton("Bind and propose", "bind", () => bindAndPropose(escrow.id)))
+    const code = document.createElement("code")
+    code.textContent = short(escrow.id)
+    code.title = escrow.id
+    row.insertCell().append(code)
+    row.insertCell().textContent = escrow.registered ? "yes" : "no"
+    row.insertCell().textContent = ownerCell(escrow.owner)
+    const pending = row.insertCell()
+    pending.textContent = ownerCell(escrow.pendingOwner)
+    pending.className = "pending-owner"
+    const final = row.insertCell()
+    final.textContent = finalAtText(escrow)
+    final.className = "final-at"
+    const balances = accounts.get(escrow.id.toLowerCase()) ?? []
+    balanceCell(row.insertCell(), balances)
+    row.insertCell().textContent = escrow.visibility
+    actionCell(row.insertCell(), escrow, balances)
   }
 }
 
-const listEscrows = async () => {
+/** The escrows last listed by an attestor: still shown, from the relayer's index, once the login expired. */
+let listed: ReadonlyArray<Escrow> = []
+
+/** An escrow as the chain has it now: the relayer's index, at least as new as the attestor's. */
+const withChainState = (escrow: Escrow, account: Account | undefined): Escrow =>
+  account === undefined
+    ? escrow
+    : {
+        ...escrow,
+        // Indexed from its deposits on, an account is registered once it has an owner or a pending one.
+        registered: escrow.registered || account.pendingOwner !== null || !/^0x0{40}$/.test(account.owner),
+        owner: account.owner,
+        pendingOwner: account.pendingOwner,
+        pendingReadyAt: account.pendingReadyAt === null ? null : String(account.pendingReadyAt)
+      }
+
+/**
+ * The escrows (the attestor's list), their state and balances (the relayer's index, once it covers
+ * `block`) and now by the chain. A login that expired (a session lasts less than a bind's delay)
+ * leaves the escrows listed before: finalizing and claiming need no login.
+ */
+const listEscrows = async (block = 0) => {
   if (current === undefined) return
-  renderEscrows(await fetchEscrows(current))
+  const [escrows, accounts] = await Promise.all([
+    fetchEscrows(current).catch((error: unknown) => {
+      if (!(error instanceof Refusal && error.code === "invalid_session" && listed.length > 0)) throw error
+      showStatus("Your login expired: log in again to list new escrows. These are read from the relayer.")
+      return listed
+    }),
+    fetchAccounts(block),
+    chainNow()
+  ])
+  listed = escrows
+  const balances = new Map<string, Balances>()
+  for (const escrow of escrows)
+    balances.set(escrow.id.toLowerCase(), await balancesOf(accounts.get(escrow.id.toLowerCase())))
+  renderEscrows(
+    escrows.map((escrow) => withChainState(escrow, accounts.get(escrow.id.toLowerCase()))),
+    balances
+  )
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Now by the chain: anvil stamps its next block with the time a skipped bind delay moved ahead. */
-const chainNow = async (): Promise<number> => {
-  const pending = await chain().getBlock({ blockTag: "pending" })
-  return Math.max(Math.floor(Date.now() / 1000), Number(pending.timestamp))
+/** Follows a relayed transaction until it is mined (docs/relayer.md "POST /v1/tx-status"); its block. */
+const untilMined = async (what: string, txHash: string): Promise<number> => {
+  const payload = Schema.decodeUnknownSync(TxStatusRequest)({ txHash })
+  for (let i = 0; ; i++) {
+    const tx = await relayerCall("POST /v1/tx-status", (relayer) =>
+      relayer.transactions.txStatus({ payload })
+    )
+    showStatus(`${what}: transaction ${short(txHash)} ${tx.status}…`)
+    if (tx.status === "success") return tx.blockNumber ?? 0
+    if (tx.status === "reverted") throw new Refusal(what, `transaction ${txHash} reverted`, "reverted")
+    if (i >= 240) throw new Refusal(what, `transaction ${txHash} is not mined yet: refresh later`, tx.status)
+    await sleep(500)
+  }
 }
 
 /** Every member's `/v1/info` that answers: the deadlines they accept, the chain and vault. */
@@ -660,31 +883,119 @@ const bindAndPropose = async (id: string) => {
   // Fewer than the threshold: every member's reason, and nothing proposed.
   if (Either.isLeft(collected)) throw new NotProposed(`${collected.left.message}. Nothing was proposed.`)
   showStatus(`The relayer proposes the bind with ${collected.right.signatures.length} signatures…`)
-  const request = Schema.encodeSync(ProposeBindRequest)(proposeBindRequestOf(collected.right))
-  const { txHash } = (await call(relayer(), "/v1/propose-bind", request)) as { txHash: string }
-  showStatus(`Proposed in ${short(txHash)}; waiting for it to be mined…`)
-  for (let i = 0; ; i++) {
-    const { status } = (await call(relayer(), "/v1/tx-status", { txHash })) as { status: string }
-    if (status === "success") break
-    if (status === "reverted") throw new Refusal("the proposal", `transaction ${txHash} reverted`, "reverted")
-    if (i >= 120) throw new Refusal("the proposal", `transaction ${txHash} is not mined yet`, status)
-    await sleep(500)
+  const { txHash } = await relayerCall("POST /v1/propose-bind", (relayer) =>
+    relayer.binds.proposeBind({ payload: proposeBindRequestOf(collected.right) })
+  )
+  await listEscrows(await untilMined("The proposal", txHash))
+  const account = (await fetchAccounts()).get(id.toLowerCase())
+  const readyAt =
+    account?.pendingReadyAt === null || account === undefined ? null : String(account.pendingReadyAt)
+  showStatus(
+    `Bind proposed: this page's key is the pending owner, ${readyAt === null ? "" : `final at ${finalAt(readyAt)} (${timeLeft(readyAt)}); `}finalize it then.`
+  )
+}
+
+/** Makes the pending bind final once its delay passed on chain (docs/relayer.md "Bind endpoints"). */
+const finalize = async (id: string) => {
+  showStatus("The relayer finalizes the bind…")
+  const payload = Schema.decodeUnknownSync(FinalizeBindRequest)({ id })
+  const { txHash } = await relayerCall("POST /v1/finalize-bind", (relayer) =>
+    relayer.binds.finalizeBind({ payload })
+  )
+  await listEscrows(await untilMined("The finalization", txHash))
+  showStatus("Bind final: this page's key owns the escrow. Type an address and claim its balance.")
+}
+
+// ---------------------------------------------------------------------------------------------
+// A relayed claim (docs/protocol.md §5 "Claim semantics", docs/relayer.md "POST /v1/claim")
+
+/** A claim the user reviews: its amount and the relayer's fee, before the page's key signs it. */
+interface ClaimReview {
+  readonly id: string
+  readonly asset: string
+  readonly amount: bigint
+  readonly relayerFee: bigint
+  readonly recipient: `0x${string}`
+  readonly info: AssetInfo
+}
+
+let review: ClaimReview | undefined
+
+const showReview = (claim: ClaimReview | undefined) => {
+  review = claim
+  const box = byId("claim-review")
+  box.hidden = claim === undefined
+  if (claim === undefined) return
+  box.dataset.amount = String(claim.amount)
+  box.dataset.fee = String(claim.relayerFee)
+  byId("claim-summary").textContent =
+    `Claim ${amountText(claim.amount, claim.info)} of escrow ${short(claim.id)} to ${claim.recipient}. ` +
+    `The relayer's fee is ${amountText(claim.relayerFee, claim.info)}: ${claim.recipient} receives ` +
+    `${amountText(claim.amount - claim.relayerFee, claim.info)}.`
+}
+
+/** The whole balance of `asset` to the typed address: the relayer's current fee first (`GET /v1/quote`). */
+const reviewClaim = async (id: string, asset: string, amount: bigint, info: AssetInfo) => {
+  showReview(undefined)
+  const recipient = byId<HTMLInputElement>("claim-to").value.trim()
+  if (!isAddress(recipient, { strict: false }))
+    throw new Refusal("the claim", "type the address to claim to (0x and 40 hex digits)", "bad_address")
+  const urlParams = Schema.decodeUnknownSync(QuoteQuery)({ asset, adapter: ZERO_ADDRESS })
+  const quote = await relayerCall("GET /v1/quote", (relayer) => relayer.quote.quote({ urlParams }))
+  if (quote.relayerFee >= amount)
+    throw new Refusal(
+      "the claim",
+      `the relayer's fee (${amountText(quote.relayerFee, info)}) takes the whole balance`,
+      "fee_exceeds_balance"
+    )
+  showReview({ id, asset, amount, relayerFee: quote.relayerFee, recipient, info })
+  showStatus("Check the fee, then sign the claim with this page's key.")
+}
+
+/** Signs the reviewed claim with the page's key, relays it and follows it until it is mined. */
+const signAndClaim = async () => {
+  const claim = review
+  if (claim === undefined) return
+  showReview(undefined)
+  const config = await relayerCall("GET /v1/config", (relayer) => relayer.quote.config())
+  const now = await chainNow()
+  const nonce = await chain().readContract({
+    address: config.vault,
+    abi: feeVaultAbi,
+    functionName: "nonces",
+    args: [claim.id as Hex]
+  })
+  // The direct adapter (0x0) pays `amount - relayerFee` to the address in `adapterData`.
+  const adapterData = encodeAbiParameters([{ type: "address" }], [claim.recipient])
+  const message = {
+    beneficiaryId: claim.id as Hex,
+    asset: claim.asset as Hex,
+    amount: claim.amount,
+    adapter: ZERO_ADDRESS,
+    dataHash: keccak256(adapterData),
+    relayer: config.relayer,
+    relayerFee: claim.relayerFee,
+    nonce,
+    // An hour past the relayer's minimum, by the chain's clock the vault checks it with.
+    deadline: BigInt(now + config.minDeadlineSeconds + 3600)
   }
-  for (let i = 0; i < 120; i++) {
-    const escrows = await fetchEscrows(session)
-    const escrow = escrows.find((e) => e.id === id)
-    if (escrow !== undefined && same(escrow.pendingOwner, stealthOwner)) {
-      renderEscrows(escrows)
-      const finalAt = new Date(Number(escrow.pendingReadyAt) * 1000).toLocaleString()
-      showStatus(`Bind proposed: this page's key is the pending owner, final at ${finalAt}.`)
-      return
-    }
-    await sleep(500)
-  }
-  throw new Refusal(
-    "the proposal",
-    "the attestor does not show the pending bind yet: refresh later",
-    "unavailable"
+  const signature = await privateKeyToAccount(stealthKey()).signTypedData({
+    domain: vaultDomain(config.chainId, config.vault),
+    types: vaultTypes,
+    primaryType: "Claim",
+    message
+  })
+  const payload = Schema.decodeUnknownSync(ClaimRequest)({
+    claim: Object.fromEntries(Object.entries(message).map(([k, v]) => [k, String(v)])),
+    adapterData,
+    signature
+  })
+  showStatus("The relayer sends the claim…")
+  const { txHash } = await relayerCall("POST /v1/claim", (relayer) => relayer.claims.claim({ payload }))
+  const block = await untilMined("The claim", txHash)
+  await listEscrows(block)
+  showStatus(
+    `Claimed: ${amountText(claim.amount - claim.relayerFee, claim.info)} sent to ${claim.recipient} in block ${block}.`
   )
 }
 
@@ -784,7 +1095,12 @@ const start = async () => {
   for (const fid of config.fids) fids.add(new Option(String(fid), String(fid)))
   byId("messenger-login").addEventListener("click", messengerLogin)
   byId("fedsocial-login").addEventListener("click", fedsocialLogin)
-  byId("refresh").addEventListener("click", act(listEscrows))
+  byId("refresh").addEventListener(
+    "click",
+    act(() => listEscrows())
+  )
+  byId("claim-confirm").addEventListener("click", act(signAndClaim))
+  byId("claim-cancel").addEventListener("click", () => showReview(undefined))
   byId("logout").addEventListener("click", () => {
     sessionStorage.removeItem(SESSION)
     current = undefined
