@@ -372,6 +372,16 @@ const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e73_57a4501d_dfe92f46_
 
 const isLowS = (signature: Hex) => BigInt(`0x${signature.slice(66, 130)}`) <= HALF_ORDER
 
+/**
+ * The form the vault's ECDSA (OpenZeppelin's) recovers: 65 bytes with `v` 27 or 28. viem also
+ * recovers `v` 0 or 1, which the vault refuses: one member answering so would sink the proposal.
+ */
+const isVaultForm = (signature: Hex) => {
+  if (signature.length !== 132) return false
+  const v = Number.parseInt(signature.slice(130, 132), 16)
+  return v === 27 || v === 28
+}
+
 type Checked = Exclude<MemberOutcome, { readonly _tag: "Duplicate" }> & {
   readonly register?: RegisterHandle | null
 }
@@ -414,6 +424,12 @@ const checkBind = (
         member,
         _tag: "InvalidSignature",
         reason: "a high-s signature the vault refuses"
+      } satisfies Checked
+    if (!isVaultForm(bind.signature as Hex))
+      return {
+        member,
+        _tag: "InvalidSignature",
+        reason: "a signature not in the 65-byte form with v 27 or 28 that the vault recovers"
       } satisfies Checked
     const registered = yield* Effect.tryPromise(async () => await request.isAttestor(member.address)).pipe(
       Effect.either

@@ -64,38 +64,59 @@ interface Proposed {
   readonly viaContract?: boolean
   /** Sent inside the vault's own `multicall`, after another call, as the relayer sends it. */
   readonly inMulticall?: boolean
+  /** Inside a multicall inside a multicall. */
+  readonly nested?: boolean
+  /**
+   * A decoy first: the same signers' `proposeBind` at the bind nonce before, a `vetoBind`, then the
+   * real call, all in one multicall (the proposal pending is the last one).
+   */
+  readonly decoyFirst?: boolean
 }
 
 const DEADLINE = 4_000_000_000n
 
-/** The `proposeBind` transaction of `p`, with real signatures of its signers. */
-const proposalTx = async (p: Proposed, hash: Hex): Promise<Transaction> => {
+/** `p`'s signers' sorted `BindOwner` signatures at `bindNonce`. */
+const signaturesOf = async (p: Proposed, bindNonce: bigint) => {
   const signatures = await Promise.all(
     p.signers.map((i) =>
       members[i]!.signTypedData({
         domain: vaultDomain(CHAIN_ID, VAULT),
         types: vaultTypes,
         primaryType: "BindOwner",
-        message: { id: p.id, newOwner: p.newOwner, bindNonce: p.bindNonce, deadline: DEADLINE }
+        message: { id: p.id, newOwner: p.newOwner, bindNonce, deadline: DEADLINE }
       })
     )
   )
-  const sorted = signatures
+  return signatures
     .map((signature, i) => ({ signature, signer: members[p.signers[i]!]!.address.toLowerCase() }))
     .sort((a, b) => (a.signer < b.signer ? -1 : 1))
     .map((s) => s.signature)
-  const input = encodeFunctionData({
-    abi: feeVaultAbi,
-    functionName: "proposeBind",
-    args: [p.id, p.newOwner, DEADLINE, sorted]
-  })
-  const data = p.inMulticall
-    ? encodeFunctionData({
-        abi: feeVaultAbi,
-        functionName: "multicall",
-        args: [[encodeFunctionData({ abi: feeVaultAbi, functionName: "finalizeBind", args: [p.id] }), input]]
-      })
-    : input
+}
+
+const multicall = (calls: ReadonlyArray<Hex>) =>
+  encodeFunctionData({ abi: feeVaultAbi, functionName: "multicall", args: [calls] })
+
+/** The `proposeBind` transaction of `p`, with real signatures of its signers. */
+const proposalTx = async (p: Proposed, hash: Hex): Promise<Transaction> => {
+  const proposeAt = async (bindNonce: bigint) =>
+    encodeFunctionData({
+      abi: feeVaultAbi,
+      functionName: "proposeBind",
+      args: [p.id, p.newOwner, DEADLINE, await signaturesOf(p, bindNonce)]
+    })
+  const input = await proposeAt(p.bindNonce)
+  const finalize = encodeFunctionData({ abi: feeVaultAbi, functionName: "finalizeBind", args: [p.id] })
+  const data = p.decoyFirst
+    ? multicall([
+        await proposeAt(p.bindNonce - 1n),
+        encodeFunctionData({ abi: feeVaultAbi, functionName: "vetoBind", args: [p.id] }),
+        input
+      ])
+    : p.nested
+      ? multicall([finalize, multicall([input])])
+      : p.inMulticall
+        ? multicall([finalize, input])
+        : input
   return { hash, to: p.viaContract ? ROUTER : VAULT, input: data } as unknown as Transaction
 }
 
@@ -155,6 +176,13 @@ for (const database of testDatabases()) {
             const indexes = stubIndexes(accounts)
             const chain = mockChainClient({
               chainId: Effect.succeed(CHAIN_ID),
+              // The vault: threshold 2, the three members registered.
+              readContract: ((request: { functionName: string; args?: ReadonlyArray<unknown> }) =>
+                Effect.succeed(
+                  request.functionName === "attestorThreshold"
+                    ? 2n
+                    : members.some((m) => m.address.toLowerCase() === String(request.args?.[0]).toLowerCase())
+                )) as never,
               call: () => Effect.succeed("0x"),
               estimateGas: () => Effect.succeed(50_000n),
               getBlock: () =>
@@ -250,6 +278,25 @@ for (const database of testDatabases()) {
               ],
               900
             )
+            // Unasked, in a multicall inside a multicall: read through.
+            const unaskedNested: Proposed = {
+              id: newId(),
+              newOwner: newOwner(),
+              bindNonce: 0n,
+              signers: [0, 1],
+              nested: true
+            }
+            // A decoy proposal (its signatures over the bind nonce before) ahead of the real one
+            // that carries this member's signature: the real one is read too.
+            const decoy: Proposed = {
+              id: newId(),
+              newOwner: newOwner(),
+              bindNonce: 5n,
+              signers: [0, 2],
+              decoyFirst: true
+            }
+            // Signed by one member where the vault needs two: not the call the vault accepted.
+            const tooFew: Proposed = { id: newId(), newOwner: newOwner(), bindNonce: 0n, signers: [0] }
             // Its attestation of another key at an earlier bind nonce does not make a conflict.
             const earlier: Proposed = { id: newId(), newOwner: newOwner(), bindNonce: 2n, signers: [0, 1] }
             yield* attestations.record(
@@ -271,15 +318,26 @@ for (const database of testDatabases()) {
               ownForgedBatched,
               viaContract,
               conflicting,
-              earlier
+              earlier,
+              unaskedNested,
+              decoy,
+              tooFew
             ])
               yield* propose(p)
 
             const committee = yield* watcher("committee")
             yield* committee.pass
             expect(new Set(vetoedIds())).toEqual(
-              new Set([ownForged.id, ownForgedBatched.id, viaContract.id, conflicting.id])
+              new Set([
+                ownForged.id,
+                ownForgedBatched.id,
+                viaContract.id,
+                conflicting.id,
+                decoy.id,
+                tooFew.id
+              ])
             )
+            expect(Option.getOrUndefined(yield* proposals.get(unaskedNested.id, 0n))?.verdict).toBe("unasked")
             expect(Option.getOrUndefined(yield* proposals.get(unaskedBatched.id, 0n))?.verdict).toBe(
               "unasked"
             )
@@ -287,7 +345,7 @@ for (const database of testDatabases()) {
             expect(Option.getOrUndefined(yield* proposals.get(earlier.id, 2n))?.verdict).toBe("unasked")
             // Passes later: still spared.
             yield* committee.pass
-            expect(submitted).toHaveLength(4)
+            expect(submitted).toHaveLength(6)
 
             // The user contests the unasked proposal at this member: vetoed on the next pass.
             yield* attestations.contest(
@@ -297,13 +355,14 @@ for (const database of testDatabases()) {
             )
             yield* committee.pass
             expect(vetoedIds()).toContain(unasked.id)
-            expect(submitted).toHaveLength(5)
+            expect(submitted).toHaveLength(7)
 
             // The strict rule vetoes every proposal it did not attest: the others too.
             yield* (yield* watcher("strict")).pass
             expect(vetoedIds()).toContain(earlier.id)
             expect(vetoedIds()).toContain(unaskedBatched.id)
-            expect(submitted).toHaveLength(7)
+            expect(vetoedIds()).toContain(unaskedNested.id)
+            expect(submitted).toHaveLength(10)
           })
       )
 

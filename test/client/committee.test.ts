@@ -46,7 +46,13 @@ const address = (account: PrivateKeyAccount) => Schema.decodeSync(Address)(accou
 
 /** How a stand-in attestor answers `POST /v1/bind`. */
 type Behaviour =
-  | { readonly kind: "sign"; readonly key: PrivateKeyAccount; readonly newOwner?: PrivateKeyAccount }
+  | {
+      readonly kind: "sign"
+      readonly key: PrivateKeyAccount
+      readonly newOwner?: PrivateKeyAccount
+      /** Answers with `v` 0 or 1 in place of 27 or 28: viem recovers it, the vault does not. */
+      readonly yParityV?: boolean
+    }
   | { readonly kind: "refuse" }
 
 interface StandIn {
@@ -118,9 +124,10 @@ const standIn = async (behaviour: Behaviour, bindDeadlineSeconds = 3600): Promis
     }
     binds.push(body)
     const newOwner = (behaviour.newOwner ?? owner).address
-    return send(res, 200, {
-      binds: [await signBind(behaviour.key, newOwner, BigInt(body.deadline as string))]
-    })
+    const bind = await signBind(behaviour.key, newOwner, BigInt(body.deadline as string))
+    const v = Number.parseInt(bind.signature.slice(130), 16)
+    const signature = behaviour.yParityV ? `${bind.signature.slice(0, 130)}0${v - 27}` : bind.signature
+    return send(res, 200, { binds: [{ ...bind, signature }] })
   }
   const server = createServer((req, res) => void handle(req, res))
   const url = await listen(server)
@@ -321,6 +328,36 @@ describe("collectBindSignatures", () => {
       _tag: "Failure",
       cause: { error: { _tag: "CommitteeShort", outcomes: [{ _tag: "InvalidSignature" }] } }
     })
+  })
+})
+
+describe("collectBindSignatures and the vault's signature form", () => {
+  it("a signature with v 0 or 1 (viem recovers it, the vault does not) is an invalid signature", async () => {
+    const member = privateKeyToAccount(generatePrivateKey())
+    const server = await standIn({ kind: "sign", key: member, yParityV: true })
+    try {
+      const exit = await Effect.runPromiseExit(
+        collectBindSignatures({
+          committee: {
+            threshold: 1,
+            members: [{ url: server.url, address: address(member), hintPublicKey: HINT_KEY }]
+          },
+          sessions: [session(1)],
+          owner: address(owner),
+          id: ID,
+          bindNonce: 0n,
+          deadline: DEADLINE,
+          chain: CHAIN,
+          isAttestor: () => true
+        })
+      )
+      expect(exit).toMatchObject({
+        _tag: "Failure",
+        cause: { error: { _tag: "CommitteeShort", outcomes: [{ _tag: "InvalidSignature" }] } }
+      })
+    } finally {
+      await server.close()
+    }
   })
 })
 

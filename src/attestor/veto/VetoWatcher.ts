@@ -208,6 +208,10 @@ export const makeVetoWatcher = (
     const blockTimes = new Map<number, number>()
     /** Whether each pending proposal carries this attestor's signature, once read. */
     const ownSignatures = new Map<string, OwnSignature>()
+    /** Passes that found no log or transaction for a proposal on the node yet. */
+    const notFoundPasses = new Map<string, number>()
+    /** The signature cache's key: the proposal with its owner and block (a reorg may swap either). */
+    const signatureKeyOf = (p: Proposal) => `${keyOf(p)}:${p.newOwner.toLowerCase()}:${p.block}`
     /** When each pending proposal was first found to need a veto (unix seconds), for its slot. */
     const vetoableSince = new Map<string, number>()
 
@@ -235,11 +239,16 @@ export const makeVetoWatcher = (
     /** Whether `p` carries this attestor's signature (read once per proposal); none: next pass. */
     const ownSignature = (p: Proposal) =>
       Effect.gen(function* () {
-        const cached = ownSignatures.get(keyOf(p))
+        const key = signatureKeyOf(p)
+        const cached = ownSignatures.get(key)
         if (cached !== undefined) return Option.some(cached)
-        const read = yield* ownSignatureOf(chain, config.vault, config.self, p)
-        if (Option.isSome(read)) ownSignatures.set(keyOf(p), read.value)
-        return read
+        const passes = notFoundPasses.get(key) ?? 0
+        const reading = yield* ownSignatureOf(chain, config.vault, config.self, p, passes)
+        if (reading._tag === "notFound") notFoundPasses.set(key, passes + 1)
+        if (reading._tag !== "read") return Option.none<OwnSignature>()
+        ownSignatures.set(key, reading.own)
+        notFoundPasses.delete(key)
+        return Option.some(reading.own)
       })
 
     /**
@@ -404,7 +413,9 @@ export const makeVetoWatcher = (
       for (const key of reverted) if (!pending.has(key)) reverted.delete(key)
       const blocks = new Set(view.proposals.map((p) => p.block))
       for (const block of blockTimes.keys()) if (!blocks.has(block)) blockTimes.delete(block)
-      for (const key of ownSignatures.keys()) if (!pending.has(key)) ownSignatures.delete(key)
+      const pendingSignatureKeys = new Set(view.proposals.map(signatureKeyOf))
+      for (const key of ownSignatures.keys()) if (!pendingSignatureKeys.has(key)) ownSignatures.delete(key)
+      for (const key of notFoundPasses.keys()) if (!pendingSignatureKeys.has(key)) notFoundPasses.delete(key)
       for (const key of vetoableSince.keys()) if (!pending.has(key)) vetoableSince.delete(key)
       for (const [i, p] of view.proposals.entries()) {
         const isKnown = known[i] === true

@@ -1,15 +1,22 @@
 /**
  * Whose signatures a pending bind proposal carries (docs/attestor.md "The committee"): the
- * `BindProposed` log of the proposal's block, its transaction, and the `BindOwner` signatures of its
- * `proposeBind` call, each recovered over the proposal's message in the vault's domain. The
- * committee veto rule (`committeeVerdict` in vetoVerdicts.ts) asks whether this attestor's own
- * signature is among them: a member that was not asked is spared; a proposal carrying its key's
- * signature that it never issued is vetoed.
+ * `BindProposed` log of the proposal's block, its transaction, and the `BindOwner` signatures of
+ * every `proposeBind` call for the id in it, each recovered over the pending proposal's message
+ * (its bind nonce) in the vault's domain. The committee veto rule (`committeeVerdict` in
+ * vetoVerdicts.ts) asks whether this attestor's own signature is among them: a member that was not
+ * asked is spared; a proposal carrying its key's signature that it never issued is vetoed.
  *
- * A transaction that is not a call of the vault (`proposeBind`, or the vault's `multicall` holding
- * it, as the relayer sends) — a contract wallet's, say — is `unreadable`, and judged by the strict
- * rule. The chain not answering is `None`: judged on a later
- * pass.
+ * One transaction may hold several calls for the id: the vault's `multicall` (nested, delegatecalls
+ * to the vault itself) can propose, veto and propose again. Every `proposeBind` for the id is read,
+ * so a decoy before the real call cannot hide this attestor's signature: `carried` when any of them
+ * recovers to it at the pending bind nonce; `absent` only when one of them recovers to at least the
+ * vault's threshold of distinct registered attestors (a call the vault could have accepted) without
+ * it; else `unreadable`. A transaction that is not a call of the vault (a contract wallet's, say) is
+ * `unreadable` too, and judged by the strict rule.
+ *
+ * `None`: judge on a later pass: the chain did not answer, or its node does not show the proposal's
+ * log or transaction yet (a node behind the indexer, a reorg under way), for up to
+ * `NOT_FOUND_PASSES` passes.
  */
 import { Effect, Option } from "effect"
 import {
@@ -30,39 +37,49 @@ const bindProposedEvent = getAbiItem({ abi: feeVaultAbi, name: "BindProposed" })
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
-/** The `proposeBind` call for `proposal` in vault calldata `data`, or inside its `multicall`. */
-const proposeBindIn = (data: Hex, proposal: Proposal, depth = 0): ProposeBindArgs | undefined => {
-  try {
-    const call = decodeFunctionData({ abi: feeVaultAbi, data })
-    if (call.functionName === "multicall" && depth === 0) {
-      // The relayer sends a registration and a proposal as one `multicall` (docs/relayer.md).
-      for (const inner of call.args[0]) {
-        const found = proposeBindIn(inner, proposal, depth + 1)
-        if (found !== undefined) return found
-      }
-      return undefined
-    }
-    if (call.functionName !== "proposeBind") return undefined
-    const [id, newOwner, deadline, signatures] = call.args
-    if (!same(id, proposal.id) || !same(newOwner, proposal.newOwner)) return undefined
-    return { deadline, signatures }
-  } catch {
-    return undefined
-  }
-}
+/** How deep the vault's `multicall` is read: the vault's own calls, nested. */
+const MAX_MULTICALL_DEPTH = 8
+/** How many calls of one transaction are read at most; past it, `unreadable`. */
+const MAX_CALLS = 256
 
-interface ProposeBindArgs {
+/** A `proposeBind` call's arguments. */
+export interface ProposeBindArgs {
   readonly deadline: bigint
   readonly signatures: ReadonlyArray<Hex>
 }
 
 /**
- * The `proposeBind` call of `tx` for `proposal`: a direct call of the vault, or one inside the
- * vault's own `multicall`. A call through any other contract is not read.
+ * Every `proposeBind` for `proposal`'s id and new owner in vault calldata `data`, through the
+ * vault's own (nested) `multicall`; `undefined` when the calldata cannot be read whole (a call that
+ * does not decode, too deep, too many).
  */
-export const proposeBindCall = (tx: Transaction, vault: Address, proposal: Proposal) => {
+export const proposeBindsIn = (data: Hex, proposal: Proposal): ReadonlyArray<ProposeBindArgs> | undefined => {
+  const found: Array<ProposeBindArgs> = []
+  let calls = 0
+  const visit = (input: Hex, depth: number): boolean => {
+    if (++calls > MAX_CALLS || depth > MAX_MULTICALL_DEPTH) return false
+    let call: ReturnType<typeof decodeFunctionData<typeof feeVaultAbi>>
+    try {
+      call = decodeFunctionData({ abi: feeVaultAbi, data: input })
+    } catch {
+      return false
+    }
+    if (call.functionName === "multicall") return call.args[0].every((inner) => visit(inner, depth + 1))
+    if (call.functionName !== "proposeBind") return true
+    const [id, newOwner, deadline, signatures] = call.args
+    if (same(id, proposal.id) && same(newOwner, proposal.newOwner)) found.push({ deadline, signatures })
+    return true
+  }
+  return visit(data, 0) ? found : undefined
+}
+
+/**
+ * The `proposeBind` calls of `tx` for `proposal`: a call of the vault, or calls inside its own
+ * `multicall`; `undefined` for a transaction to another contract, or calldata not read whole.
+ */
+export const proposeBindCalls = (tx: Transaction, vault: Address, proposal: Proposal) => {
   if (tx.to === null || tx.to === undefined || !same(tx.to, vault)) return undefined
-  return proposeBindIn(tx.input, proposal)
+  return proposeBindsIn(tx.input, proposal)
 }
 
 /** The signers of `signatures` over the proposal's `BindOwner` message; an unrecoverable one is left out. */
@@ -115,33 +132,94 @@ const proposalTransaction = (chain: ChainClientShape, vault: Address, proposal: 
   )
 
 /**
- * Whether `proposal` carries `self`'s signature; `None` when the chain did not answer.
+ * Whether some call's signers are at least the vault's threshold of distinct registered attestors:
+ * a call the vault could have accepted at this bind nonce.
  */
+const acceptable = (
+  chain: ChainClientShape,
+  vault: Address,
+  signerSets: ReadonlyArray<ReadonlyArray<Address>>
+) =>
+  Effect.gen(function* () {
+    const threshold = yield* chain.readContract({
+      address: vault,
+      abi: feeVaultAbi,
+      functionName: "attestorThreshold"
+    })
+    for (const signers of signerSets) {
+      const distinct = [...new Set(signers.map((s) => s.toLowerCase()))] as Array<Address>
+      if (BigInt(distinct.length) < threshold || threshold === 0n) continue
+      let registered = 0n
+      for (const signer of distinct)
+        if (
+          yield* chain.readContract({
+            address: vault,
+            abi: feeVaultAbi,
+            functionName: "isAttestor",
+            args: [signer]
+          })
+        )
+          registered++
+      if (registered >= threshold) return true
+    }
+    return false
+  })
+
+/** What the transaction's calls say of `self`'s signature; `none`: not found on the node yet. */
+const readOwnSignature = (chain: ChainClientShape, vault: Address, self: Address, proposal: Proposal) =>
+  Effect.gen(function* () {
+    if (proposal.block === undefined) return Option.some<OwnSignature>("unreadable")
+    const hash = yield* proposalTransaction(chain, vault, proposal, BigInt(proposal.block))
+    if (hash === undefined) return Option.none<OwnSignature>()
+    const tx = yield* chain.getTransaction(hash)
+    if (Option.isNone(tx)) return Option.none<OwnSignature>()
+    const calls = proposeBindCalls(tx.value, vault, proposal)
+    if (calls === undefined || calls.length === 0) return Option.some<OwnSignature>("unreadable")
+    const chainId = yield* chain.chainId
+    const signerSets = yield* Effect.promise(() =>
+      Promise.all(calls.map((call) => signersOf(chainId, vault, proposal, call.deadline, call.signatures)))
+    )
+    if (signerSets.some((signers) => signers.some((signer) => same(signer, self))))
+      return Option.some<OwnSignature>("carried")
+    return Option.some<OwnSignature>((yield* acceptable(chain, vault, signerSets)) ? "absent" : "unreadable")
+  })
+
+/** How many passes a proposal whose log or transaction the node does not show yet waits. */
+export const NOT_FOUND_PASSES = 12
+
+/**
+ * What a pass learns of `proposal`'s signatures: `read` once known; `notFound` when the node does
+ * not show its log or transaction yet (after `passes` earlier such passes, `NOT_FOUND_PASSES` in
+ * all, it is `unreadable`); `unavailable` when the chain did not answer (never counted: a chain
+ * outage must not turn into vetoes).
+ */
+export type SignatureReading =
+  | { readonly _tag: "read"; readonly own: OwnSignature }
+  | { readonly _tag: "notFound" }
+  | { readonly _tag: "unavailable" }
+
 export const ownSignatureOf = (
   chain: ChainClientShape,
   vault: Address,
   self: Address,
-  proposal: Proposal
-): Effect.Effect<Option.Option<OwnSignature>> =>
-  Effect.gen(function* () {
-    if (proposal.block === undefined) return Option.some<OwnSignature>("unreadable")
-    const hash = yield* proposalTransaction(chain, vault, proposal, BigInt(proposal.block))
-    if (hash === undefined) return Option.some<OwnSignature>("unreadable")
-    const tx = yield* chain.getTransaction(hash)
-    const call = Option.isSome(tx) ? proposeBindCall(tx.value, vault, proposal) : undefined
-    if (call === undefined) return Option.some<OwnSignature>("unreadable")
-    const chainId = yield* chain.chainId
-    const signers = yield* Effect.promise(() =>
-      signersOf(chainId, vault, proposal, call.deadline, call.signatures)
-    )
-    return Option.some<OwnSignature>(signers.some((signer) => same(signer, self)) ? "carried" : "absent")
-  }).pipe(
+  proposal: Proposal,
+  passes = 0
+): Effect.Effect<SignatureReading> =>
+  readOwnSignature(chain, vault, self, proposal).pipe(
+    Effect.map(
+      (read): SignatureReading =>
+        Option.isSome(read)
+          ? { _tag: "read", own: read.value }
+          : passes + 1 >= NOT_FOUND_PASSES
+            ? { _tag: "read", own: "unreadable" }
+            : { _tag: "notFound" }
+    ),
     Effect.catchAll((error) =>
       Effect.as(
         Effect.logWarning("bind proposal not judged: its transaction could not be read; next pass").pipe(
           Effect.annotateLogs({ error: error._tag })
         ),
-        Option.none<OwnSignature>()
+        { _tag: "unavailable" } as SignatureReading
       )
     )
   )
