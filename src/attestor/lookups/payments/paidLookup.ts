@@ -10,12 +10,14 @@
  *    and name a well-formed `payment-identifier` id if any; else 402 `payment_failed`, nothing held
  *    or leased, nobody asked;
  * 3. replay: an authorization whose lookup was answered before is given that answer again, and its
- *    `PAYMENT-RESPONSE`, when it asks for the same request (route and body); nothing is settled
- *    again. For another request it is 402 `payment_failed`. An answer kept before a settlement
- *    whose outcome never came back (a restart, a cut connection) is finished first: the chain
- *    says whether the authorization was spent (settlementOnChain.ts), else the facilitator settles
- *    it now. Only then a passed deadline is refused, and a `payment-identifier` id the payer used
- *    for another authorization (402 `payment_failed`);
+ *    `PAYMENT-RESPONSE`, when it shows the `payment-identifier` id it was paid with (the payer's
+ *    secret: anyone can rebuild the authorization from the chain) and asks for the same request
+ *    (route and body); nothing is settled again. Otherwise it is 402 `payment_failed`, alike. An
+ *    answer kept before a settlement whose outcome never came back (a restart, a cut connection)
+ *    is finished first, under the payer's lease: the chain says whether it was paid
+ *    (settlementOnChain.ts), else the facilitator settles it now. Only then a passed deadline is
+ *    refused, and a `payment-identifier` id the payer used for another authorization (402
+ *    `payment_failed`);
  * 4. the payer's one in-flight lease is taken (another payment of the payer under way: 429
  *    `rate_limited`, this authorization untouched, nobody asked), so many authorizations backed by
  *    one balance buy one directory lookup at a time; it is given back when the flow ends;
@@ -23,10 +25,12 @@
  * 6. the facilitator verifies it (refused: 402 `payment_failed`; not answering: 503 `unavailable`);
  * 7. the handle is resolved: not found is 404 `not_found`, kept for replay, and nothing is settled
  *    (the authorization is spent); a directory that cannot say is 503;
- * 8. the answer is made and kept with the payment (PaymentStore `keepAnswer`), then the facilitator
- *    settles: success is the answer and the `PAYMENT-RESPONSE`, kept too; a refusal 402
- *    `payment_failed`; no answer is recorded `indeterminate` (503 `unavailable`), and the same
- *    payment asking again finds out from the chain (step 3).
+ * 8. the answer is made, then kept with the payment (PaymentStore `keepAnswer`), settled and
+ *    recorded in one uninterruptible step: success is the answer and the `PAYMENT-RESPONSE`, kept
+ *    too; anything else is checked on chain (paid: the answer); a refusal is 402
+ *    `payment_failed`; no answer, or a refusal naming a transaction or `settlement_pending`, is
+ *    recorded `indeterminate` (503 `unavailable`), and the same payment asking again finds out
+ *    from the chain (step 3).
  *
  * The facilitator is asked about the payment only: never the handle or the platform. What it is
  * sent is rebuilt from the quote and the Permit2 authorization alone, so nothing else a client put
