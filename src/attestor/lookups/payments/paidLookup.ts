@@ -367,6 +367,25 @@ const underLease = <A, E>(
   )
 }
 
+/**
+ * The `PAYMENT-RESPONSE` of a kept answer whose settlement never reported back: read from the
+ * chain when it shows the payment paid or cancelled (no lease needed: nothing is asked of the
+ * facilitator, so an attestor that stopped mid-settlement delays no one); else finished under the
+ * payer's lease, which a settlement still under way holds (429 `rate_limited` meanwhile).
+ */
+const settledOrFinished = (
+  p: Presented,
+  kept: PaidAnswer,
+  now: number
+): Effect.Effect<string, PaymentFailed | RateLimited | Unavailable> =>
+  Effect.gen(function* () {
+    const onChain = yield* p.config.chain.settlementOf(p.presented, p.requirements, kept.fromBlock)
+    const paid = paidOnChain(onChain)
+    if (Option.isSome(paid)) return yield* Effect.uninterruptible(settledOnChain(p, paid.value))
+    if (onChain.spent) return yield* cancelledOnChain(p)
+    return yield* underLease(p, now, Effect.uninterruptible(finishSettlement(p, kept)))
+  })
+
 /** Equal hex digests, compared in constant time (both are SHA-256 hex, so of one length). */
 const sameDigest = (a: string, b: string): boolean => {
   const left = Buffer.from(a, "utf8")
@@ -408,8 +427,7 @@ const replay = <A>(
       )
     const body = Either.fromNullable(kept.answer, () => "none").pipe(Either.flatMap(answer.decode))
     if (Either.isLeft(body)) return yield* Effect.fail(new Unavailable({ message: ANSWER_UNREADABLE }))
-    const paymentResponse =
-      kept.paymentResponse ?? (yield* underLease(p, now, Effect.uninterruptible(finishSettlement(p, kept))))
+    const paymentResponse = kept.paymentResponse ?? (yield* settledOrFinished(p, kept, now))
     return { body: body.right, paymentResponse }
   })
 
