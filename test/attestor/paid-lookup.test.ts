@@ -15,8 +15,10 @@ import type { FacilitatorClient } from "@x402/core/http"
 import {
   decodePaymentRequiredHeader,
   decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
   encodePaymentSignatureHeader
 } from "@x402/core/http"
+import type { PaymentPayload } from "@x402/core/types"
 import { Effect, Either, Fiber, Layer, Logger, Option, TestClock } from "effect"
 import type { Address, Hex, LocalAccount } from "viem"
 import { devnetAccount } from "../../contracts/deploy.js"
@@ -30,7 +32,10 @@ import {
   type PaymentStoreShape
 } from "../../src/attestor/lookups/payments/PaymentStore.js"
 import { paidLookup } from "../../src/attestor/lookups/payments/paidLookup.js"
-import type { SettlementChain } from "../../src/attestor/lookups/payments/settlementOnChain.js"
+import type {
+  OnChainSettlement,
+  SettlementChain
+} from "../../src/attestor/lookups/payments/settlementOnChain.js"
 import { lookupRequirements, PAYMENT_CLOCK_SKEW_SECONDS } from "../../src/attestor/lookups/payments/x402.js"
 import { nowSeconds } from "../../src/clock.js"
 import { migrate } from "../../src/store/migrations.js"
@@ -64,6 +69,8 @@ interface AuthorizationOverrides {
   readonly deadline?: string
   /** Sent instead of the payer's signature. */
   readonly signature?: Hex
+  /** The `payment-identifier` id sent. */
+  readonly paymentId?: string
 }
 
 let nonces = 1000n
@@ -91,11 +98,16 @@ const payment = (
             ? {}
             : { to: overrides.to as Address, signedTo: overrides.to as Address }),
           ...(overrides.deadline === undefined ? {} : { deadlineIn: Number(overrides.deadline) - now }),
-          ...(overrides.signature === undefined ? {} : { signature: overrides.signature })
+          ...(overrides.signature === undefined ? {} : { signature: overrides.signature }),
+          ...(overrides.paymentId === undefined ? {} : { paymentId: overrides.paymentId })
         })
       )
     )
   )
+
+let ids = 0
+/** A fresh `payment-identifier` id (one id names one payment of a payer): the payer's replay secret. */
+const freshId = () => `payer-secret-id-${String(++ids).padStart(4, "0")}`
 
 type Verdict = "ok" | "refuse" | "throw"
 
@@ -103,7 +115,8 @@ const facilitatorOf = (
   verify: Verdict,
   settle: Verdict,
   settling?: Promise<void>,
-  verifying?: Promise<void>
+  verifying?: Promise<void>,
+  settleAnswer?: () => unknown
 ) => {
   const calls: Array<string> = []
   const client = {
@@ -116,6 +129,7 @@ const facilitatorOf = (
     settle: async (payload: unknown, reqs: unknown) => {
       calls.push(`settle ${JSON.stringify({ payload, reqs })}`)
       await settling
+      if (settleAnswer !== undefined) return settleAnswer()
       if (settle === "throw") throw new Error("timed out")
       return settle === "ok"
         ? {
@@ -161,12 +175,19 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
       readonly verifying?: Promise<void>
       readonly recordsSettled?: boolean
       readonly chain?: SettlementChain
+      readonly settleAnswer?: () => unknown
     } = {}
   ) =>
     Effect.gen(function* () {
       yield* TestClock.setTime(NOW * 1000)
       const store = yield* makePaymentStore(yield* SqlClient)
-      const facilitator = facilitatorOf(verify, settle, options.settling, options.verifying)
+      const facilitator = facilitatorOf(
+        verify,
+        settle,
+        options.settling,
+        options.verifying,
+        options.settleAnswer
+      )
       const buy = paidLookup({
         requirements: Effect.succeed(requirements),
         publicUrl: "http://127.0.0.1:8081",
@@ -219,7 +240,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
       () =>
         Effect.gen(function* () {
           const { lookup, calls } = yield* setup("ok", "ok")
-          const signature = yield* payment()
+          const signature = yield* payment(requirements, { paymentId: freshId() })
           const result = yield* lookup("microblog", "dev42", signature)
           expect(result.body).toBe("42")
           expect(decodePaymentResponseHeader(result.paymentResponse ?? "")).toMatchObject({
@@ -274,14 +295,13 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           expect((yield* Effect.flip(down.lookup("microblog", "dev42", yield* payment())))._tag).toBe(
             "Unavailable"
           )
-          // The settlement happened: the chain shows the authorization spent by 0xbeef.
+          // The settlement happens, but is mined only after the attestor looked: then the chain
+          // shows the authorization spent by 0xbeef.
+          const onChain: { now: OnChainSettlement } = { now: { spent: false } }
           const lost = yield* setup("ok", "throw", {
-            chain: {
-              blockNumber: Effect.succeed(1n),
-              settlementOf: () => Effect.succeed({ spent: true, transaction: Option.some("0xbeef" as Hex) })
-            }
+            chain: { blockNumber: Effect.succeed(1n), settlementOf: () => Effect.sync(() => onChain.now) }
           })
-          const signature = yield* payment()
+          const signature = yield* payment(requirements, { paymentId: freshId() })
           const lines: Array<string> = []
           const capture = Logger.replace(
             Logger.defaultLogger,
@@ -298,6 +318,7 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           expect(lines.join("\n")).not.toMatch(/dev42|microblog|90f79bf6|0x90F79/i)
           const stored = yield* lost.store.get({ payer: PAYER, nonce: nonces })
           expect(Option.map(stored, (s) => s.state)).toEqual(Option.some("indeterminate"))
+          onChain.now = { spent: true, transaction: Option.some("0xbeef" as Hex) }
           const recovered = yield* lost.lookup("microblog", "dev42", signature)
           expect(recovered.body).toBe("42")
           expect(decodePaymentResponseHeader(recovered.paymentResponse ?? "")).toEqual({
@@ -495,6 +516,161 @@ layer(Layer.effectDiscard(migrate).pipe(Layer.provideMerge(database.layer)), { t
           expect(calls).toEqual([])
           yield* TestClock.adjust("1 second")
           expect((yield* lookup("microblog", "dev42", yield* payment())).body).toBe("42")
+        })
+    )
+  })
+  describe("replays of a kept answer", () => {
+    /** A chain whose word on every authorization is `state.now`. */
+    const chainSaying = (state: { now: OnChainSettlement }): SettlementChain => ({
+      blockNumber: Effect.succeed(1n),
+      settlementOf: () => Effect.sync(() => state.now)
+    })
+
+    /** The same authorization as anyone can rebuild it from the settlement's calldata: no extensions. */
+    const rebuilt = (signature: string) => {
+      const { x402Version, accepted, payload } = decodePaymentSignatureHeader(signature) as PaymentPayload
+      return encodePaymentSignatureHeader({ x402Version, accepted, payload })
+    }
+    const withId = (signature: string, id: string) =>
+      encodePaymentSignatureHeader({
+        ...(decodePaymentSignatureHeader(signature) as PaymentPayload),
+        extensions: { "payment-identifier": { info: { required: false, id } } }
+      } as PaymentPayload)
+
+    it.effect(
+      "a settled answer is given again only with its payment-identifier id and the same request: without the id, with another, or for another handle, the same 402",
+      () =>
+        Effect.gen(function* () {
+          const { lookup, calls } = yield* setup("ok", "ok")
+          const signature = yield* payment(requirements, { paymentId: freshId() })
+          const paid = yield* lookup("microblog", "dev42", signature)
+          expect(paid.body).toBe("42")
+          const refusals = [
+            yield* Effect.flip(lookup("microblog", "dev42", rebuilt(signature))),
+            yield* Effect.flip(lookup("microblog", "dev42", withId(signature, "another-guessed-id-01"))),
+            yield* Effect.flip(lookup("microblog", "nosuchuser", signature))
+          ]
+          for (const refusal of refusals)
+            expect(refusal).toMatchObject({ _tag: "PaymentFailed", message: refusals[0]?.message })
+          expect(yield* lookup("microblog", "dev42", signature)).toEqual(paid)
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle"])
+        })
+    )
+
+    it.effect("an answer kept for a payment without a payment-identifier id is not given again", () =>
+      Effect.gen(function* () {
+        const { lookup } = yield* setup("ok", "ok")
+        const signature = yield* payment()
+        expect((yield* lookup("microblog", "dev42", signature)).body).toBe("42")
+        expect(yield* Effect.flip(lookup("microblog", "dev42", signature))).toMatchObject({
+          _tag: "PaymentFailed",
+          message: expect.stringMatching(/presented before/)
+        })
+      })
+    )
+
+    it.effect(
+      "a settle the facilitator calls settlement_pending is indeterminate (503); mined later, the replay finds it on chain and answers without settling again",
+      () =>
+        Effect.gen(function* () {
+          const onChain: { now: OnChainSettlement } = { now: { spent: false } }
+          const { lookup, calls, store } = yield* setup("ok", "ok", {
+            chain: chainSaying(onChain),
+            settleAnswer: () => ({
+              success: false,
+              errorReason: "settlement_pending",
+              transaction: "0xabc",
+              network: "eip155:31337"
+            })
+          })
+          const signature = yield* payment(requirements, { paymentId: freshId() })
+          expect((yield* Effect.flip(lookup("microblog", "dev42", signature)))._tag).toBe("Unavailable")
+          expect(yield* lastPaymentState(store)).toEqual(Option.some("indeterminate"))
+          onChain.now = { spent: true, transaction: Option.some<Hex>(`0x${"ab".repeat(32)}`) }
+          const replayed = yield* lookup("microblog", "dev42", signature)
+          expect(replayed.body).toBe("42")
+          expect(decodePaymentResponseHeader(replayed.paymentResponse ?? "").transaction).toBe(
+            `0x${"ab".repeat(32)}`
+          )
+          expect(yield* lastPaymentState(store)).toEqual(Option.some("settled"))
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle"])
+        })
+    )
+
+    it.effect("a refusal whose settlement is on chain after all: the answer, recorded settled", () =>
+      Effect.gen(function* () {
+        const { lookup, store } = yield* setup("ok", "refuse", {
+          chain: chainSaying({ now: { spent: true, transaction: Option.some<Hex>(`0x${"cd".repeat(32)}`) } })
+        })
+        const paid = yield* lookup(
+          "microblog",
+          "dev42",
+          yield* payment(requirements, { paymentId: freshId() })
+        )
+        expect(paid.body).toBe("42")
+        expect(yield* lastPaymentState(store)).toEqual(Option.some("settled"))
+      })
+    )
+
+    it.effect(
+      "a Permit2 nonce the payer cancelled after a settle without answer: not paid, the replay is 402 payment_failed and nothing is settled again",
+      () =>
+        Effect.gen(function* () {
+          const onChain: { now: OnChainSettlement } = { now: { spent: false } }
+          const { lookup, calls, store } = yield* setup("ok", "throw", { chain: chainSaying(onChain) })
+          const signature = yield* payment(requirements, { paymentId: freshId() })
+          expect((yield* Effect.flip(lookup("microblog", "dev42", signature)))._tag).toBe("Unavailable")
+          onChain.now = { spent: true, transaction: Option.none() }
+          expect(yield* Effect.flip(lookup("microblog", "dev42", signature))).toMatchObject({
+            _tag: "PaymentFailed"
+          })
+          expect(yield* lastPaymentState(store)).toEqual(Option.some("failed"))
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle"])
+        })
+    )
+
+    it.effect(
+      "a retry while the first settlement is under way: 429 rate_limited, one settle; then the answer",
+      () =>
+        Effect.gen(function* () {
+          let release = () => {}
+          const settling = new Promise<void>((resolve) => {
+            release = resolve
+          })
+          const { lookup, calls } = yield* setup("ok", "ok", { settling })
+          const signature = yield* payment(requirements, { paymentId: freshId() })
+          const first = yield* Effect.fork(lookup("microblog", "dev42", signature))
+          while (!calls.some((c) => c.startsWith("settle")))
+            yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+          expect((yield* Effect.flip(lookup("microblog", "dev42", signature)))._tag).toBe("RateLimited")
+          release()
+          const paid = yield* Fiber.join(first)
+          expect(yield* lookup("microblog", "dev42", signature)).toEqual(paid)
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle"])
+        })
+    )
+
+    it.effect(
+      "a client hanging up while its payment settles: the settlement finishes and is kept; the replay gives its answer",
+      () =>
+        Effect.gen(function* () {
+          let release = () => {}
+          const settling = new Promise<void>((resolve) => {
+            release = resolve
+          })
+          const { lookup, calls, store } = yield* setup("ok", "ok", { settling })
+          const signature = yield* payment(requirements, { paymentId: freshId() })
+          const first = yield* Effect.fork(lookup("microblog", "dev42", signature))
+          while (!calls.some((c) => c.startsWith("settle")))
+            yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+          const interrupted = yield* Effect.fork(Fiber.interrupt(first))
+          release()
+          yield* Fiber.join(interrupted)
+          expect(yield* lastPaymentState(store)).toEqual(Option.some("settled"))
+          const replayed = yield* lookup("microblog", "dev42", signature)
+          expect(replayed.body).toBe("42")
+          expect(decodePaymentResponseHeader(replayed.paymentResponse ?? "").transaction).toBe("0xfeed")
+          expect(calls.map((c) => c.split(" ")[0])).toEqual(["verify", "settle"])
         })
     )
   })

@@ -45,6 +45,38 @@ for (const database of testDatabases()) {
         })
       )
 
+      it.effect(
+        "states move one way: nothing leaves settled; indeterminate becomes failed only once the chain was checked",
+        () =>
+          Effect.gen(function* () {
+            const store = yield* makePaymentStore(yield* SqlClient)
+            const state = (id: { payer: typeof payer; nonce: bigint }) =>
+              Effect.map(
+                store.get(id),
+                Option.map((p) => p.state)
+              )
+            const settled = fresh()
+            yield* store.hold(settled, terms)
+            yield* store.mark(settled, "settled", "0xfeed")
+            yield* store.mark(settled, "failed", undefined, true)
+            yield* store.mark(settled, "indeterminate")
+            yield* store.mark(settled, "authorized")
+            expect(yield* store.get(settled)).toEqual(
+              Option.some({ state: "settled", transaction: "0xfeed" })
+            )
+            const unknown = fresh()
+            yield* store.hold(unknown, terms)
+            yield* store.mark(unknown, "indeterminate")
+            yield* store.mark(unknown, "failed")
+            expect(yield* state(unknown)).toEqual(Option.some("indeterminate"))
+            yield* store.mark(unknown, "failed", undefined, true)
+            expect(yield* state(unknown)).toEqual(Option.some("failed"))
+            // A failed payment the chain later shows settled is recorded settled.
+            yield* store.mark(unknown, "settled", "0xbeef")
+            expect(yield* state(unknown)).toEqual(Option.some("settled"))
+          })
+      )
+
       it.effect("concurrent presentations of one authorization: one holds it", () =>
         Effect.gen(function* () {
           const store = yield* makePaymentStore(yield* SqlClient)

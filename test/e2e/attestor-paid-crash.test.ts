@@ -100,6 +100,19 @@ const post = (url: string, paymentSignature?: string) =>
     body: JSON.stringify({ platform: "microblog", handle: "dev42" })
   })
 
+/**
+ * A retry as a client makes it: while the payer's payment is still settling (or the lease of an
+ * attestor that stopped has not lapsed), 429 `rate_limited` says when to ask again.
+ */
+const untilNotRateLimited = async (send: () => Promise<Response>): Promise<Response> => {
+  for (;;) {
+    const res = await send()
+    if (res.status !== 429) return res
+    const seconds = Number(res.headers.get("retry-after") ?? "1")
+    await new Promise((resolve) => setTimeout(resolve, Math.max(seconds, 1) * 1000))
+  }
+}
+
 const balance = (address: `0x${string}`) => net.tokenBalance(net.settlementAsset, address)
 
 describe("a paid lookup across a kill -9", () => {
@@ -110,7 +123,10 @@ describe("a paid lookup across a kill -9", () => {
     const challenge = (await post(first)).headers.get("payment-required") ?? ""
     const [requirements] = decodePaymentRequiredHeader(challenge).accepts
     if (requirements === undefined) throw new Error("no accepts entry")
-    const signature = encodePaymentSignatureHeader(await signPermit2Payment(payer, requirements))
+    const signature = encodePaymentSignatureHeader(
+      // The payment-identifier id is the payer's secret a replay shows (docs/protocol.md §10).
+      await signPermit2Payment(payer, requirements, { paymentId: "crash-test-payment-0001" })
+    )
     const before = { payer: await balance(payer.address), payTo: await balance(payTo) }
 
     const held = facilitator.holdSettlementAnswers()
@@ -125,7 +141,7 @@ describe("a paid lookup across a kill -9", () => {
     held.release()
 
     const second = await started()
-    const retried = await post(second, signature)
+    const retried = await untilNotRateLimited(() => post(second, signature))
     expect(retried.status).toBe(200)
     const body = (await retried.json()) as { userId: string; handleCommitment: Hex }
     expect(body.userId).toBe("42")

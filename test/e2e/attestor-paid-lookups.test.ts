@@ -7,9 +7,11 @@
  * authorization that does not pay what the quote asks or that its payer did not sign (which also
  * takes no lease of the payer's), and one payment of a payer at a time.
  */
+import { randomBytes } from "node:crypto"
 import {
   decodePaymentRequiredHeader,
   decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
   encodePaymentSignatureHeader
 } from "@x402/core/http"
 import type { PaymentRequirements } from "@x402/core/types"
@@ -89,8 +91,30 @@ const quote = async (path = "/v1/commitment", body: unknown = { platform: "micro
   return requirements
 }
 
+/**
+ * A payment as a client that may ask again makes it: with a fresh `payment-identifier` id, its
+ * secret for replays (docs/protocol.md §10).
+ */
 const pay = async (requirements: PaymentRequirements, overrides: PaymentOverrides = {}) =>
-  encodePaymentSignatureHeader(await signPermit2Payment(payer, requirements, overrides))
+  encodePaymentSignatureHeader(
+    await signPermit2Payment(payer, requirements, {
+      paymentId: `e2e-${randomBytes(12).toString("hex")}`,
+      ...overrides
+    })
+  )
+
+/**
+ * A retry as a client makes it: while the payer's payment is still settling (or the lease of an
+ * attestor that stopped has not lapsed), 429 `rate_limited` says when to ask again.
+ */
+const untilNotRateLimited = async (send: () => Promise<Response>): Promise<Response> => {
+  for (;;) {
+    const res = await send()
+    if (res.status !== 429) return res
+    const seconds = Number(res.headers.get("retry-after") ?? "1")
+    await new Promise((resolve) => setTimeout(resolve, Math.max(seconds, 1) * 1000))
+  }
+}
 
 const balances = async () => ({
   payer: await net.tokenBalance(net.settlementAsset, payer.address),
@@ -217,6 +241,15 @@ describe("paid handle lookups", () => {
     const other = await post("/v1/commitment", { platform: "microblog", handle: "dev43" }, signature)
     expect(other.status).toBe(402)
     expect(await other.json()).toMatchObject({ code: "payment_failed" })
+    // Rebuilt from the settlement's public calldata (no payment-identifier id): refused alike.
+    const { x402Version, accepted, payload } = decodePaymentSignatureHeader(signature)
+    const rebuilt = await post(
+      "/v1/commitment",
+      { platform: "microblog", handle: "dev42" },
+      encodePaymentSignatureHeader({ x402Version, accepted, payload })
+    )
+    expect(rebuilt.status).toBe(402)
+    expect(await rebuilt.json()).toMatchObject({ code: "payment_failed" })
     expect(await balances()).toEqual(after)
     expect(settlements()).toBe(settled)
   })
@@ -241,7 +274,9 @@ describe("paid handle lookups", () => {
     aborted.abort()
     expect(await cut).toBeInstanceOf(Error)
     held.release()
-    const retried = await post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+    const retried = await untilNotRateLimited(() =>
+      post("/v1/commitment", { platform: "microblog", handle: "dev42" }, signature)
+    )
     expect(retried.status).toBe(200)
     const body = (await retried.json()) as { userId: string; handleCommitment: Hex }
     expect(body.userId).toBe("42")

@@ -35,6 +35,8 @@ export interface PaymentOverrides {
   readonly now?: number
   /** The signature sent instead of the one made (a forgery). */
   readonly signature?: Hex
+  /** The x402 `payment-identifier` id sent (the payer's secret for replays); none by default. */
+  readonly paymentId?: string
 }
 
 const chainIdOf = (network: string): number => {
@@ -80,7 +82,10 @@ export const signPermit2Payment = async (
   return {
     x402Version: 2,
     accepted: overrides.accepted ?? requirements,
-    payload: { signature: overrides.signature ?? signature, permit2Authorization: authorization }
+    payload: { signature: overrides.signature ?? signature, permit2Authorization: authorization },
+    ...(overrides.paymentId === undefined
+      ? {}
+      : { extensions: { "payment-identifier": { info: { required: false, id: overrides.paymentId } } } })
   }
 }
 

@@ -3,8 +3,8 @@
  * (docs/attestor.md §4 "Paid handle lookup flow", replay; src/attestor/lookups/payments/PaymentStore.ts):
  * one row per authorization whose lookup was answered (a commitment, a public-handle attestation,
  * or not found), written before the payment is settled, so that a crash between settlement and
- * the answer loses nothing. `request_digest` names the request it answers; `payment_id` the x402
- * `payment-identifier` the payer chose, unique per payer; `from_block` the chain's block before the
+ * the answer loses nothing. `request_digest` names the request it answers; `payment_id` the hash of the x402
+ * `payment-identifier` id the payer chose (paidLookup.ts `paymentIdHash`), unique per payer; `from_block` the chain's block before the
  * settlement was asked for (where a settlement whose answer was lost is looked for). `expires_at`
  * (unix seconds) is the end of the replay window, after which the row is pruned.
  */

@@ -19,7 +19,8 @@
  *
  * The answer of a paid lookup is kept with its payment (`attestor_paid_answers`, migration 0035):
  * written before the settlement is asked for, completed with the `PAYMENT-RESPONSE` once it
- * settled, and given again to the same payment for the same request (docs/attestor.md §4, replay).
+ * settled, and given again to the same payment for the same request, to the payer who shows its
+ * `payment-identifier` id (kept hashed in `payment_id`; docs/attestor.md §4, replay).
  * It is as private as the lookup: kept `answerRetentionSeconds` (`HANDLE_LOOKUP_ANSWER_RETENTION_SECONDS`,
  * a day by default) and pruned in passing with the payments.
  *
@@ -65,8 +66,12 @@ export const DEFAULT_ANSWER_RETENTION_SECONDS = 86_400
 export interface PaidAnswer {
   /** Which request it answers (`requestDigest` of paidLookup.ts). */
   readonly requestDigest: string
-  /** The x402 `payment-identifier` of the payment, when its payer chose one. */
-  readonly paymentId: string | undefined
+  /**
+   * The hash of the x402 `payment-identifier` id of the payment (`paymentIdHash` of paidLookup.ts),
+   * when its payer chose one: the secret a replay must show (docs/attestor.md §4, replay). The id
+   * itself is never kept.
+   */
+  readonly paymentIdHash: string | undefined
   readonly outcome: "answer" | "not_found"
   readonly answer: string | undefined
   /** The `PAYMENT-RESPONSE` of the settlement, once it settled. */
@@ -88,11 +93,15 @@ export interface StoredPayment {
 export interface PaymentStoreShape {
   /** Holds an authorization seen for the first time (`unpaid`); false when it was presented before. */
   readonly hold: (id: AuthorizationId, terms: PaymentTerms) => Effect.Effect<boolean, Unavailable>
-  /** Moves a held authorization on. */
+  /**
+   * Moves a held authorization on, one way only (`movesFrom`): nothing leaves `settled`, and an
+   * `indeterminate` payment becomes `failed` only when `checkedOnChain` (the chain shows it unpaid).
+   */
   readonly mark: (
     id: AuthorizationId,
     state: Exclude<PaymentState, "unpaid">,
-    transaction?: string
+    transaction?: string,
+    checkedOnChain?: boolean
   ) => Effect.Effect<void, Unavailable>
   readonly get: (id: AuthorizationId) => Effect.Effect<Option.Option<StoredPayment>, Unavailable>
   /**
@@ -111,14 +120,35 @@ export interface PaymentStoreShape {
   readonly answerSettled: (id: AuthorizationId, paymentResponse: string) => Effect.Effect<void, Unavailable>
   /** The answer kept for `id`, within its retention. */
   readonly answerOf: (id: AuthorizationId) => Effect.Effect<Option.Option<PaidAnswer>, Unavailable>
-  /** Whether the payer's `paymentId` names a kept answer of another authorization than `id`. */
-  readonly paymentIdTaken: (id: AuthorizationId, paymentId: string) => Effect.Effect<boolean, Unavailable>
+  /** Whether the payer's `payment-identifier` (its hash) names a kept answer of another authorization than `id`. */
+  readonly paymentIdTaken: (id: AuthorizationId, paymentIdHash: string) => Effect.Effect<boolean, Unavailable>
 }
 
 const STORE_UNAVAILABLE = "the attestor's database is not answering"
 const unavailable = () => new Unavailable({ message: STORE_UNAVAILABLE })
 
 export const authorizationKey = (id: AuthorizationId): string => `${id.payer.toLowerCase()}:${id.nonce}`
+
+/**
+ * The states a payment may move to `state` from (docs/attestor.md §3 payment states): `settled` is
+ * final; `failed` follows `indeterminate` only once the chain was checked; `failed` may still
+ * become `settled` when the chain shows the settlement.
+ */
+export const movesFrom = (
+  state: Exclude<PaymentState, "unpaid">,
+  checkedOnChain: boolean
+): ReadonlyArray<PaymentState> => {
+  switch (state) {
+    case "authorized":
+      return ["unpaid"]
+    case "indeterminate":
+      return ["unpaid", "authorized"]
+    case "failed":
+      return checkedOnChain ? ["unpaid", "authorized", "indeterminate"] : ["unpaid", "authorized"]
+    case "settled":
+      return ["unpaid", "authorized", "indeterminate", "failed"]
+  }
+}
 
 /** How long after its deadline a row in `state` is kept (see the module header). */
 const retentionOf = (state: PaymentState, retentionSeconds: number): number =>
@@ -157,13 +187,14 @@ export const makePaymentStore = (
             Effect.tap(() => pruneIfDue(now))
           )
         ),
-      mark: (id, state, transaction) =>
+      mark: (id, state, transaction, checkedOnChain = false) =>
         Effect.flatMap(nowSeconds, (now) =>
           sql`
             UPDATE attestor_payments
             SET state = ${state}, transaction = COALESCE(${transaction ?? null}, transaction),
               expires_at = deadline + ${retentionOf(state, retentionSeconds)}, updated_at = ${now}
-            WHERE authorization_key = ${authorizationKey(id)}`.pipe(
+            WHERE authorization_key = ${authorizationKey(id)}
+              AND ${sql.in("state", movesFrom(state, checkedOnChain))}`.pipe(
             Effect.asVoid,
             Effect.mapError(unavailable)
           )
@@ -207,7 +238,7 @@ export const makePaymentStore = (
           sql`
             INSERT INTO attestor_paid_answers
               (authorization_key, payer, payment_id, request_digest, outcome, answer, from_block, expires_at)
-            VALUES (${authorizationKey(id)}, ${id.payer.toLowerCase()}, ${answer.paymentId ?? null},
+            VALUES (${authorizationKey(id)}, ${id.payer.toLowerCase()}, ${answer.paymentIdHash ?? null},
               ${answer.requestDigest}, ${answer.outcome}, ${answer.answer ?? null},
               ${answer.fromBlock.toString()}, ${now + answerRetentionSeconds})`.pipe(
             Effect.asVoid,
@@ -237,7 +268,7 @@ export const makePaymentStore = (
             Effect.map((rows) =>
               Option.map(Option.fromNullable(rows[0]), (row) => ({
                 requestDigest: row.request_digest,
-                paymentId: row.payment_id ?? undefined,
+                paymentIdHash: row.payment_id ?? undefined,
                 outcome: row.outcome,
                 answer: row.answer ?? undefined,
                 paymentResponse: row.payment_response ?? undefined,
@@ -247,10 +278,10 @@ export const makePaymentStore = (
             Effect.mapError(unavailable)
           )
         ),
-      paymentIdTaken: (id, paymentId) =>
+      paymentIdTaken: (id, paymentIdHash) =>
         sql<{ readonly authorization_key: string }>`
           SELECT authorization_key FROM attestor_paid_answers
-          WHERE payer = ${id.payer.toLowerCase()} AND payment_id = ${paymentId}
+          WHERE payer = ${id.payer.toLowerCase()} AND payment_id = ${paymentIdHash}
             AND authorization_key <> ${authorizationKey(id)}`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.mapError(unavailable)

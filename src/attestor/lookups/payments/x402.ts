@@ -98,7 +98,7 @@ export const transferMethodOf = (quoted: PaymentRequirements): TransferMethod =>
   quoted.extra?.assetTransferMethod === "permit2" ? "permit2" : "permit2-exact"
 
 /** The Permit2 spender a payment of `quoted` must name: the facilitator's, or the canonical proxy. */
-const quotedSpender = (quoted: PaymentRequirements): unknown =>
+export const quotedSpender = (quoted: PaymentRequirements): unknown =>
   transferMethodOf(quoted) === "permit2" ? X402_EXACT_PERMIT2_PROXY : quoted.extra?.spenderAddress
 
 /** The constant resource every challenge names: never the handle or the platform. */
