@@ -45,6 +45,7 @@ export { RevertCooldowns } from "../relayer/RevertCooldowns.js"
 export { TxPreflight, type TxPreflightShape } from "../relayer/TxPreflight.js"
 export { DenyList } from "../relayer/validation/DenyList.js"
 export { VaultSignatures, type VaultSignaturesShape } from "../relayer/validation/VaultSignatures.js"
+export { localSigner, type Signer } from "../keys/Signer.js"
 export { storageLayer } from "../store/sql.js"
 export {
   type TxRequest,
