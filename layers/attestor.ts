@@ -36,11 +36,13 @@ import { ChainId } from "../src/chain/chainId.js"
 import { DevnetChainClock } from "../src/chain/DevnetChainClock.js"
 import { chainSeriesAtZero } from "../src/chain/metrics.js"
 import { AttestorSettings, type AttestorSettingsShape } from "../src/config/attestor.js"
+import { keyFileWarnings } from "../src/config/secrets.js"
 import { MetricsEndpoint } from "../src/http/MetricsEndpoint.js"
 import { exportAtZero } from "../src/http/metrics.js"
 import { listenOptionsOf, serveApi, serverSeriesAtZero } from "../src/http/server.js"
 import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
 import { indexerSeriesAtZero } from "../src/indexer/metrics.js"
+import { signerStartupLine } from "../src/keys/Signer.js"
 import { EventStore } from "../src/store/EventStore.js"
 import { storageLayer } from "../src/store/sql.js"
 import { senderSeriesAtZero } from "../src/txsender/metrics.js"
@@ -124,8 +126,19 @@ const attestorServices = Layer.unwrapEffect(
       ),
       Layer.provideMerge(EventStore.layer),
       Layer.provideMerge(base),
-      Layer.merge(attestorMetricsAtZero(settings))
+      Layer.merge(attestorMetricsAtZero(settings)),
+      Layer.merge(attestorStartupLines)
     )
+  })
+)
+
+/** Logged once at start-up: the attestor key's signer and address, and key files others can read. */
+const attestorStartupLines = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const settings = yield* AttestorSettings
+    yield* Effect.logInfo(signerStartupLine("ATTESTOR_SIGNER", settings.signingKey))
+    const warnings = yield* keyFileWarnings.pipe(Effect.orElseSucceed(() => []))
+    yield* Effect.forEach(warnings, (warning) => Effect.logWarning(warning), { discard: true })
   })
 )
 

@@ -8,11 +8,13 @@ import { ChainSilence } from "../src/chain/ChainSilence.js"
 import { ChainId } from "../src/chain/chainId.js"
 import { chainSeriesAtZero } from "../src/chain/metrics.js"
 import { RelayerSettings, type RelayerSettingsShape, relayerSettingsWarnings } from "../src/config/relayer.js"
+import { keyFileWarnings } from "../src/config/secrets.js"
 import { MetricsEndpoint } from "../src/http/MetricsEndpoint.js"
 import { exportAtZero } from "../src/http/metrics.js"
 import { listenOptionsOf, serveApi, serverSeriesAtZero } from "../src/http/server.js"
 import { Indexer, indexerConfigOf } from "../src/indexer/Indexer.js"
 import { indexerSeriesAtZero } from "../src/indexer/metrics.js"
+import { signerStartupLine } from "../src/keys/Signer.js"
 import { AccountReader } from "../src/relayer/AccountReader.js"
 import { AccountsFeed } from "../src/relayer/AccountsFeed.js"
 import { RelayerApi } from "../src/relayer/api/index.js"
@@ -119,13 +121,20 @@ const relayerMetricsAtZero = (settings: RelayerSettingsShape) =>
     ])
   )
 
-/** Settings that leave the hot key paying for what no fee covers, logged once at start-up. */
+/**
+ * Logged once at start-up: the hot key's signer and address, key files others can read, and
+ * settings that leave the hot key paying for what no fee covers.
+ */
 const startupWarnings = Layer.effectDiscard(
-  Effect.flatMap(RelayerSettings, (settings) =>
-    Effect.forEach(relayerSettingsWarnings(settings), (warning) => Effect.logWarning(warning), {
-      discard: true
-    })
-  )
+  Effect.gen(function* () {
+    const settings = yield* RelayerSettings
+    yield* Effect.logInfo(signerStartupLine("RELAYER_SIGNER", settings.hotKey))
+    const warnings = [
+      ...(yield* keyFileWarnings.pipe(Effect.orElseSucceed(() => []))),
+      ...relayerSettingsWarnings(settings)
+    ]
+    yield* Effect.forEach(warnings, (warning) => Effect.logWarning(warning), { discard: true })
+  })
 )
 
 const relayerServer = Layer.unwrapEffect(

@@ -9,6 +9,8 @@ import { type OAuthApp, oauthProviders } from "../attestor/logins/oauth/provider
 import { allowListEntry } from "../attestor/logins/oauth/redirectAllowList.js"
 import type { ResolverSettings } from "../attestor/lookups/handleResolvers.js"
 import { DEVNET_CHAIN_ID } from "../chain/DevnetChainClock.js"
+import type { Signer } from "../keys/Signer.js"
+import { requiredSecretText } from "./secrets.js"
 import {
   address,
   addressOr,
@@ -25,6 +27,7 @@ import {
   type TxSenderSettings,
   txSenderSettings
 } from "./settings.js"
+import { signerSetting } from "./signer.js"
 
 /** The modes docs/attestor.md §2 names for `HANDLE_LOOKUP_MODE`. */
 export type HandleLookupMode = "paid" | "off" | "free"
@@ -51,8 +54,11 @@ export interface AttestorSettingsShape extends ServiceSettings, IndexerTuningSet
   readonly indexerStartBlock: number
   /** The vault's settlement asset (the account projection's balances need it). */
   readonly settlementAsset: Address
-  /** Signs `BindOwner` and `PublicHandle`; must be an attestor of the vault. */
-  readonly signingKey: Redacted.Redacted<`0x${string}`>
+  /**
+   * Signs `BindOwner`, `PublicHandle`, commitments and vetoes; must be an attestor of the vault
+   * (`ATTESTOR_SIGNER` and its backend's settings, src/config/signer.ts).
+   */
+  readonly signingKey: Signer
   /** Opens the hint envelopes addressed to this attestor. */
   readonly hintKey: Redacted.Redacted<`0x${string}`>
   /** HMAC key of `attestorSalt`; never leaves the process. */
@@ -410,13 +416,13 @@ const derivedPublicUrl = (host: string, port: number): Effect.Effect<string, Con
       )
     : Effect.succeed(`http://${host.includes(":") ? `[${host}]` : host}:${port}`)
 
-/** `PEPPER`: at least 16 bytes of hex. Wrapped only after validation, so a refusal says why (never the value). */
-const pepper = Config.string("PEPPER").pipe(
+/** `PEPPER` (or `PEPPER_FILE`): at least 16 bytes of hex. Wrapped only after validation, so a refusal says why (never the value). */
+const pepper = requiredSecretText("PEPPER").pipe(
   Config.mapOrFail((s) => {
     const hex = s.startsWith("0x") ? s.slice(2) : s
     return /^(?:[0-9a-fA-F]{2}){16,}$/.test(hex)
       ? Either.right(Redacted.make(Uint8Array.from(Buffer.from(hex, "hex"))))
-      : Either.left(ConfigError.InvalidData([], "must be at least 16 bytes of hex"))
+      : Either.left(ConfigError.InvalidData(["PEPPER"], "must be at least 16 bytes of hex"))
   })
 )
 
@@ -458,7 +464,7 @@ export const loadAttestorSettings = Effect.gen(function* () {
     startBlockSetting: Config.option(Config.integer("INDEXER_START_BLOCK")),
     ...serviceSettings({ port: 8081, dataDir: ".data/attestor", maxBodyBytes: 16 * 1024 }),
     ...indexerTuningSettings,
-    signingKey: privateKey("ATTESTOR_PRIVATE_KEY"),
+    signingKey: signerSetting("ATTESTOR"),
     hintKey: privateKey("HINT_PRIVATE_KEY"),
     pepper,
     rateLimitBurst: positiveInt("RATE_LIMIT_BURST", 20),

@@ -1,9 +1,10 @@
 /**
  * Every relayer setting (docs/relayer.md §8 and docs/protocol.md §8), read once at start-up.
  */
-import { Config, ConfigError, Context, Effect, Either, Layer, Option, type Redacted } from "effect"
+import { Config, ConfigError, Context, Effect, Either, Layer, Option } from "effect"
 import { type Address, getAddress, isAddress } from "viem"
 import type { Deployment } from "../../schema/deployment.js"
+import type { Signer } from "../keys/Signer.js"
 import {
   address,
   addressOr,
@@ -15,13 +16,13 @@ import {
   oneOf,
   optionalDeployment,
   positiveInt,
-  privateKey,
   type ServiceSettings,
   serviceSettings,
   type TxSenderSettings,
   txSenderSettings,
   url
 } from "./settings.js"
+import { signerSetting } from "./signer.js"
 
 export interface RelayerSettingsShape extends ServiceSettings, IndexerTuningSettings, TxSenderSettings {
   /** Private RPC for broadcasts; reads always go to `rpcUrl`. */
@@ -33,8 +34,8 @@ export interface RelayerSettingsShape extends ServiceSettings, IndexerTuningSett
   readonly indexerStartBlock: number
   readonly indexerEnabled: boolean
   readonly quotedFullBalance: boolean
-  /** The key every transaction is sent from (RELAYER_PRIVATE_KEY). */
-  readonly hotKey: Redacted.Redacted<`0x${string}`>
+  /** Signs every transaction the relayer sends (`RELAYER_SIGNER` and its backend's settings). */
+  readonly hotKey: Signer
   readonly rateLimitIpBurst: number
   readonly rateLimitIpPerMinute: number
   /** `GET /v1/accounts` costs a token per this many bytes of the body it sends (docs/relayer.md §8). */
@@ -128,7 +129,7 @@ export const loadRelayerSettings = Effect.gen(function* () {
     sendRpcUrl: Config.option(url("SEND_RPC_URL")),
     indexerEnabled: Config.boolean("INDEXER_ENABLED").pipe(Config.withDefault(true)),
     ...indexerTuningSettings,
-    hotKey: privateKey("RELAYER_PRIVATE_KEY"),
+    hotKey: signerSetting("RELAYER"),
     rateLimitIpBurst: positiveInt("RATE_LIMIT_IP_BURST", 30),
     rateLimitIpPerMinute: positiveInt("RATE_LIMIT_IP_PER_MINUTE", 30),
     rateLimitIpBytesPerToken: positiveInt("RATE_LIMIT_IP_BYTES_PER_TOKEN", 512 * 1024),

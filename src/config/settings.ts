@@ -7,6 +7,7 @@ import { Cause, Config, ConfigError, Effect, Either, Option, ParseResult, Redact
 import { type Address, getAddress, isAddress, parseGwei } from "viem"
 import { type Deployment, decodeDeploymentJson } from "../../schema/deployment.js"
 import { corsOrigin } from "../http/cors.js"
+import { requiredSecretText, secretText } from "./secrets.js"
 
 export const address = (name: string): Config.Config<Address> =>
   Config.string(name).pipe(
@@ -72,16 +73,12 @@ export const url = (name: string): Config.Config<URL> =>
     })
   )
 
-/** An optional secret: unset and empty both mean "not configured". */
+/**
+ * An optional secret, from `NAME` or the file `NAME_FILE` names (src/config/secrets.ts): unset and
+ * empty both mean "not configured".
+ */
 export const optionalSecret = (name: string): Config.Config<Option.Option<Redacted.Redacted>> =>
-  Config.option(Config.string(name)).pipe(
-    Config.map((raw) =>
-      Option.map(
-        Option.filter(raw, (s) => s.length > 0),
-        Redacted.make
-      )
-    )
-  )
+  secretText(name).pipe(Config.map((raw) => Option.map(raw, Redacted.make)))
 
 /** A comma-separated list of http(s) origins (`scheme://host[:port]`, no path); empty or unset: none. */
 const originList = (name: string): Config.Config<ReadonlyArray<string>> =>
@@ -117,14 +114,14 @@ export const oneOf = <const A extends string>(name: string, allowed: ReadonlyArr
     )
   )
 
-/** Optional 32-byte private key in hex. */
+/** A 32-byte private key in hex, from `NAME` or the file `NAME_FILE` names (src/config/secrets.ts). */
 export const privateKey = (name: string): Config.Config<Redacted.Redacted<`0x${string}`>> =>
-  Config.string(name).pipe(
+  requiredSecretText(name).pipe(
     Config.mapOrFail((s) => {
       const hex = s.startsWith("0x") ? s : `0x${s}`
       return /^0x[0-9a-fA-F]{64}$/.test(hex)
         ? Either.right(hex.toLowerCase() as `0x${string}`)
-        : Either.left(ConfigError.InvalidData([], "expected a 32-byte hex private key"))
+        : Either.left(ConfigError.InvalidData([name], "expected a 32-byte hex private key"))
     }),
     // Wrapped only after validation, so a refusal still says what is wrong (never the value).
     Config.map((key) => Redacted.make(key))
@@ -336,16 +333,21 @@ export const serviceSettings = (defaults: {
   rpcTimeoutMs: positiveInt("RPC_TIMEOUT_MS", 10_000),
   rpcCircuitFailures: nonNegativeInt("RPC_CIRCUIT_FAILURES", 3, 1_000),
   rpcCircuitProbeMs: positiveInt("RPC_CIRCUIT_PROBE_MS", 2_000, 600_000),
-  databaseUrl: Config.option(
-    Config.nonEmptyString("DATABASE_URL").pipe(
-      // Refused by shape only; the refusal never repeats the value, which may hold a password.
-      Config.mapOrFail((s) =>
-        URL.canParse(s) && /^postgres(ql)?:$/.test(new URL(s).protocol)
-          ? Either.right(Redacted.make(s))
-          : Either.left(
-              ConfigError.InvalidData([], "not a URL: expected postgres://user:password@host:5432/database")
-            )
-      )
+  databaseUrl: secretText("DATABASE_URL").pipe(
+    // Refused by shape only; the refusal never repeats the value, which may hold a password.
+    Config.mapOrFail((given) =>
+      Option.match(given, {
+        onNone: () => Either.right(Option.none<Redacted.Redacted>()),
+        onSome: (s) =>
+          URL.canParse(s) && /^postgres(ql)?:$/.test(new URL(s).protocol)
+            ? Either.right(Option.some(Redacted.make(s)))
+            : Either.left(
+                ConfigError.InvalidData(
+                  ["DATABASE_URL"],
+                  "not a URL: expected postgres://user:password@host:5432/database"
+                )
+              )
+      })
     )
   ),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault(defaults.dataDir)),

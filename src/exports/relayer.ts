@@ -24,6 +24,7 @@ export {
   relayerSettingsWarnings
 } from "../config/relayer.js"
 export { MetricsEndpoint } from "../http/MetricsEndpoint.js"
+export { localSigner, type Signer } from "../keys/Signer.js"
 export {
   AccountReader,
   type AccountReaderShape,

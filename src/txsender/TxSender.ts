@@ -18,7 +18,7 @@
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Deferred, Duration, Effect, Layer, Option, Queue, Redacted, type Scope } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Option, Queue, type Scope } from "effect"
 import type { Hex } from "viem"
 import { Unavailable } from "../../schema/errors.js"
 import type { Bytes32 } from "../../schema/primitives.js"
@@ -26,6 +26,7 @@ import type { TxStatus } from "../../schema/relayer.js"
 import { supervised } from "../background/supervised.js"
 import type { ChainClient, ChainRequestError } from "../chain/ChainClient.js"
 import type { TxSenderSettings } from "../config/settings.js"
+import type { Signer } from "../keys/Signer.js"
 import { stubLayer } from "../stubLayer.js"
 import { makeSenderCore } from "./core.js"
 import { maxBig } from "./decisions.js"
@@ -72,7 +73,7 @@ import { CHAIN_UNAVAILABLE } from "../chain/errors.js"
 export interface TxSenderConfig {
   /** The `service` label of the sender's metrics, and the name of its key's lock (`lockNameOf`). */
   readonly service: SenderService
-  readonly key: Redacted.Redacted<Hex>
+  readonly key: Signer
   readonly settings: TxSenderSettings & { readonly chainId: Option.Option<number> }
   /** Told of the requests each monitor round finds mined (the relayer's revert cooldowns). */
   readonly onSettled?: SettledObserver | undefined
@@ -119,7 +120,8 @@ export class HotKeyState extends Context.Tag("HotKeyState")<
 >() {}
 
 export interface TxSenderOptions {
-  readonly privateKey: Hex
+  /** Signs the key's transactions (src/keys/Signer.ts). */
+  readonly signer: Signer
   /** Known up front (settings or deployment file); otherwise asked of the chain on first use. */
   readonly chainId: Option.Option<number>
   readonly replaceAfter: Duration.DurationInput
@@ -349,14 +351,14 @@ const txSenderContext = (options: TxSenderOptions) =>
     Context.make(TxSender, sender).pipe(Context.add(HotKeyState, { state }))
   )
 
-/** Options of the sender of `privateKey` from `service`'s `TX_*` settings. */
+/** Options of the sender of `signer`'s key from `service`'s `TX_*` settings. */
 export const txSenderOptions = (
   service: SenderService,
-  privateKey: Redacted.Redacted<Hex>,
+  signer: Signer,
   settings: TxSenderSettings & { readonly chainId: Option.Option<number> }
 ): TxSenderOptions => ({
   service,
-  privateKey: Redacted.value(privateKey),
+  signer,
   chainId: settings.chainId,
   replaceAfter: Duration.seconds(settings.txReplaceAfterSeconds),
   maxReplacements: settings.txMaxReplacements,

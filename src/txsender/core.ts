@@ -11,18 +11,12 @@
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect, identity, Option } from "effect"
-import {
-  type Address,
-  type Hex,
-  hexToBytes,
-  serializeTransaction,
-  type TransactionSerializableEIP1559
-} from "viem"
-import { privateKeyToAccount } from "viem/accounts"
+import { type Address, type Hex, serializeTransaction, type TransactionSerializableEIP1559 } from "viem"
 import { keptOnceRead } from "../background/once.js"
 import { ChainClient, type ChainClientShape, type ChainRequestError } from "../chain/ChainClient.js"
 import { wasmKeccak256 } from "../chain/keccak.js"
-import { checkedAgainstViem, signDigest } from "../chain/secp256k1.js"
+import { checkedAgainstViem } from "../chain/secp256k1.js"
+import type { Signer } from "../keys/Signer.js"
 import {
   type Broadcast,
   lastAttempt,
@@ -131,7 +125,8 @@ export interface SenderCore {
 }
 
 export const makeSenderCore = (options: {
-  readonly privateKey: Hex
+  /** The key's signer (src/keys/Signer.ts): the sender never holds the key itself. */
+  readonly signer: Signer
   readonly chainId: Option.Option<number>
   readonly maxFeePerGas: bigint
   readonly service: SenderService
@@ -148,10 +143,8 @@ export const makeSenderCore = (options: {
         ? <A, E, R>(effect: Effect.Effect<A, E, R>) => embeddedStatements.withPermits(1)(effect)
         : identity
     )
-    const account = yield* Effect.try(() => privateKeyToAccount(options.privateKey)).pipe(
-      Effect.orDieWith(() => new Error("the sender's private key is not a valid secp256k1 key"))
-    )
-    const address = account.address
+    const signer = options.signer
+    const address = signer.address
     const cap = options.maxFeePerGas
     const noop: Payload = { to: address, data: "0x", value: 0n, gas: NOOP_GAS }
     const metrics = makeSenderMetrics(options.service)
@@ -171,38 +164,38 @@ export const makeSenderCore = (options: {
       recent !== undefined && now - recent.atMs <= freshForMs ? recent : undefined
     )
 
-    // What `account.signTransaction` does, with the signature and the hashes in WebAssembly
-    // (src/chain/secp256k1.ts, src/chain/keccak.ts).
+    // What `account.signTransaction` does, with the hashes in WebAssembly (src/chain/keccak.ts)
+    // and the signature by the signer (libsecp256k1 for a key in memory, src/chain/secp256k1.ts).
     yield* checkedAgainstViem
     const keccak = yield* wasmKeccak256
     const hashOf = (serialized: Hex) => keccak(Buffer.from(serialized.slice(2), "hex"))
-    const key = hexToBytes(options.privateKey)
-    const sign = (s: Sender, payload: Payload, nonce: bigint, fees: Fees, kind: AttemptKind) =>
-      Effect.sync((): SignedAttempt => {
-        const transaction: TransactionSerializableEIP1559 = {
-          type: "eip1559",
-          chainId: s.chainId,
-          nonce: Number(nonce),
-          to: payload.to,
-          data: payload.data,
-          value: payload.value,
-          gas: payload.gas,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas
+    const sign = (s: Sender, payload: Payload, nonce: bigint, fees: Fees, kind: AttemptKind) => {
+      const transaction: TransactionSerializableEIP1559 = {
+        type: "eip1559",
+        chainId: s.chainId,
+        nonce: Number(nonce),
+        to: payload.to,
+        data: payload.data,
+        value: payload.value,
+        gas: payload.gas,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas
+      }
+      return Effect.map(
+        signer.sign(hashOf(serializeTransaction(transaction))),
+        (signature): SignedAttempt => {
+          const raw = serializeTransaction(transaction, signature)
+          return {
+            hash: hashOf(raw),
+            nonce,
+            kind,
+            maxFeePerGas: fees.maxFeePerGas,
+            maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+            raw
+          }
         }
-        const raw = serializeTransaction(
-          transaction,
-          signDigest(hashOf(serializeTransaction(transaction)), key)
-        )
-        return {
-          hash: hashOf(raw),
-          nonce,
-          kind,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-          raw
-        }
-      })
+      )
+    }
 
     const broadcast = (raw: Hex): Effect.Effect<Broadcast, LockLost | HoldExpired, KeyHold> =>
       Effect.flatMap(KeyHold, (hold) => hold.check).pipe(

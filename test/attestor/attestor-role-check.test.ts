@@ -4,13 +4,14 @@
  * nothing. A chain that does not answer at first is asked again.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Logger, Redacted } from "effect"
+import { Effect, Layer, Logger } from "effect"
 import type { Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { AttestorRoleCheck } from "../../src/attestor/operator/AttestorRoleCheck.js"
 import { ChainUnavailable } from "../../src/chain/errors.js"
 import { mockChainClient } from "../../src/chain/MockChainClient.js"
 import { AttestorSettings, type AttestorSettingsShape } from "../../src/config/attestor.js"
+import { localSigner } from "../../src/keys/Signer.js"
 
 const KEY: Hex = `0x${"11".repeat(32)}`
 const VAULT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
@@ -34,7 +35,7 @@ const warningsFor = (answers: ReadonlyArray<boolean | "down">) =>
         })) as never
     })
     const settings = Layer.succeed(AttestorSettings, {
-      signingKey: Redacted.make(KEY),
+      signingKey: localSigner(KEY),
       vault: VAULT
     } as unknown as AttestorSettingsShape)
     const logger = Logger.replace(

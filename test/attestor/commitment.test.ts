@@ -43,6 +43,7 @@ import { formatConfigError } from "../../src/config/settings.js"
 import { encodedBody, renderedBody } from "../../src/http/precomputed.js"
 import { serverUrl } from "../../src/http/server.js"
 import { Indexer } from "../../src/indexer/Indexer.js"
+import { localSigner } from "../../src/keys/Signer.js"
 import { storageLayer } from "../../src/store/sql.js"
 
 const SIGNING_KEY: Hex = `0x${"11".repeat(32)}`
@@ -220,7 +221,7 @@ describe("POST /v1/commitment with a numeric userId", () => {
 })
 
 describe("the commitment's answer, rendered without encoding it again (src/http/precomputed.ts)", () => {
-  const keys = commitmentKeys(SIGNING_KEY, Buffer.from(PEPPER.slice(2), "hex"))
+  const keys = commitmentKeys(localSigner(SIGNING_KEY), Buffer.from(PEPPER.slice(2), "hex"))
   const encodedJson = (answer: CommitmentResponse) => encodedBody(commitmentAnswer, answer)
 
   it("is the schema's encoding byte for byte, for any platform, user id and nonce", () => {

@@ -5,7 +5,7 @@
  * a URL), never the password. The authentication and unknown-database answers come from a
  * loopback server speaking PostgreSQL's protocol, so no server's configuration is assumed.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -175,5 +175,29 @@ describe("start-up errors of the bundled services", () => {
     })
     expect(line).toMatch(/^relayer: invalid settings: DATABASE_URL: not a URL/)
     expect(line).not.toContain(PASSWORD)
+  })
+
+  it("a secret set both as NAME and NAME_FILE is refused naming both, with the other bad settings, never the value", {
+    timeout: 60_000
+  }, async () => {
+    const keyFile = join(outdir, "relayer-key")
+    writeFileSync(keyFile, `${relayerSettings.RELAYER_PRIVATE_KEY}\n`, { mode: 0o600 })
+    const passwordFile = join(outdir, "database-url")
+    writeFileSync(passwordFile, `postgres://operator:${PASSWORD}@127.0.0.1:1/relayer\n`, { mode: 0o600 })
+    const line = await startUpLine("relayer", {
+      ...relayerSettings,
+      RELAYER_PRIVATE_KEY_FILE: keyFile,
+      DATABASE_URL: `postgres://operator:${PASSWORD}@127.0.0.1:1/relayer`,
+      DATABASE_URL_FILE: passwordFile,
+      RPC_URL: "not a url"
+    })
+    expect(line).toMatch(/^relayer: invalid settings: /)
+    expect(line).toContain(
+      "RELAYER_PRIVATE_KEY: set either RELAYER_PRIVATE_KEY or RELAYER_PRIVATE_KEY_FILE, not both"
+    )
+    expect(line).toContain("DATABASE_URL: set either DATABASE_URL or DATABASE_URL_FILE, not both")
+    expect(line).toContain("RPC_URL")
+    expect(line).not.toContain(PASSWORD)
+    expect(line).not.toContain("11".repeat(32))
   })
 })

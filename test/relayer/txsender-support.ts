@@ -16,6 +16,7 @@ import {
 import type { TxStatus } from "../../schema/relayer.js"
 import { ANVIL_CHAIN_ID, ANVIL_MNEMONIC } from "../../src/chain/anvil.js"
 import type { ChainClient } from "../../src/chain/ChainClient.js"
+import { localSigner } from "../../src/keys/Signer.js"
 import { makeSenderCore } from "../../src/txsender/core.js"
 import { KeyHold, type KeyLock, semaphoreHold } from "../../src/txsender/lock.js"
 import type { TxSenderShape } from "../../src/txsender/TxSender.js"
@@ -166,7 +167,7 @@ export const withoutLock: KeyLock = (effect) => Effect.provideService(effect, Ke
 
 export const senderCoreOn = (chain: Layer.Layer<ChainClient>) =>
   makeSenderCore({
-    privateKey: generatePrivateKey(),
+    signer: localSigner(generatePrivateKey()),
     chainId: Option.some(31337),
     maxFeePerGas: parseGwei("100"),
     service: "relayer"

@@ -19,6 +19,7 @@ import {
   type RpcRejectionKind
 } from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
+import { localSigner } from "../../src/keys/Signer.js"
 import { migrate } from "../../src/store/migrations.js"
 import { bumped } from "../../src/txsender/fees.js"
 import { type TxStore, TxStoreError } from "../../src/txsender/store.js"
@@ -75,7 +76,7 @@ const buildSender = (
 ): Effect.Effect<TxSenderShape, never, SqlClient | Scope.Scope> =>
   Layer.build(
     TxSender.layer({
-      privateKey: key.privateKey,
+      signer: localSigner(key.privateKey),
       chainId: Option.some(31337),
       replaceAfter: "30 seconds",
       maxReplacements: 1,
@@ -228,7 +229,7 @@ const buildMockSender = (
 ): Effect.Effect<TxSenderShape, never, SqlClient | Scope.Scope> =>
   Layer.build(
     TxSender.layer({
-      privateKey: generatePrivateKey(),
+      signer: localSigner(generatePrivateKey()),
       chainId: Option.some(31337),
       replaceAfter: "1 hour",
       maxReplacements: 1,

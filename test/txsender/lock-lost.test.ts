@@ -14,6 +14,7 @@ import { generatePrivateKey } from "viem/accounts"
 import { ChainClient } from "../../src/chain/ChainClient.js"
 import { makeMockChainClient } from "../../src/chain/MockChainClient.js"
 import { prometheusText } from "../../src/http/metrics.js"
+import { localSigner } from "../../src/keys/Signer.js"
 import { scopedKey } from "../../src/store/advisoryLock.js"
 import { migrate } from "../../src/store/migrations.js"
 import { makeSenderCore } from "../../src/txsender/core.js"
@@ -67,7 +68,7 @@ const countingNode = () => {
 const replicaParts = (privateKey: Hex, key: string, chain: Layer.Layer<ChainClient>) =>
   Effect.gen(function* () {
     const core = yield* makeSenderCore({
-      privateKey,
+      signer: localSigner(privateKey),
       chainId: Option.some(31337),
       maxFeePerGas: parseGwei("100"),
       service: "relayer"

@@ -46,7 +46,7 @@
  * session, escrows, owners or signatures reaches a log line or a metric.
  */
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Context, Effect, Either, Layer, Metric, Option, Redacted } from "effect"
+import { Context, Effect, Either, Layer, Metric, Option } from "effect"
 import type { BindRequest, BindResponse, BindSignature } from "../../../schema/attestor.js"
 import { BadRequest, InvalidSession, Unavailable } from "../../../schema/errors.js"
 import { ChainId } from "../../chain/chainId.js"
@@ -99,7 +99,7 @@ export class BindSignatures extends Context.Tag("BindSignatures")<BindSignatures
       const sql = yield* SqlClient
       /** Whether the session of `token` is still valid: read inside the record's transaction. */
       const sessionValid = (token: BindRequest["session"]) => Effect.map(sessions.read(token), Option.isSome)
-      const signer = bindSigner(Redacted.value(settings.signingKey), settings.vault)
+      const signer = bindSigner(settings.signingKey, settings.vault)
       const { bindDeadlineSeconds, autoVeto } = settings
 
       const contest = (

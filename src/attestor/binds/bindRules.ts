@@ -4,11 +4,11 @@
  * signs for and which pending owner a contest rules out, and the attestor key's `BindOwner`
  * signer. The endpoint is `BindSignatures`.
  */
-import { Effect, Either } from "effect"
+import { type Effect, Either } from "effect"
 import type { Address, Hex } from "viem"
-import { privateKeyToAccount } from "viem/accounts"
 import type { Visibility } from "../../../schema/attestor.js"
 import { vaultDomain, vaultTypes } from "../../../schema/eip712.js"
+import { type Signer, signTypedDataWith } from "../../keys/Signer.js"
 import { escrowVisibility, type IndexedEscrow } from "../escrows/userEscrows.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -96,18 +96,14 @@ export interface BindSigner {
   ) => Effect.Effect<Hex>
 }
 
-export const bindSigner = (key: Hex, vault: Address): BindSigner => {
-  const account = privateKeyToAccount(key)
-  return {
-    address: account.address,
-    signBindOwner: (chainId, message) =>
-      Effect.promise(() =>
-        account.signTypedData({
-          domain: vaultDomain(chainId, vault),
-          types: { BindOwner: vaultTypes.BindOwner },
-          primaryType: "BindOwner",
-          message
-        })
-      )
-  }
-}
+/** `BindOwner` signatures by the attestor's signer (src/keys/Signer.ts) for `vault`. */
+export const bindSigner = (signer: Signer, vault: Address): BindSigner => ({
+  address: signer.address,
+  signBindOwner: (chainId, message) =>
+    signTypedDataWith(signer, {
+      domain: vaultDomain(chainId, vault),
+      types: { BindOwner: vaultTypes.BindOwner },
+      primaryType: "BindOwner",
+      message
+    })
+})

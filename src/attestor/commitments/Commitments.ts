@@ -28,11 +28,7 @@ export class Commitments extends Context.Tag("Commitments")<Commitments, Commitm
     Effect.gen(function* () {
       const settings = yield* AttestorSettings
       const commit = commitRequest(
-        commitmentKeys(
-          Redacted.value(settings.signingKey),
-          Redacted.value(settings.pepper),
-          yield* wasmKeccak256
-        ),
+        commitmentKeys(settings.signingKey, Redacted.value(settings.pepper), yield* wasmKeccak256),
         (yield* HandleLookups).lookup
       )
       return { commit }

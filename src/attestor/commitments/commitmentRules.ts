@@ -18,7 +18,6 @@
 import { randomFillSync } from "node:crypto"
 import { Effect, Either, Schema } from "effect"
 import { bytesToHex, type Hex } from "viem"
-import { privateKeyToAccount } from "viem/accounts"
 import {
   type CommitmentRequest,
   CommitmentResponse,
@@ -44,6 +43,7 @@ import {
   userIdHash,
   viemKeccak256
 } from "../../../schema/ids.js"
+import type { Signer } from "../../keys/Signer.js"
 import type { CommitmentError } from "./api.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -200,17 +200,14 @@ const decodeKeyFields = Schema.decodeSync(CommitmentResponseFields.pick("attesto
 
 /** The key fields are checked once here, not in every response. */
 export const commitmentKeys = (
-  signingKey: Hex,
+  signer: Pick<Signer, "address" | "publicKey">,
   pepper: Uint8Array,
   keccak256: Keccak256 = viemKeccak256
-): CommitmentKeys => {
-  const account = privateKeyToAccount(signingKey)
-  return {
-    pepper,
-    keccak256,
-    ...decodeKeyFields({ attestor: account.address, attestorPubKey: account.publicKey })
-  }
-}
+): CommitmentKeys => ({
+  pepper,
+  keccak256,
+  ...decodeKeyFields({ attestor: signer.address, attestorPubKey: signer.publicKey })
+})
 
 /**
  * A 32-byte hash or nonce this module computed: `keccak256`, the salt's HMAC-SHA256 and

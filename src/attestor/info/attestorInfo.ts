@@ -4,7 +4,6 @@
  * (served by `InfoDocument`).
  */
 import { Option, Redacted, Schema } from "effect"
-import { privateKeyToAccount } from "viem/accounts"
 import {
   AttestorInfo,
   type HandleLookup,
@@ -67,7 +66,7 @@ export const attestorInfo = (settings: AttestorSettingsShape, chainId: number): 
   Schema.decodeSync(AttestorInfo)({
     chainId,
     vault: settings.vault,
-    attestor: privateKeyToAccount(Redacted.value(settings.signingKey)).address,
+    attestor: settings.signingKey.address,
     hintPublicKey: hintPublicKeyOf(Redacted.value(settings.hintKey)),
     platforms: loginPlatforms(settings),
     bindDeadlineSeconds: settings.bindDeadlineSeconds,

@@ -4,8 +4,7 @@
  * vetoes it reverts: the attestor still starts (the vault's admin may add the key later), but says
  * so once, by the key's address. Read in the background, retried while the chain does not answer.
  */
-import { Effect, Layer, Redacted, Schedule } from "effect"
-import { privateKeyToAccount } from "viem/accounts"
+import { Effect, Layer, Schedule } from "effect"
 import { feeVaultAbi } from "../../../contracts/abi.js"
 import { ChainClient } from "../../chain/ChainClient.js"
 import { AttestorSettings } from "../../config/attestor.js"
@@ -16,7 +15,7 @@ export const AttestorRoleCheck = {
     Effect.gen(function* () {
       const settings = yield* AttestorSettings
       const chain = yield* ChainClient
-      const attestor = privateKeyToAccount(Redacted.value(settings.signingKey)).address
+      const attestor = settings.signingKey.address
       yield* chain
         .readContract({
           address: settings.vault,

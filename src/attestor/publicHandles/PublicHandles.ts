@@ -32,12 +32,8 @@ export class PublicHandles extends Context.Tag("PublicHandles")<PublicHandles, P
     Effect.gen(function* () {
       const settings = yield* AttestorSettings
       const issue = issuePublicHandle({
-        keys: commitmentKeys(
-          Redacted.value(settings.signingKey),
-          Redacted.value(settings.pepper),
-          yield* wasmKeccak256
-        ),
-        signingKey: Redacted.value(settings.signingKey),
+        keys: commitmentKeys(settings.signingKey, Redacted.value(settings.pepper), yield* wasmKeccak256),
+        signer: settings.signingKey,
         lookup: (yield* HandleLookups).lookup,
         chainId: (yield* ChainId).get,
         publics: yield* PublicCommitments

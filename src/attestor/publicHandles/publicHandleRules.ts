@@ -11,12 +11,11 @@
  * Nothing of the handle, user or commitment reaches a log line or a metric.
  */
 import { Effect, Either, Schedule, Schema } from "effect"
-import type { Hex } from "viem"
-import { privateKeyToAccount } from "viem/accounts"
 import { type PublicHandleRequest, PublicHandleResponse } from "../../../schema/attestor.js"
 import { publicHandleDomain, publicHandleTypes } from "../../../schema/eip712.js"
 import { BadRequest, type Unavailable } from "../../../schema/errors.js"
 import { nowSeconds } from "../../clock.js"
+import { type Signer, signTypedDataWith } from "../../keys/Signer.js"
 import {
   type CommitmentKeys,
   classifyHandle,
@@ -30,7 +29,7 @@ import type { PublicCommitmentsShape } from "./PublicCommitments.js"
 
 export interface PublicHandleConfig {
   readonly keys: CommitmentKeys
-  readonly signingKey: Hex
+  readonly signer: Signer
   readonly lookup: HandleLookup
   readonly chainId: Effect.Effect<number, Unavailable>
   readonly publics: PublicCommitmentsShape
@@ -49,14 +48,12 @@ const attest =
     Effect.gen(function* () {
       const commitment = commitmentFor(config.keys, body.platform, userId, yield* freshNonce)
       const issuedAt = BigInt(yield* nowSeconds)
-      const attestation = yield* Effect.promise(() =>
-        privateKeyToAccount(config.signingKey).signTypedData({
-          domain: publicHandleDomain(chainId),
-          types: publicHandleTypes,
-          primaryType: "PublicHandle",
-          message: { platformId: commitment.platformId, userId, handle, issuedAt }
-        })
-      )
+      const attestation = yield* signTypedDataWith(config.signer, {
+        domain: publicHandleDomain(chainId),
+        types: publicHandleTypes,
+        primaryType: "PublicHandle",
+        message: { platformId: commitment.platformId, userId, handle, issuedAt }
+      })
       // Tried a few times: in paid mode the payment is about to be taken.
       yield* config.publics
         .record(commitment.handleCommitment, commitment.platformId, Number(issuedAt))

@@ -34,9 +34,8 @@
  * No id, owner, address or hash reaches a log line or a label.
  */
 
-import { Context, Duration, Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
+import { Context, Duration, Effect, Layer, Metric, Option, Ref } from "effect"
 import { type Address, encodeFunctionData } from "viem"
-import { privateKeyToAccount } from "viem/accounts"
 import { feeVaultAbi } from "../../../contracts/abi.js"
 import { pollForChanges } from "../../background/poll.js"
 import { supervised } from "../../background/supervised.js"
@@ -114,7 +113,7 @@ export class VetoWatcher extends Context.Tag("VetoWatcher")<VetoWatcher, VetoWat
             vetoUnknownIds: settings.vetoUnknownIds,
             vetoRule: settings.vetoRule,
             vetoStaggerSeconds: settings.vetoStaggerSeconds,
-            self: privateKeyToAccount(Redacted.value(settings.signingKey)).address,
+            self: settings.signingKey.address,
             ...overrides
           },
           yield* ProposalStore,

@@ -4,8 +4,7 @@
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, FiberRef, Redacted } from "effect"
-import { privateKeyToAccount } from "viem/accounts"
+import { Effect, FiberRef } from "effect"
 import { AddressFromSelf, ZeroAddress } from "../../../schema/primitives.js"
 import { QuoteResponse } from "../../../schema/relayer.js"
 import { ChainId } from "../../chain/chainId.js"
@@ -28,7 +27,7 @@ export const RelayerQuoteHandlers = HttpApiBuilder.group(RelayerApi, "quote", (h
     const oracle = yield* FeeOracle
 
     // The hot key's address: what clients put in `Claim.relayer` (fee-only claims must).
-    const relayer = AddressFromSelf.make(privateKeyToAccount(Redacted.value(settings.hotKey)).address)
+    const relayer = AddressFromSelf.make(settings.hotKey.address)
     // Settings hold checksummed addresses already; the brand says so to the response schemas.
     const vault = AddressFromSelf.make(settings.vault)
     const settlementAsset = AddressFromSelf.make(settings.settlementAsset)
