@@ -257,15 +257,18 @@ describe("the chain client's RPC transport", () => {
       ]
       for (const [kind, url] of cases) {
         answer = kind
-        const ours = yield* outcome(rpcTransport(url, { timeoutMs: 300 })({}).request)
-        const viems = yield* outcome(viemHttp(url, { timeout: 300, retryCount: 0 })({}).request)
+        // A short deadline only where the answer never comes: a busy machine must not turn an
+        // answer into a timeout on one side and not the other.
+        const timeoutMs = kind === "never" ? 300 : 10_000
+        const ours = yield* outcome(rpcTransport(url, { timeoutMs })({}).request)
+        const viems = yield* outcome(viemHttp(url, { timeout: timeoutMs, retryCount: 0 })({}).request)
         expect({ kind, ...ours }).toEqual({ kind, ...viems })
       }
       // No connection: the same error, whose text names the failure by its code alone (see above)
       // where Node's fetch says "fetch failed".
       const refused = `http://127.0.0.1:${port}`
-      const ours = yield* outcome(rpcTransport(refused, { timeoutMs: 300 })({}).request)
-      const viems = yield* outcome(viemHttp(refused, { timeout: 300, retryCount: 0 })({}).request)
+      const ours = yield* outcome(rpcTransport(refused, { timeoutMs: 10_000 })({}).request)
+      const viems = yield* outcome(viemHttp(refused, { timeout: 10_000, retryCount: 0 })({}).request)
       const withoutText = (o: typeof ours) =>
         "error" in o ? { ...o.error, details: undefined, causes: o.error.causes.slice(-1) } : o
       expect(withoutText(ours)).toEqual(withoutText(viems))
