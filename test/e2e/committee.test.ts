@@ -254,7 +254,7 @@ const skipBindDelay = async () => {
 
 /** What the attacker, holding members' hint keys, reads from an escrow's hint: its registration. */
 const registrations = new Map<string, unknown>()
-const registerOf = async (id: Bytes32) => registrations.get(id)
+const registerOf = (id: Bytes32) => registrations.get(id)
 
 const relayerAddress = privateKeyToAccount(devnetKeys.relayer).address
 
@@ -293,7 +293,7 @@ const proposeForged = async (id: Bytes32) => {
         newOwner: attacker,
         deadline: forgedDeadline.toString(),
         signatures,
-        register: await registerOf(id)
+        register: registerOf(id)
       })
     })
   )

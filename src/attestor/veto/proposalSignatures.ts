@@ -31,11 +31,9 @@ import {
 import { feeVaultAbi } from "../../../contracts/abi.js"
 import { vaultDomain, vaultTypes } from "../../../schema/eip712.js"
 import type { ChainClientShape } from "../../chain/ChainClient.js"
-import type { OwnSignature, Proposal } from "./vetoVerdicts.js"
+import { type OwnSignature, type Proposal, same } from "./vetoVerdicts.js"
 
 const bindProposedEvent = getAbiItem({ abi: feeVaultAbi, name: "BindProposed" })
-
-const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 /** How deep the vault's `multicall` is read: the vault's own calls, nested. */
 const MAX_MULTICALL_DEPTH = 8

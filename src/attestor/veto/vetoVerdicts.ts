@@ -71,7 +71,8 @@ export interface Handled {
   readonly txHash?: Hex | undefined
 }
 
-const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
+/** Hex strings (ids, addresses) equal whatever their case. */
+export const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 /** The pending proposals of the account projection. */
 export const pendingProposals = (accounts: Iterable<AccountState>): ReadonlyArray<Proposal> => {
